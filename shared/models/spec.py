@@ -1,0 +1,130 @@
+"""Validated model specifications: the values every other part of the system plans and runs from.
+
+Positions are integers; intervals are half-open ``[start, end)``. These are plain frozen values with no I/O: the
+loader builds them from files, planners and workers only read them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ModelId = str
+"""``database.table``."""
+
+Dependency = ModelId | tuple[ModelId, ...]
+"""A plain id is required (AND); a tuple is an OR group: at least one member must have data."""
+
+
+@dataclass(frozen=True)
+class SourceRef:
+    """Where a model was defined, for error messages: ``path:line``."""
+
+    path: str
+    line: int = 1
+
+
+@dataclass(frozen=True)
+class Interval:
+    max: int
+    min: int
+    type: str
+
+
+@dataclass(frozen=True)
+class Limits:
+    min: int | None = None
+    max: int | None = None
+
+
+@dataclass(frozen=True)
+class Fill:
+    direction: Literal["head", "tail"] = "head"
+    allow_gap_skipping: bool = False
+    buffer: int = 0
+
+
+@dataclass(frozen=True)
+class Schedules:
+    """Cron-like strings (``*/5 * * * *``, ``@every 30s``, ``@hourly``); ``""`` disables the schedule."""
+
+    forwardfill: str = ""
+    backfill: str = ""
+
+
+@dataclass(frozen=True)
+class Write:
+    """How a SQL transformation writes an interval (SPEC §7)."""
+
+    strategy: Literal["sql", "replace", "append"] = "sql"
+    unique_key: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Cache:
+    incremental_scan_interval_s: int = 60
+    full_scan_interval_s: int = 3600
+
+
+@dataclass(frozen=True)
+class ExternalModel:
+    database: str
+    table: str
+    interval_type: str
+    source: SourceRef
+    sql: str | None = None
+    exec: str | None = None
+    lag: int = 0
+    cache: Cache = Cache()
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def id(self) -> ModelId:
+        return f"{self.database}.{self.table}"
+
+
+@dataclass(frozen=True)
+class IncrementalModel:
+    database: str
+    table: str
+    interval: Interval
+    schedules: Schedules
+    source: SourceRef
+    dependencies: tuple[Dependency, ...] = ()
+    limits: Limits = Limits()
+    fill: Fill = Fill()
+    tags: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    sql: str | None = None
+    exec: str | None = None
+    write: Write = Write()
+
+    @property
+    def id(self) -> ModelId:
+        return f"{self.database}.{self.table}"
+
+
+@dataclass(frozen=True)
+class ScheduledModel:
+    database: str
+    table: str
+    schedule: str
+    source: SourceRef
+    dependencies: tuple[Dependency, ...] = ()
+    tags: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+    sql: str | None = None
+    exec: str | None = None
+
+    @property
+    def id(self) -> ModelId:
+        return f"{self.database}.{self.table}"
+
+
+Model = ExternalModel | IncrementalModel | ScheduledModel
+Transformation = IncrementalModel | ScheduledModel
+
+
+def dependency_ids(dep: Dependency) -> tuple[ModelId, ...]:
+    """Every model id a dependency names (one for AND, each member for an OR group)."""
+    return dep if isinstance(dep, tuple) else (dep,)
