@@ -1,0 +1,35 @@
+"""``cbt dev up | down | status``: local Kafka, Redis and Spark Connect for development, tests and the demo."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from cbt.dev import stack
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    dev = sub.add_parser("dev", help="local infrastructure: Kafka, Redis, Spark Connect on 127.0.0.1")
+    actions = dev.add_subparsers(dest="action", required=True, metavar="ACTION")
+    actions.add_parser("up", help="start what is not running and wait until it answers").set_defaults(func=_up)
+    actions.add_parser("down", help="stop the processes cbt dev up started").set_defaults(func=_down)
+    actions.add_parser("status", help="what is up, where, and its memory").set_defaults(func=_status)
+
+
+def _up(args: argparse.Namespace) -> int:
+    for line in stack.up():
+        print(line.line())
+    return 0
+
+
+def _down(args: argparse.Namespace) -> int:
+    stopped = stack.down()
+    print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
+    return 0
+
+
+def _status(args: argparse.Namespace) -> int:
+    lines = stack.status()
+    for line in lines:
+        print(line.line())
+    return 0 if all(s.is_up for s in lines) else 3

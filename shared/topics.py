@@ -1,0 +1,48 @@
+"""Kafka topic names (SPEC §6). Pure: the prefix and pool names come from configuration."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+DEFAULT_POOL = "default"
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Every topic the services use, under one configurable prefix (default ``cbt.``)."""
+
+    prefix: str = "cbt."
+
+    def task_requested(self, pool: str = DEFAULT_POOL) -> str:
+        return f"{self.prefix}task-requested.{pool}"
+
+    @property
+    def interval_completed(self) -> str:
+        return f"{self.prefix}interval-completed"
+
+    @property
+    def task_failed(self) -> str:
+        return f"{self.prefix}task-failed"
+
+    @property
+    def invalidation(self) -> str:
+        return f"{self.prefix}invalidation"
+
+    @property
+    def invalidation_rejected(self) -> str:
+        return f"{self.prefix}invalidation-rejected"
+
+    @property
+    def bounds_updated(self) -> str:
+        return f"{self.prefix}bounds-updated"
+
+    def all(self, pools: tuple[str, ...] = (DEFAULT_POOL,)) -> tuple[str, ...]:
+        """Every topic for the given worker pools, task topics first."""
+        return (
+            *(self.task_requested(pool) for pool in pools),
+            self.interval_completed,
+            self.task_failed,
+            self.invalidation,
+            self.invalidation_rejected,
+            self.bounds_updated,
+        )

@@ -1,0 +1,100 @@
+"""Shared test fixtures.
+
+Integration and e2e tests get one set of real services per run: Kafka, Redis and Spark Connect at the endpoints
+in ``CBT_TEST_KAFKA_BOOTSTRAP`` / ``CBT_TEST_REDIS_URL`` / ``CBT_TEST_SPARK_REMOTE`` when all three are given,
+otherwise started with the project's launcher (``cbt dev up``) and stopped again at the end if this run started
+them. Each test gets its own topic prefix, Redis key prefix and Spark database.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from redis import Redis
+
+
+@dataclass(frozen=True)
+class Endpoints:
+    kafka_bootstrap: str
+    redis_url: str
+    spark_remote: str
+
+
+ENV_VARS = ("CBT_TEST_KAFKA_BOOTSTRAP", "CBT_TEST_REDIS_URL", "CBT_TEST_SPARK_REMOTE")
+
+
+@pytest.fixture(scope="session")
+def endpoints() -> Iterator[Endpoints]:
+    if all(os.environ.get(v) for v in ENV_VARS):
+        yield Endpoints(*(os.environ[v] for v in ENV_VARS))
+        return
+    from cbt.dev import stack
+
+    already_up = {s.name for s in stack.status() if s.is_up}
+    stack.up()
+    from cbt.dev.layout import Layout
+
+    layout = Layout.from_env()
+    yield Endpoints(layout.kafka_bootstrap, layout.redis_url, layout.spark_remote)
+    if not already_up and os.environ.get("CBT_TEST_KEEP_INFRA") != "1":
+        stack.down()
+
+
+@pytest.fixture(scope="session")
+def spark(endpoints: Endpoints) -> Iterator[SparkSession]:
+    from cbt.adapters.spark import connect
+
+    session = connect(endpoints.spark_remote)
+    yield session
+    session.stop()
+
+
+def _unique(kind: str) -> str:
+    return f"t{kind}_{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def topic_prefix(endpoints: Endpoints) -> Iterator[str]:
+    """A fresh topic prefix with every SPEC §6 topic created under it; deleted afterwards."""
+    from cbt.adapters.kafka_admin import delete_topics, ensure_topics
+    from cbt.topics import Topics
+
+    prefix = _unique("k") + "."
+    names = Topics(prefix).all()
+    ensure_topics(endpoints.kafka_bootstrap, names)
+    yield prefix
+    delete_topics(endpoints.kafka_bootstrap, names)
+
+
+@pytest.fixture
+def redis_prefix() -> str:
+    return _unique("r") + ":"
+
+
+@pytest.fixture
+def redis_client(endpoints: Endpoints, redis_prefix: str) -> Iterator[Redis]:
+    from redis import Redis
+
+    client = Redis.from_url(endpoints.redis_url)
+    yield client
+    keys = list(client.scan_iter(match=redis_prefix + "*"))
+    if keys:
+        client.delete(*keys)
+    client.close()
+
+
+@pytest.fixture
+def spark_database(spark: SparkSession) -> Iterator[str]:
+    """A fresh Spark database for one test, dropped with its tables afterwards."""
+    name = _unique("db")
+    spark.sql(f"CREATE DATABASE {name}")
+    yield name
+    spark.sql(f"DROP DATABASE IF EXISTS {name} CASCADE")
