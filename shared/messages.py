@@ -1,0 +1,126 @@
+"""Message bodies on the Kafka topics (SPEC §6): JSON, validated by pydantic, each with a ``kind`` and version.
+
+Every message is frozen and forbids unknown fields, so a malformed or foreign body is rejected by name instead of
+half-understood. ``decode`` picks the class from the ``kind`` field, never by guessing from the shape.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+
+from cbt.models.spec import ModelId
+
+SCHEMA_VERSION = 1
+Direction = Literal["forward", "backfill", "rerun"]
+Position = Annotated[int, Field(ge=0)]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+
+    def encode(self) -> bytes:
+        return self.model_dump_json().encode()
+
+
+def incremental_task_id(model: ModelId, position: int, interval: int) -> str:
+    return f"{model}:{position}:{interval}"
+
+
+def scheduled_task_id(model: ModelId, scheduled_unix: int) -> str:
+    return f"{model}:@{scheduled_unix}"
+
+
+class TaskRequested(Message):
+    """Run one model for one interval (incremental) or one scheduled time (scheduled)."""
+
+    kind: Literal["task-requested"] = "task-requested"
+    task_id: str
+    model: ModelId
+    position: Position | None = None
+    interval: Annotated[int, Field(gt=0)] | None = None
+    scheduled_unix: Position | None = None
+    direction: Direction = "forward"
+    pool: str = "default"
+    enqueued_at_ms: int = Field(default_factory=now_ms)
+
+    @model_validator(mode="after")
+    def _one_shape(self) -> TaskRequested:
+        incremental = self.position is not None and self.interval is not None
+        if incremental == (self.scheduled_unix is not None):
+            raise ValueError("a task has either position+interval (incremental) or scheduled_unix (scheduled)")
+        expected = (
+            incremental_task_id(self.model, self.position, self.interval)  # type: ignore[arg-type]
+            if incremental
+            else scheduled_task_id(self.model, self.scheduled_unix)  # type: ignore[arg-type]
+        )
+        if self.task_id != expected:
+            raise ValueError(f"task_id must be {expected!r}, got {self.task_id!r}")
+        return self
+
+    @property
+    def end(self) -> int | None:
+        return None if self.position is None or self.interval is None else self.position + self.interval
+
+
+class IntervalCompleted(Message):
+    """A task's effect is durable and its coverage recorded; dependents may be re-planned at once."""
+
+    kind: Literal["interval-completed"] = "interval-completed"
+    task_id: str
+    model: ModelId
+    position: Position | None = None
+    interval: int | None = None
+    scheduled_unix: int | None = None
+    direction: Direction = "forward"
+    attempt: int = 1
+    duration_ms: int = 0
+    enqueued_at_ms: int = 0
+    completed_at_ms: int = Field(default_factory=now_ms)
+    worker: str = ""
+
+
+class TaskFailed(Message):
+    """A task failed its last attempt; it is retried on a later backfill tick."""
+
+    kind: Literal["task-failed"] = "task-failed"
+    task_id: str
+    model: ModelId
+    position: Position | None = None
+    interval: int | None = None
+    scheduled_unix: int | None = None
+    attempts: int
+    error: str
+    failed_at_ms: int = Field(default_factory=now_ms)
+    worker: str = ""
+
+
+class BoundsUpdated(Message):
+    """An external model's scanned bounds changed (raw: ``[min, max)`` before lag)."""
+
+    kind: Literal["bounds-updated"] = "bounds-updated"
+    model: ModelId
+    min: Position
+    max: Position
+    previous_min: int | None = None
+    previous_max: int | None = None
+    scan: Literal["full", "incremental"] = "full"
+    scanned_at_ms: int = Field(default_factory=now_ms)
+
+
+AnyMessage = Annotated[TaskRequested | IntervalCompleted | TaskFailed | BoundsUpdated, Field(discriminator="kind")]
+_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyMessage)
+
+
+def decode(raw: bytes | str) -> TaskRequested | IntervalCompleted | TaskFailed | BoundsUpdated:
+    """Parse a message body by its ``kind``; raises ``pydantic.ValidationError`` with the reason."""
+    message: TaskRequested | IntervalCompleted | TaskFailed | BoundsUpdated = _ADAPTER.validate_json(raw)
+    return message

@@ -1,0 +1,78 @@
+"""Ports the services use for state, declared here once and implemented by adapters (Redis, Delta) and fakes.
+
+Ranges are half-open ``[start, end)``. Coverage is kept as merged ranges (``cbt.scheduling.coverage``).
+
+Invalidation wins over in-flight work (SPEC §8): every model has an **invalidation sequence** — a counter that an
+applied invalidation increments. A worker reads the model's current sequence before it runs a task and passes it
+to ``record_completed``; the write is refused when an invalidation with a higher sequence overlaps the task's
+range, because that task may have read data the invalidation declared stale. Check-and-add is atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from cbt.models.spec import ModelId
+from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.state import RawBounds
+
+
+@dataclass(frozen=True)
+class InFlightTask:
+    task_id: str
+    range: Range | None
+    """``None`` for a scheduled task."""
+    deadline_ms: int
+
+
+class CoverageReader(Protocol):
+    def coverage(self, model: ModelId) -> Coverage: ...
+    def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]: ...
+    def invalidation_seq(self, model: ModelId) -> int: ...
+
+
+class CoverageWriter(Protocol):
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int) -> bool:
+        """Add ``done`` unless an invalidation newer than ``observed_seq`` overlaps it; True when added."""
+        ...
+
+    def apply_invalidation(self, ranges: Mapping[ModelId, Sequence[Range]]) -> dict[ModelId, int]:
+        """Remove the ranges from each model's coverage and bump each model's sequence; returns the new sequences."""
+        ...
+
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int) -> None:
+        """Overwrite one model's hot coverage and sequence (rebuild from the admin tables)."""
+        ...
+
+
+class BoundsStore(Protocol):
+    def bounds(self, models: Collection[ModelId]) -> dict[ModelId, RawBounds]: ...
+    def put_bounds(self, model: ModelId, bounds: RawBounds) -> RawBounds | None:
+        """Store new bounds; returns the previous ones."""
+        ...
+
+
+class TaskLedger(Protocol):
+    """Tasks enqueued or running, per model: dedup on enqueue and the planner's in-flight input."""
+
+    def claim(self, model: ModelId, task: InFlightTask) -> bool:
+        """Register a task about to be published; False when the same task id is already in flight."""
+        ...
+
+    def release(self, model: ModelId, task_id: str) -> None: ...
+    def in_flight(self, models: Collection[ModelId], now_ms: int) -> dict[ModelId, tuple[InFlightTask, ...]]:
+        """Live in-flight tasks; entries past their deadline are dropped (their tasks are planned again)."""
+        ...
+
+
+class Leases(Protocol):
+    """Exclusive, expiring ownership with a fencing token (task runs, the coordinator's ticker)."""
+
+    def acquire(self, name: str, owner: str, ttl_ms: int) -> int | None:
+        """A fencing token (strictly increasing per name) when acquired, else None."""
+        ...
+
+    def renew(self, name: str, owner: str, ttl_ms: int) -> bool: ...
+    def release(self, name: str, owner: str) -> None: ...
