@@ -13,8 +13,8 @@ from cbt.models.spec import (
     Limits,
     Model,
     ModelId,
-    Schedules,
     ScheduledModel,
+    Schedules,
     SourceRef,
 )
 from cbt.scheduling import coverage as cov

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
-
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 
@@ -117,7 +117,7 @@ def _positions(c: Coverage) -> set[int]:
 
 
 def _is_canonical(c: Coverage) -> bool:
-    return all(s < e for s, e in c) and all(a[1] < b[0] for a, b in zip(c, c[1:], strict=False))
+    return all(s < e for s, e in c) and all(a[1] < b[0] for a, b in itertools.pairwise(c))
 
 
 def test_random_add_remove_match_a_set_of_positions() -> None:

@@ -1,0 +1,125 @@
+"""The whole-model planner: from a state snapshot to the tasks to enqueue now and why nothing more can run.
+
+Pure and clock-free: the same models and snapshot always give the same plan. The coordinator calls
+``plan_model`` on each tick and on each relevant event, enqueues the returned tasks (their ranges then appear
+in the next snapshot's ``in_flight``), and shows ``waiting`` to people (``cbt plan``, the API's explain view).
+
+Per model, in this order:
+
+1. readiness (valid range) from the dependencies (``bounds.readiness``); no valid range → no tasks,
+   ``waiting`` says why, naming the dependency;
+2. free slots = the per-model concurrency limit minus its in-flight tasks;
+3. forward fill (when ``schedules.forwardfill`` is set and asked for) takes slots first, to keep the head
+   fresh;
+4. backfill (when ``schedules.backfill`` is set and asked for) takes the remaining slots; it sees the forward
+   tasks just planned as in flight, so a head-first model backfills its leading gap in the same tick.
+
+In-flight task ranges count as covered for planning: they are never planned again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+from cbt.models.spec import IncrementalModel, Model, ModelId
+from cbt.scheduling import bounds as bnd
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.backfill import plan_backfill
+from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.forward import FillPlan, plan_forward
+from cbt.scheduling.state import StateSnapshot
+
+Direction = Literal["forward", "backfill"]
+DIRECTIONS: tuple[Direction, ...] = ("forward", "backfill")
+
+
+@dataclass(frozen=True)
+class Task:
+    """One run of one incremental model over ``[position, position + interval)``."""
+
+    model_id: ModelId
+    position: int
+    interval: int
+    direction: Direction
+
+    @property
+    def end(self) -> int:
+        return self.position + self.interval
+
+    @property
+    def id(self) -> str:
+        """``model_id:position:interval``, unique among in-flight tasks (SPEC §2)."""
+        return f"{self.model_id}:{self.position}:{self.interval}"
+
+
+@dataclass(frozen=True)
+class ModelPlan:
+    """What to enqueue now for one model; ``waiting``: why nothing more can run (``None``: nothing left)."""
+
+    model_id: ModelId
+    valid: Range | None
+    tasks: tuple[Task, ...]
+    waiting: str | None
+
+
+def plan_model(
+    model: IncrementalModel,
+    models: Mapping[ModelId, Model],
+    state: StateSnapshot,
+    *,
+    concurrency: int,
+    directions: Collection[Direction] = DIRECTIONS,
+) -> ModelPlan:
+    """Plan ``model`` in ``state`` with at most ``concurrency`` tasks in flight for it (existing ones included)."""
+    ready = bnd.readiness(model, models, state)
+    if ready.valid is None:
+        return ModelPlan(model.id, None, (), ready.reason)
+    in_flight = state.in_flight.get(model.id, ())
+    effective = effective_coverage(model.id, state)
+    slots = max(concurrency - len(in_flight), 0)
+    results: list[tuple[Direction, FillPlan]] = []
+    if model.schedules.forwardfill and "forward" in directions:
+        forward = plan_forward(model, ready, effective, slots)
+        results.append(("forward", forward))
+        effective = cov.union(effective, cov.merge(forward.tasks))
+        slots -= len(forward.tasks)
+    if model.schedules.backfill and "backfill" in directions:
+        results.append(("backfill", plan_backfill(model, ready, effective, slots)))
+    tasks = tuple(
+        Task(model.id, start, end - start, direction) for direction, fill in results for start, end in fill.tasks
+    )
+    return ModelPlan(model.id, ready.valid, tasks, _waiting(results, concurrency, len(in_flight)))
+
+
+def plan_all(
+    models: Mapping[ModelId, Model],
+    state: StateSnapshot,
+    *,
+    concurrency: int,
+    directions: Collection[Direction] = DIRECTIONS,
+) -> list[ModelPlan]:
+    """``plan_model`` for every incremental transformation, sorted by model id."""
+    return [
+        plan_model(m, models, state, concurrency=concurrency, directions=directions)
+        for m in incremental_models(models.values())
+    ]
+
+
+def incremental_models(models: Iterable[Model]) -> list[IncrementalModel]:
+    """The incremental transformations among ``models``, sorted by id."""
+    return sorted((m for m in models if isinstance(m, IncrementalModel)), key=lambda m: m.id)
+
+
+def effective_coverage(model_id: ModelId, state: StateSnapshot) -> Coverage:
+    """Coverage plus in-flight task ranges: what planning treats as done or being done."""
+    return cov.union(state.coverage.get(model_id, cov.EMPTY), cov.merge(state.in_flight.get(model_id, ())))
+
+
+def _waiting(results: list[tuple[Direction, FillPlan]], concurrency: int, in_flight: int) -> str | None:
+    reasons: list[str] = []
+    if any(fill.is_out_of_slots for _, fill in results):
+        reasons.append(f"concurrency limit {concurrency} reached ({in_flight} in flight before this plan)")
+    reasons.extend(f"{direction}: {fill.waiting}" for direction, fill in results if fill.waiting)
+    return "; ".join(reasons) or None

@@ -1,0 +1,126 @@
+"""The whole-model planner: directions, shared concurrency, in-flight tasks, and convergence."""
+
+from __future__ import annotations
+
+import random
+
+from cbt.models.spec import Model
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.plan import ModelPlan, Task, plan_all, plan_model
+from cbt.scheduling.state import StateSnapshot
+
+from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
+
+SPEC_MODELS: list[Model] = [ext("eth.blocks", lag=100), ext("eth.transactions"), inc("an.hourly"), inc("an.daily")]
+SPEC_STATE = snapshot(
+    bounds={"eth.blocks": (1000, 5000), "eth.transactions": (900, 4900)},
+    coverage={"an.hourly": [(1500, 4500)], "an.daily": [(2000, 4000)]},
+)
+SPEC_DEPS = ["eth.blocks", "eth.transactions", "an.hourly", "an.daily"]
+
+
+def _plan(model_kwargs: dict[str, object], state: StateSnapshot = SPEC_STATE, concurrency: int = 4) -> ModelPlan:
+    model = inc("an.target", SPEC_DEPS, **model_kwargs)  # type: ignore[arg-type]
+    return plan_model(model, models_of(*SPEC_MODELS, model), state, concurrency=concurrency)
+
+
+def _ranges(plan: ModelPlan) -> list[tuple[int, int, str]]:
+    return [(t.position, t.end, t.direction) for t in plan.tasks]
+
+
+def test_spec_example_tail_starts_at_valid_min() -> None:
+    plan = _plan({"imax": 500})
+    assert plan.valid == (2000, 4000)
+    assert _ranges(plan) == [
+        (2000, 2500, "forward"),
+        (2500, 3000, "forward"),
+        (3000, 3500, "forward"),
+        (3500, 4000, "forward"),
+    ]
+    assert plan.waiting is None
+
+
+def test_head_model_backfills_its_leading_gap_in_the_same_tick() -> None:
+    plan = _plan({"imax": 500, "direction": "head"}, concurrency=3)
+    assert _ranges(plan) == [(3500, 4000, "forward"), (3000, 3500, "backfill"), (2500, 3000, "backfill")]
+    assert plan.waiting is not None and "concurrency limit 3" in plan.waiting
+
+
+def test_in_flight_tasks_count_against_the_limit() -> None:
+    state = snapshot(
+        bounds={"eth.blocks": (1000, 5000), "eth.transactions": (900, 4900)},
+        coverage={"an.hourly": [(1500, 4500)], "an.daily": [(2000, 4000)], "an.target": [(2000, 2500)]},
+        in_flight={"an.target": [(2500, 3000), (3000, 3500)]},
+    )
+    plan = _plan({"imax": 500}, state, concurrency=3)
+    assert _ranges(plan) == [(3500, 4000, "forward")]
+    full = _plan({"imax": 500}, state, concurrency=2)
+    assert full.tasks == ()
+    assert full.waiting is not None and "concurrency limit 2" in full.waiting
+
+
+def test_no_valid_range_names_the_dependency() -> None:
+    state = snapshot(bounds={"eth.transactions": (900, 4900)}, coverage={"an.hourly": [(1500, 4500)]})
+    plan = _plan({}, state)
+    assert plan.valid is None and plan.tasks == ()
+    assert plan.waiting is not None and "eth.blocks" in plan.waiting and "an.daily" in plan.waiting
+
+
+def test_disabled_schedules_plan_nothing_in_that_direction() -> None:
+    forward_only = _plan({"imax": 500, "direction": "head", "backfill": ""})
+    assert [t.direction for t in forward_only.tasks] == ["forward"]
+    model = inc("an.target", SPEC_DEPS, imax=500, direction="head")
+    only_back = plan_model(model, models_of(*SPEC_MODELS, model), SPEC_STATE, concurrency=4, directions=["backfill"])
+    assert only_back.tasks == ()  # forward owns the head and has not set a frontier yet
+
+
+def test_task_id_and_plan_all_covers_only_incremental_models() -> None:
+    models = models_of(*SPEC_MODELS, sched("ref.rates"), inc("an.target", SPEC_DEPS, imax=2000))
+    plans = plan_all(models, SPEC_STATE, concurrency=4)
+    assert [p.model_id for p in plans] == ["an.daily", "an.hourly", "an.target"]
+    assert plans[2].tasks == (Task("an.target", 2000, 2000, "forward"),)
+    assert plans[2].tasks[0].id == "an.target:2000:2000"
+
+
+def _simulate(rng: random.Random) -> None:
+    """Plan, complete every task, repeat: coverage must converge to the whole valid range."""
+    imax = rng.randint(1, 60)
+    rounds = (700 // imax + 10) * 2
+    imin = rng.choice([0, imax, rng.randint(0, imax)])
+    low, high = rng.randint(0, 100), rng.randint(150, 700)
+    forward = rng.choice(["@every 1m", ""])
+    model = inc(
+        "an.target",
+        ["src.data"],
+        imax=imax,
+        imin=imin,
+        forward=forward,
+        backfill="@every 1m",
+        direction=rng.choice(["head", "tail"]),
+    )
+    own = [(s, s + rng.randint(1, 40)) for s in (rng.randint(low, high) for _ in range(rng.randint(0, 4)))]
+    state = snapshot(bounds={"src.data": (low, high)}, coverage={"an.target": own})
+    models = models_of(ext("src.data"), model)
+    covered = state.coverage["an.target"]
+    for _ in range(rounds):
+        plan = plan_model(model, models, state, concurrency=rng.randint(1, 5))
+        assert plan.valid == (low, high)
+        if not plan.tasks:
+            break
+        assert len({t.id for t in plan.tasks}) == len(plan.tasks)
+        for task in plan.tasks:
+            assert low <= task.position < task.end <= high
+            assert task.interval <= imax
+            covered = cov.add(covered, (task.position, task.end))
+        state = StateSnapshot(bounds=state.bounds, coverage={"an.target": covered})
+    else:
+        raise AssertionError("planning did not converge")
+    left = cov.gaps(covered, (low, high))
+    # Only the open end may stay uncovered, and only while it is shorter than interval.min (waiting for data).
+    assert left == [] or (len(left) == 1 and left[0][1] == high and high - left[0][0] < imin), (model, own, left)
+
+
+def test_random_states_converge_to_full_coverage() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        _simulate(rng)
