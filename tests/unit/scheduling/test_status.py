@@ -1,0 +1,39 @@
+"""Per-model status: coverage, gaps below the frontier, lag behind the valid range's end."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pytest
+from cbt.scheduling.coverage import Range
+from cbt.scheduling.status import model_status
+
+from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
+
+
+@pytest.mark.parametrize(
+    ("own", "src", "gaps", "lag"),
+    [
+        pytest.param([], (0, 1000), [], 1000, id="nothing-covered"),
+        pytest.param([(0, 1000)], (0, 1000), [], 0, id="caught-up"),
+        pytest.param([(200, 300), (500, 700)], (0, 1000), [(0, 200), (300, 500)], 300, id="leading-and-middle"),
+        pytest.param([(0, 1200)], (0, 1000), [], 0, id="ahead-of-valid-range"),
+    ],
+)
+def test_status(own: Sequence[Range], src: Range, gaps: list[Range], lag: int) -> None:
+    model = inc("an.target", ["src.data"])
+    state = snapshot(bounds={"src.data": src}, coverage={"an.target": own}, in_flight={"an.target": [(700, 800)]})
+    status = model_status(model, models_of(ext("src.data"), model), state)
+    assert status.valid == src
+    assert list(status.gaps) == gaps
+    assert status.lag == lag
+    assert status.in_flight == ((700, 800),)
+
+
+def test_status_without_valid_range_lists_holes_and_reason() -> None:
+    model = inc("an.target", ["src.data"])
+    state = snapshot(coverage={"an.target": [(0, 100), (200, 300)]})
+    status = model_status(model, models_of(ext("src.data"), model), state)
+    assert status.valid is None and status.lag is None
+    assert list(status.gaps) == [(100, 200)]
+    assert status.reason is not None and "src.data" in status.reason
