@@ -181,6 +181,23 @@ def is_ready(ready: Readiness, r: Range) -> bool:
     return all(cov.covers(d.coverage, r) for d in ready.required)
 
 
+def why_not_ready(ready: Readiness, r: Range) -> str | None:
+    """``None`` when ``r`` is ready, else why not (the worker's check at execution time; never fails open)."""
+    start, end = r
+    if ready.valid is None:
+        return ready.reason or "no valid range"
+    if start >= end:
+        return f"empty interval [{start}, {end})"
+    low, high = ready.valid
+    if start < low or end > high:
+        return f"[{start}, {end}) is outside the valid range [{low}, {high})"
+    hole = first_hole(ready, r)
+    if hole is not None:
+        dep, (hole_start, hole_end) = hole
+        return f"{dep.label} has no data in [{hole_start}, {hole_end})"
+    return None
+
+
 def first_hole(ready: Readiness, r: Range) -> tuple[Available, Range] | None:
     """The transformation dependency whose hole in ``r`` starts lowest, with that hole clipped to ``r``."""
     found: tuple[Available, Range] | None = None

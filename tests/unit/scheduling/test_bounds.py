@@ -158,3 +158,23 @@ def test_resume_at_finds_where_every_dependency_has_data_again() -> None:
     assert bnd.resume_at(readiness, 420) == 450
     assert bnd.resume_at(readiness, 100) == 100
     assert bnd.resume_at(readiness, 1000) is None
+
+
+@pytest.mark.parametrize(
+    ("r", "why_has"),
+    [
+        pytest.param((0, 300), None, id="ready"),
+        pytest.param((250, 350), "an.hourly has no data in [300, 350)", id="hole"),
+        pytest.param((900, 1001), "outside the valid range [0, 1000)", id="outside"),
+        pytest.param((5, 5), "empty interval", id="empty"),
+    ],
+)
+def test_why_not_ready(r: Range, why_has: str | None) -> None:
+    readiness = _valid(["eth.transactions", "an.hourly", "an.daily"], HOLEY)
+    why = bnd.why_not_ready(readiness, r)
+    assert why is None if why_has is None else (why is not None and why_has in why)
+
+
+def test_why_not_ready_without_valid_range_names_the_dependency() -> None:
+    why = bnd.why_not_ready(_valid(["eth.empty"]), (0, 10))
+    assert why is not None and "eth.empty" in why
