@@ -13,6 +13,9 @@ from pathlib import Path
 
 from cbt.errors import InfraError
 
+_CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
+"""Handles of the processes started by this interpreter, kept so they can be reaped when stopped here."""
+
 
 @dataclass(frozen=True)
 class ManagedProcess:
@@ -39,6 +42,7 @@ class ManagedProcess:
                 list(argv), cwd=cwd, env=dict(env) if env is not None else None,
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
+        _CHILDREN[proc.pid] = proc
         self.pid_file.write_text(f"{proc.pid} {_start_time(proc.pid)}\n")
         return proc.pid
 
@@ -52,6 +56,9 @@ class ManagedProcess:
         if not wait_until(lambda: _start_time(pid) is None, timeout_s):
             _signal_group(pid, signal.SIGKILL)
             wait_until(lambda: _start_time(pid) is None, 5.0)
+        child = _CHILDREN.pop(pid, None)
+        if child is not None:
+            child.wait(timeout=5)
         self.pid_file.unlink(missing_ok=True)
         return True
 
