@@ -8,7 +8,7 @@ from typing import Protocol
 
 from cbt.dev.kafka import KafkaBroker
 from cbt.dev.layout import HOST, Layout
-from cbt.dev.process import ManagedProcess, require_free_port, wait_until
+from cbt.dev.process import ManagedProcess, require_free_port
 from cbt.dev.redis import RedisServer
 from cbt.dev.spark import SparkConnectServer
 from cbt.errors import InfraError
@@ -65,11 +65,8 @@ def up(layout: Layout | None = None) -> list[ComponentStatus]:
         require_free_port(part.name, HOST, part.port, part.port_env)
         started[part.name] = time.monotonic()
         part.start()
-    took: dict[str, float] = {}
+    took = _wait_all_ready(parts, started)
     for part in parts:
-        _wait_ready(part)
-        if part.name in started:
-            took[part.name] = time.monotonic() - started[part.name]
         part.after_ready()
     return [_status(part, took.get(part.name)) for part in parts]
 
@@ -83,15 +80,27 @@ def status(layout: Layout | None = None) -> list[ComponentStatus]:
     return [_status(part) for part in components(layout)]
 
 
-def _wait_ready(part: Component) -> None:
-    def ready_or_dead() -> bool:
-        return part.process.pid() is None or part.is_ready()
+def _wait_all_ready(parts: list[Component], started: dict[str, float]) -> dict[str, float]:
+    """Poll every component together; returns how long each one we started took to answer."""
+    took: dict[str, float] = {}
+    waiting_since = time.monotonic()
+    pending = list(parts)
+    while pending:
+        for part in list(pending):
+            if part.is_ready():
+                pending.remove(part)
+                if part.name in started:
+                    took[part.name] = time.monotonic() - started[part.name]
+            elif part.process.pid() is None and part.name in started:
+                raise _not_ready(part, "exited")
+            elif time.monotonic() - started.get(part.name, waiting_since) > READY_TIMEOUT_S[part.name]:
+                raise _not_ready(part, f"did not answer within {READY_TIMEOUT_S[part.name]:.0f}s")
+        time.sleep(0.1)
+    return took
 
-    timeout_s = READY_TIMEOUT_S[part.name]
-    if not wait_until(ready_or_dead, timeout_s, every_s=0.25) or not part.is_ready():
-        alive = part.process.pid() is not None
-        why = f"did not answer within {timeout_s:.0f}s" if alive else "exited"
-        raise InfraError(f"{part.name} {why}; last lines of {part.process.log_file}:\n{part.process.log_tail()}")
+
+def _not_ready(part: Component, why: str) -> InfraError:
+    return InfraError(f"{part.name} {why}; last lines of {part.process.log_file}:\n{part.process.log_tail()}")
 
 
 def _status(part: Component, started_in_s: float | None = None) -> ComponentStatus:
