@@ -22,6 +22,8 @@ class SourceRef:
 
     path: str
     line: int = 1
+    body_line: int = 0
+    """File line of the first SQL body line (0 for YAML-only models); template errors are reported from it."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,9 @@ class Write:
 
     strategy: Literal["sql", "replace", "append"] = "sql"
     unique_key: tuple[str, ...] = ()
+    replace_where: str | None = None
+    """For ``replace``: a template of the predicate selecting the interval's rows of the target, e.g.
+    ``ts >= timestamp_seconds({{ bounds.start }}) AND ts < timestamp_seconds({{ bounds.end }})``."""
 
 
 @dataclass(frozen=True)
@@ -123,6 +128,23 @@ class ScheduledModel:
 
 Model = ExternalModel | IncrementalModel | ScheduledModel
 Transformation = IncrementalModel | ScheduledModel
+
+
+ModelKind = Literal["external", "incremental", "scheduled"]
+
+
+def model_kind(model: Model) -> ModelKind:
+    """``external``, ``incremental`` or ``scheduled``."""
+    if isinstance(model, ExternalModel):
+        return "external"
+    return "incremental" if isinstance(model, IncrementalModel) else "scheduled"
+
+
+def all_dependency_ids(model: Model) -> tuple[ModelId, ...]:
+    """Every id a model depends on, OR-group members included, in declaration order (externals have none)."""
+    if isinstance(model, ExternalModel):
+        return ()
+    return tuple(member for dep in model.dependencies for member in dependency_ids(dep))
 
 
 def dependency_ids(dep: Dependency) -> tuple[ModelId, ...]:

@@ -1,0 +1,34 @@
+---
+# Per-block propagation across monitoring clients, one row per (slot, block_root).
+# First link of the chain minute → two_minute → five_minute; positions are unix seconds.
+type: incremental
+table: block_propagation_minute   # database: models.transformations.default_database (analytics)
+interval:
+  max: 60        # one-minute tasks
+  min: 12        # forward fill may run a partial task of at least one slot
+  type: timestamp
+schedules:
+  forwardfill: "@every 10s"
+  backfill: "@every 1m"
+dependencies:
+  - {{external}}.beacon_blocks
+tags: [propagation]
+write:
+  strategy: replace   # the body is a SELECT; the worker replaces this interval's rows in one Delta commit
+  replace_where: >-
+    slot_start_date_time >= timestamp_seconds({{ bounds.start }})
+    AND slot_start_date_time < timestamp_seconds({{ bounds.end }})
+---
+SELECT
+  slot,
+  slot_start_date_time,
+  block_root,
+  proposer_index,
+  count(DISTINCT meta_client_name) AS client_count,
+  avg(propagation_slot_start_diff) AS avg_propagation_ms,
+  min(propagation_slot_start_diff) AS min_propagation_ms,
+  max(propagation_slot_start_diff) AS max_propagation_ms
+FROM {{ dep["{{external}}"].beacon_blocks.from }}
+WHERE slot_start_date_time >= timestamp_seconds({{ bounds.start }})
+  AND slot_start_date_time < timestamp_seconds({{ bounds.end }})
+GROUP BY slot, slot_start_date_time, block_root, proposer_index
