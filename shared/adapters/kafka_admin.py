@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from cbt.errors import InfraError
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
+
+from cbt.errors import InfraError
 
 TASK_TOPIC_PARTITIONS = 8
 """Task topics get several partitions so a pool's workers can share them; the others keep one partition each."""

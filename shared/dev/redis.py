@@ -7,6 +7,7 @@ import shutil
 import subprocess
 
 import redis
+
 from cbt.dev.layout import HOST, Layout
 from cbt.dev.process import ManagedProcess
 from cbt.errors import InfraError

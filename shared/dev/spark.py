@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pyspark
+
 from cbt.dev.layout import HOST, Layout
 from cbt.dev.process import ManagedProcess
 

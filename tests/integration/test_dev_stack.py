@@ -6,9 +6,9 @@ import ipaddress
 from pathlib import Path
 
 import pytest
+
 from cbt.dev import stack
 from cbt.dev.process import _tree
-
 from tests.conftest import Endpoints
 
 pytestmark = pytest.mark.integration

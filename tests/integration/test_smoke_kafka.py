@@ -6,11 +6,11 @@ import asyncio
 import json
 
 import pytest
-from cbt.topics import Topics
 from confluent_kafka import Consumer, Producer, TopicPartition
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker
 
+from cbt.topics import Topics
 from tests.conftest import Endpoints
 
 pytestmark = pytest.mark.integration
