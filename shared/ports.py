@@ -14,6 +14,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from cbt.messages import Message
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
@@ -76,3 +77,9 @@ class Leases(Protocol):
 
     def renew(self, name: str, owner: str, ttl_ms: int) -> bool: ...
     def release(self, name: str, owner: str) -> None: ...
+
+
+class Publisher(Protocol):
+    """Publishes one message and returns once the broker has acknowledged it."""
+
+    async def publish(self, topic: str, message: Message, key: str) -> None: ...

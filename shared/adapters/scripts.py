@@ -1,0 +1,36 @@
+"""Model scripts as subprocesses: a minimal inherited environment, a timeout, and the stderr tail on failure."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Mapping, Sequence
+
+from cbt.errors import CbtError
+
+STDERR_TAIL_CHARS = 2000
+INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV", "PYTHONPATH", "JAVA_HOME", "TMPDIR")
+"""What a script inherits from the service: enough to find Python and its packages; never the service's secrets."""
+
+
+class ScriptError(CbtError):
+    """A script exited non-zero or timed out; the message carries the stderr tail."""
+
+
+async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) -> str:
+    """Run ``argv`` with the inherited basics plus ``env``; returns stdout, raises ``ScriptError`` on failure."""
+    full_env = {**{k: v for k, v in os.environ.items() if k in INHERITED}, **env}
+    proc = await asyncio.create_subprocess_exec(
+        *argv, env=full_env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+    )
+    try:
+        out, err = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
+    except TimeoutError:
+        proc.kill()
+        await proc.wait()
+        raise ScriptError(f"{' '.join(argv)!r} timed out after {timeout_s:.0f}s") from None
+    if proc.returncode != 0:
+        tail = err.decode(errors="replace")[-STDERR_TAIL_CHARS:]
+        raise ScriptError(f"{' '.join(argv)!r} exited with {proc.returncode}: {tail}")
+    return out.decode(errors="replace")
