@@ -1,0 +1,326 @@
+"""One contract for the state ports, run against the in-memory implementation and against real Redis.
+
+Only the Redis cases are marked ``integration`` (the memory cases need no services). Each Redis case gets its own
+key prefix, removed afterwards by the ``redis_client`` fixture.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+import pytest
+
+from cbt.adapters.redis_state import RedisState
+from cbt.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryCoverage, MemoryState
+from cbt.models.spec import ModelId
+from cbt.ports import BoundsStore, CoverageReader, CoverageWriter, InFlightTask, Leases, TaskLedger
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.state import RawBounds
+
+A, B, C = "db.a", "db.b", "db.c"
+
+
+class CoverageStore(CoverageReader, CoverageWriter, Protocol):
+    pass
+
+
+class StatePorts(Protocol):
+    @property
+    def coverage(self) -> CoverageStore: ...
+    @property
+    def bounds(self) -> BoundsStore: ...
+    @property
+    def ledger(self) -> TaskLedger: ...
+    @property
+    def leases(self) -> Leases: ...
+
+
+MakeState = Callable[..., StatePorts]
+
+
+@pytest.fixture(
+    params=[pytest.param("memory", id="memory"), pytest.param("redis", id="redis", marks=pytest.mark.integration)]
+)
+def make_state(request: pytest.FixtureRequest) -> MakeState:
+    """A factory of fresh state ports of the parametrized kind: ``make_state(keep_invalidations=...)``."""
+    if request.param == "memory":
+
+        def memory(keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> StatePorts:
+            return MemoryState(coverage=MemoryCoverage(keep_invalidations))
+
+        return memory
+    client = request.getfixturevalue("redis_client")
+    prefix = request.getfixturevalue("redis_prefix")
+
+    def redis(keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> StatePorts:
+        return RedisState(client, prefix, keep_invalidations)
+
+    return redis
+
+
+@pytest.fixture
+def state(make_state: MakeState) -> StatePorts:
+    return make_state()
+
+
+# --- coverage ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("ranges", "expected"),
+    [
+        pytest.param([], (), id="nothing"),
+        pytest.param([(0, 10), (10, 20)], ((0, 20),), id="adjacent-merged"),
+        pytest.param([(0, 15), (10, 20)], ((0, 20),), id="overlapping-merged"),
+        pytest.param([(30, 40), (0, 10)], ((0, 10), (30, 40)), id="disjoint-kept-sorted"),
+        pytest.param([(0, 10), (20, 30), (40, 50), (5, 45)], ((0, 50),), id="bridge-joins-three"),
+        pytest.param([(0, 100), (20, 30)], ((0, 100),), id="contained-no-change"),
+        pytest.param([(0, 10), (5, 5)], ((0, 10),), id="empty-range-ignored"),
+        pytest.param([(2**50, 2**50 + 7)], ((2**50, 2**50 + 7),), id="large-positions-exact"),
+    ],
+)
+def test_record_completed_merges_ranges(state: StatePorts, ranges: list[Range], expected: Coverage) -> None:
+    for r in ranges:
+        assert state.coverage.record_completed(A, r, observed_seq=0) is True
+    assert state.coverage.coverage(A) == expected
+
+
+@pytest.mark.parametrize(
+    ("invalidated", "model", "done", "observed_after", "is_accepted"),
+    [
+        pytest.param((100, 200), A, (150, 250), False, False, id="newer-overlapping-refused"),
+        pytest.param((100, 200), A, (50, 101), False, False, id="newer-one-position-overlap-refused"),
+        pytest.param((100, 200), A, (200, 300), False, True, id="newer-touching-accepted"),
+        pytest.param((100, 200), A, (300, 400), False, True, id="newer-disjoint-accepted"),
+        pytest.param((100, 200), A, (150, 250), True, True, id="older-overlapping-accepted"),
+        pytest.param((100, 200), B, (150, 250), False, True, id="other-models-invalidation-ignored"),
+    ],
+)
+def test_record_completed_against_invalidations(
+    state: StatePorts, invalidated: Range, model: ModelId, done: Range, observed_after: bool, is_accepted: bool
+) -> None:
+    """A task that read the sequence before an overlapping invalidation may not mark its range covered (§8)."""
+    observed = state.coverage.invalidation_seq(model)
+    state.coverage.apply_invalidation({A: [invalidated]})
+    if observed_after:
+        observed = state.coverage.invalidation_seq(model)
+    assert state.coverage.record_completed(model, done, observed) is is_accepted
+    assert state.coverage.coverage(model) == ((done,) if is_accepted else ())
+
+
+def test_apply_invalidation_removes_only_the_ranges_across_models(state: StatePorts) -> None:
+    state.coverage.replace_coverage(A, ((0, 100), (200, 300)), seq=0)
+    state.coverage.replace_coverage(B, ((0, 1000),), seq=4)
+    seqs = state.coverage.apply_invalidation({A: [(50, 250), (280, 290)], B: [(100, 200), (900, 1100)], C: []})
+    assert seqs == {A: 1, B: 5, C: 1}
+    assert state.coverage.coverages([A, B, C]) == {
+        A: ((0, 50), (250, 280), (290, 300)),
+        B: ((0, 100), (200, 900)),
+        C: (),
+    }
+    assert [state.coverage.invalidation_seq(m) for m in (A, B, C)] == [1, 5, 1]
+    assert state.coverage.apply_invalidation({A: [(0, 10)]}) == {A: 2}
+    assert state.coverage.coverage(A) == ((10, 50), (250, 280), (290, 300))
+
+
+def test_unknown_model_has_sequence_zero_and_no_coverage(state: StatePorts) -> None:
+    assert state.coverage.invalidation_seq(A) == 0
+    assert state.coverage.coverage(A) == ()
+    assert state.coverage.coverages([]) == {}
+    assert state.coverage.apply_invalidation({}) == {}
+
+
+def test_replace_coverage_overwrites_and_restarts_the_log(state: StatePorts) -> None:
+    state.coverage.record_completed(A, (0, 10), observed_seq=0)
+    state.coverage.replace_coverage(A, ((20, 30), (30, 40), (60, 70)), seq=7)
+    assert state.coverage.coverage(A) == ((20, 40), (60, 70))
+    assert state.coverage.invalidation_seq(A) == 7
+    assert state.coverage.record_completed(A, (100, 110), observed_seq=6) is False, "older than the rebuild"
+    assert state.coverage.record_completed(A, (100, 110), observed_seq=7) is True
+    state.coverage.replace_coverage(A, (), seq=7)
+    assert state.coverage.coverage(A) == ()
+
+
+def test_record_refused_when_observed_sequence_is_ahead_of_the_state(state: StatePorts) -> None:
+    """The hot state was reset after the worker read the sequence: fail closed, the task is planned again."""
+    assert state.coverage.record_completed(A, (0, 10), observed_seq=3) is False
+    assert state.coverage.coverage(A) == ()
+
+
+def test_pruned_invalidation_log_fails_closed(make_state: MakeState) -> None:
+    state = make_state(keep_invalidations=2)
+    for _ in range(3):
+        state.coverage.apply_invalidation({A: [(1000, 2000)]})
+    assert state.coverage.record_completed(A, (0, 10), observed_seq=0) is False, "invalidation 1 was forgotten"
+    assert state.coverage.record_completed(A, (0, 10), observed_seq=1) is True
+    assert state.coverage.record_completed(A, (1500, 1600), observed_seq=2) is False, "invalidation 3 is kept"
+
+
+# --- bounds -----------------------------------------------------------------------------------------------------
+
+
+def test_bounds_put_returns_previous_and_reads_many(state: StatePorts) -> None:
+    assert state.bounds.put_bounds(A, RawBounds(0, 100)) is None
+    assert state.bounds.put_bounds(A, RawBounds(10, 200)) == RawBounds(0, 100)
+    assert state.bounds.put_bounds(B, RawBounds(5, 2**50)) is None
+    assert state.bounds.bounds([A, B, C]) == {A: RawBounds(10, 200), B: RawBounds(5, 2**50)}
+    assert state.bounds.bounds([]) == {}
+
+
+# --- task ledger ------------------------------------------------------------------------------------------------
+
+
+def _task(task_id: str, r: Range | None = (0, 10), deadline_ms: int = 10_000) -> InFlightTask:
+    return InFlightTask(task_id=task_id, range=r, deadline_ms=deadline_ms)
+
+
+def test_ledger_claim_deduplicates_by_task_id(state: StatePorts) -> None:
+    assert state.ledger.claim(A, _task("t1")) is True
+    assert state.ledger.claim(A, _task("t1", r=(50, 60), deadline_ms=20_000)) is False
+    assert state.ledger.claim(B, _task("t1")) is True, "ids are per model"
+    assert state.ledger.in_flight([A], now_ms=0) == {A: (_task("t1"),)}
+
+
+def test_ledger_in_flight_by_deadline_with_ranges(state: StatePorts) -> None:
+    tasks = [_task("late", (20, 30), 3000), _task("sched", None, 2000), _task("early", (0, 10), 1000)]
+    for t in tasks:
+        state.ledger.claim(A, t)
+    assert state.ledger.in_flight([A, B], now_ms=0) == {A: tuple(reversed(tasks)), B: ()}
+    assert state.ledger.in_flight([], now_ms=0) == {}
+
+
+def test_ledger_drops_entries_past_their_deadline(state: StatePorts) -> None:
+    state.ledger.claim(A, _task("stale", deadline_ms=999))
+    state.ledger.claim(A, _task("due-now", deadline_ms=1000))
+    assert state.ledger.in_flight([A], now_ms=1000) == {A: (_task("due-now", deadline_ms=1000),)}
+    assert state.ledger.in_flight([A], now_ms=0) == {A: (_task("due-now", deadline_ms=1000),)}, "removed for good"
+    assert state.ledger.claim(A, _task("stale", deadline_ms=5000)) is True, "an expired task is planned again"
+
+
+def test_ledger_release(state: StatePorts) -> None:
+    state.ledger.claim(A, _task("t1"))
+    state.ledger.claim(A, _task("t2"))
+    state.ledger.release(A, "t1")
+    state.ledger.release(A, "missing")
+    state.ledger.release(B, "t2")
+    assert state.ledger.in_flight([A], now_ms=0) == {A: (_task("t2"),)}
+    assert state.ledger.claim(A, _task("t1")) is True
+
+
+# --- leases -----------------------------------------------------------------------------------------------------
+
+
+def test_lease_is_exclusive_until_released(state: StatePorts) -> None:
+    first = state.leases.acquire("tick", "owner-a", ttl_ms=10_000)
+    assert first is not None
+    assert state.leases.acquire("tick", "owner-b", ttl_ms=10_000) is None
+    assert state.leases.acquire("tick", "owner-a", ttl_ms=10_000) is None, "not re-entrant"
+    state.leases.release("tick", "owner-b")
+    assert state.leases.acquire("tick", "owner-b", ttl_ms=10_000) is None, "only the owner releases"
+    state.leases.release("tick", "owner-a")
+    second = state.leases.acquire("tick", "owner-b", ttl_ms=10_000)
+    assert second is not None and second > first
+    other = state.leases.acquire("other", "owner-a", ttl_ms=10_000)
+    assert other is not None, "names are independent"
+
+
+def test_lease_renew_only_by_owner(state: StatePorts) -> None:
+    state.leases.acquire("tick", "owner-a", ttl_ms=10_000)
+    assert state.leases.renew("tick", "owner-a", ttl_ms=10_000) is True
+    assert state.leases.renew("tick", "owner-b", ttl_ms=10_000) is False
+    assert state.leases.renew("never", "owner-a", ttl_ms=10_000) is False
+
+
+def test_lease_expires_and_fencing_token_increases(state: StatePorts) -> None:
+    first = state.leases.acquire("task", "owner-a", ttl_ms=100)
+    time.sleep(0.25)
+    assert state.leases.renew("task", "owner-a", ttl_ms=100) is False, "expired"
+    second = state.leases.acquire("task", "owner-b", ttl_ms=10_000)
+    assert first is not None and second is not None and second > first
+    state.leases.release("task", "owner-a")
+    assert state.leases.acquire("task", "owner-c", ttl_ms=10_000) is None, "a stale owner cannot release"
+
+
+# --- concurrency ------------------------------------------------------------------------------------------------
+
+
+def _run_threads(targets: Sequence[Callable[[], None]]) -> None:
+    threads = [threading.Thread(target=t) for t in targets]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not any(t.is_alive() for t in threads)
+
+
+def test_concurrent_completions_all_merge(state: StatePorts) -> None:
+    done: list[Range] = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(150):
+            start = rng.randrange(0, 3000, 10)
+            r = (start, start + rng.choice((10, 20, 50)))
+            assert state.coverage.record_completed(A, r, observed_seq=0)
+            done.append(r)
+
+    _run_threads([functools.partial(worker, seed) for seed in range(4)])
+    assert state.coverage.coverage(A) == cov.merge(done)
+
+
+Attempt = tuple[ModelId, Range, int, bool]
+
+
+def test_invalidation_wins_over_racing_completions(state: StatePorts) -> None:
+    """Workers record while an invalidator removes random ranges; the result equals a serial oracle (§8)."""
+    models = (A, B)
+    attempts: list[Attempt] = []
+    invalidations: list[tuple[int, dict[ModelId, Range]]] = []
+
+    def worker(seed: int) -> None:
+        rng = random.Random(seed)
+        for _ in range(150):
+            model = rng.choice(models)
+            observed = state.coverage.invalidation_seq(model)
+            start = rng.randrange(0, 20_000, 10)
+            r = (start, start + 10)
+            time.sleep(rng.random() / 1000)  # the task runs
+            attempts.append((model, r, observed, state.coverage.record_completed(model, r, observed)))
+
+    def invalidator() -> None:
+        rng = random.Random(99)
+        for _ in range(40):
+            chosen: dict[ModelId, Range] = {}
+            for model in models:
+                start = rng.randrange(0, 20_000, 100)
+                chosen[model] = (start, start + rng.choice((100, 1000, 4000)))
+            seqs = state.coverage.apply_invalidation({m: [r] for m, r in chosen.items()})
+            assert seqs[A] == seqs[B]
+            invalidations.append((seqs[A], chosen))
+            time.sleep(0.002)
+
+    _run_threads([invalidator, *(functools.partial(worker, seed) for seed in range(4))])
+    for model in models:
+        assert state.coverage.invalidation_seq(model) == len(invalidations)
+        ranges = [(seq, chosen[model]) for seq, chosen in invalidations]
+        mine = [a for a in attempts if a[0] == model]
+        assert state.coverage.coverage(model) == _expected_coverage(ranges, mine)
+        for _, r, observed, is_accepted in mine:
+            is_stale = any(seq > observed and r[0] < e and s < r[1] for seq, (s, e) in ranges)
+            assert is_accepted or is_stale, f"{r} observed {observed} refused with no newer overlapping invalidation"
+
+
+def _expected_coverage(invalidations: list[tuple[int, Range]], attempts: list[Attempt]) -> Coverage:
+    """Position p stays covered iff an accepted completion covers it having observed the last invalidation of p."""
+    last_seq: dict[int, int] = {}
+    for seq, (s, e) in sorted(invalidations):
+        for p in range(s, e):
+            last_seq[p] = seq
+    covered = {p for _, (s, e), observed, ok in attempts if ok for p in range(s, e) if last_seq.get(p, 0) <= observed}
+    return cov.merge((p, p + 1) for p in covered)
