@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import sys
 from collections.abc import Mapping, Sequence
 
 from cbt.errors import CbtError
@@ -20,6 +21,8 @@ class ScriptError(CbtError):
 async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) -> str:
     """Run ``argv`` with the inherited basics plus ``env``; returns stdout, raises ``ScriptError`` on failure."""
     full_env = {**{k: v for k, v in os.environ.items() if k in INHERITED}, **env}
+    # ``python3`` in a model's command means the service's own interpreter (and its packages, e.g. pyspark).
+    full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", os.defpath)])
     proc = await asyncio.create_subprocess_exec(
         *argv, env=full_env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, start_new_session=True,

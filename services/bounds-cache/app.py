@@ -1,0 +1,50 @@
+"""The bounds-cache process: one elected scanner keeps every external model's bounds in Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.spark import connect
+from cbt.config import Config
+from cbt.models.dag import ModelSet
+from cbt.models.templates import RenderSettings
+from cbt.services import runtime
+from cbt.services.bounds_cache.query import SparkBoundsQuery
+from cbt.services.bounds_cache.scanner import BoundsScanner
+
+log = logging.getLogger("cbt.bounds_cache")
+LEADER_LEASE = "bounds-cache-leader"
+POLL_S = 1.0
+
+
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    owner = runtime.instance_id("bounds-cache")
+    spark = connect(config.spark.remote or "")
+    broker = make_broker(config.kafka, owner)
+    state = runtime.redis_state(config)
+    scanner = BoundsScanner(
+        externals=models.externals, store=state.bounds,
+        query=SparkBoundsQuery(spark, RenderSettings.from_config(config)),
+        publisher=BrokerPublisher(broker), topics=runtime.topics(config),
+    )
+    ttl_ms = int(config.scheduler.leader_lease_ttl_s * 1000)
+    leading = False
+
+    async def step() -> None:
+        nonlocal leading
+        leading = (leading and state.leases.renew(LEADER_LEASE, owner, ttl_ms)) or (
+            state.leases.acquire(LEADER_LEASE, owner, ttl_ms) is not None)
+        if leading:
+            await scanner.scan_due()
+
+    async with broker:
+        await broker.start()
+        health = await runtime.serve_health(health_addr, lambda: True)
+        log.info("bounds-cache started", extra={"owner": owner, "externals": len(models.externals)})
+        await runtime.every(POLL_S, stop, step, log)
+        if health:
+            await health.stop()
+    state.leases.release(LEADER_LEASE, owner)
+    spark.stop()

@@ -1,0 +1,54 @@
+"""Runs one task's work on Spark Connect or as a subprocess: the worker's only contact with compute.
+
+The statements come from ``cbt.models.writes.task_statements`` (the write strategy applied), the exec environment
+from ``cbt.models.render.exec_environment`` — the same functions ``cbt render`` prints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+from cbt.adapters.scripts import run_script
+from cbt.errors import CbtError
+from cbt.models.render import exec_argv, exec_environment
+from cbt.models.spec import Transformation
+from cbt.models.templates import RenderSettings, TaskContext
+from cbt.models.writes import task_statements
+
+
+class TaskExecutionError(CbtError):
+    """The model's SQL or script failed; the message carries the cause (stderr tail for scripts)."""
+
+
+@dataclass(frozen=True)
+class SparkExecutor:
+    """Executes transformations through one long-lived Spark Connect session (thread-safe for concurrent tasks)."""
+
+    spark: SparkSession
+    settings: RenderSettings
+    exec_timeout_s: float
+
+    async def run(self, model: Transformation, task: TaskContext) -> None:
+        if model.exec is not None:
+            await self._run_exec(model, task)
+        else:
+            await asyncio.to_thread(self._run_sql, task_statements(model, task, self.settings))
+
+    def _run_sql(self, statements: Sequence[str]) -> None:
+        for statement in statements:
+            try:
+                self.spark.sql(statement).collect()
+            except Exception as e:  # Spark Connect raises many exception types; keep the server's message
+                raise TaskExecutionError(f"{type(e).__name__}: {_first_lines(str(e))}") from e
+
+    async def _run_exec(self, model: Transformation, task: TaskContext) -> None:
+        assert model.exec is not None
+        await run_script(exec_argv(model.exec), exec_environment(model, task, self.settings), self.exec_timeout_s)
+
+
+def _first_lines(text: str, lines: int = 8) -> str:
+    return "\n".join(text.strip().splitlines()[:lines])

@@ -1,0 +1,7 @@
+"""``python -m cbt.cli``."""
+
+import sys
+
+from cbt.cli import main
+
+sys.exit(main())
