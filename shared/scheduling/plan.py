@@ -87,6 +87,8 @@ def plan_model(
         slots -= len(forward.tasks)
     if model.schedules.backfill and "backfill" in directions:
         results.append(("backfill", plan_backfill(model, ready, effective, slots)))
+    elif not model.schedules.backfill:
+        results.append(("backfill", FillPlan(waiting=_unfilled_note(effective, ready.valid))))
     tasks = tuple(
         Task(model.id, start, end - start, direction) for direction, fill in results for start, end in fill.tasks
     )
@@ -115,6 +117,19 @@ def incremental_models(models: Iterable[Model]) -> list[IncrementalModel]:
 def effective_coverage(model_id: ModelId, state: StateSnapshot) -> Coverage:
     """Coverage plus in-flight task ranges: what planning treats as done or being done."""
     return cov.union(state.coverage.get(model_id, cov.EMPTY), cov.merge(state.in_flight.get(model_id, ())))
+
+
+def _unfilled_note(effective: Coverage, valid: Range) -> str | None:
+    """With backfill disabled, the gaps below the frontier that nothing will fill (``None`` when there are none)."""
+    end = cov.frontier(effective)
+    holes = cov.gaps(effective, (valid[0], min(valid[1], end))) if end is not None else []
+    if not holes:
+        return None
+    first = holes[-1]
+    return (
+        f"disabled (schedules.backfill is empty): {len(holes)} gap(s) below the frontier stay unfilled,"
+        f" newest [{first[0]}, {first[1]})"
+    )
 
 
 def _waiting(results: list[tuple[Direction, FillPlan]], concurrency: int, in_flight: int) -> str | None:

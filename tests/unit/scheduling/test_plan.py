@@ -8,7 +8,6 @@ from cbt.models.spec import Model
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.plan import ModelPlan, Task, plan_all, plan_model
 from cbt.scheduling.state import StateSnapshot
-
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 SPEC_MODELS: list[Model] = [ext("eth.blocks", lag=100), ext("eth.transactions"), inc("an.hourly"), inc("an.daily")]
@@ -124,3 +123,13 @@ def test_random_states_converge_to_full_coverage() -> None:
     rng = random.Random(7)
     for _ in range(300):
         _simulate(rng)
+
+
+def test_gaps_left_by_a_forward_only_model_are_reported() -> None:
+    state = snapshot(
+        bounds={"eth.blocks": (1000, 5000), "eth.transactions": (900, 4900)},
+        coverage={"an.hourly": [(1500, 4500)], "an.daily": [(2000, 4000)], "an.target": [(2500, 4000)]},
+    )
+    plan = _plan({"backfill": ""}, state)
+    assert plan.tasks == ()
+    assert plan.waiting is not None and "backfill: disabled" in plan.waiting and "[2000, 2500)" in plan.waiting
