@@ -167,7 +167,7 @@ def readiness(model: IncrementalModel, models: Mapping[ModelId, Model], state: S
     missing = [d for d in deps if isinstance(d, Missing)]
     required = tuple(d for d in deps if isinstance(d, Available) and d.kind == "transformation")
     if missing:
-        return Readiness(None, "waiting for " + "; ".join(str(m) for m in missing), required, deps)
+        return Readiness(None, "blocked by " + "; ".join(str(m) for m in missing), required, deps)
     have = [d for d in deps if not isinstance(d, Missing)]
     valid, why = valid_range(have, model.limits, model.fill.buffer)
     return Readiness(valid, why, required, deps)
