@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.backfill import cut, plan_backfill
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.forward import FillPlan
 from cbt.scheduling.plan import effective_coverage
-
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+
 from cbt.models.spec import Dependency, Model
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.state import RawBounds, StateSnapshot
-
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 # SPEC §5.1: externals blocks (1000, 5000, lag 100) and transactions (900, 4900); transformations hourly

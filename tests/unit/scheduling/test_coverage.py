@@ -6,6 +6,7 @@ import itertools
 import random
 
 import pytest
+
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 

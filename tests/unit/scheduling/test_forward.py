@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.forward import FillPlan, plan_forward
 from cbt.scheduling.plan import effective_coverage
-
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from cbt.scheduling.state import RawBounds, StateFileError, snapshot_from_json
 
 

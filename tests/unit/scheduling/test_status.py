@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
+
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.status import model_status
-
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 
