@@ -16,6 +16,7 @@ from typing import Any
 
 from cbt.config import Config, load_config
 from cbt.errors import CbtError
+from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
 from cbt.models.spec import Model, ModelId
 from cbt.scheduling.coverage import Range
@@ -24,8 +25,7 @@ from cbt.scheduling.state import StateFileError, StateSnapshot, snapshot_from_js
 from cbt.scheduling.status import ModelStatus, model_status
 
 LIVE_STATE_HELP = (
-    "live state needs the running services (Redis hot coverage index and bounds cache), which `cbt plan` and "
-    "`cbt status` cannot read yet; pass --state FILE with a JSON snapshot: "
+    "start Redis (cbt dev up) or pass --state FILE with a JSON snapshot: "
     '{"bounds": {"db.table": {"min": int, "max": int}}, "coverage": {"db.table": [[start, end], ...]}, "now": int}'
 )
 
@@ -56,10 +56,11 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    state = read_state(args.state)
     config = load_config(args.config)
     concurrency = args.concurrency if args.concurrency is not None else config.worker.model_concurrency
-    models = _load_models(config)
+    model_set = _load_models(config)
+    models = model_set.models
+    state = read_state(args.state) if args.state else read_live_state(config, model_set)
     _check_selection(args, models)
     plans = [p for p in plan_all(models, state, concurrency=concurrency) if _selected(args, p.model_id)]
     print(json.dumps(plans_to_json(plans), indent=2) if args.json else render_plans(plans))
@@ -67,18 +68,31 @@ def run_plan(args: argparse.Namespace) -> int:
 
 
 def run_status(args: argparse.Namespace) -> int:
-    state = read_state(args.state)
-    models = _load_models(load_config(args.config))
+    config = load_config(args.config)
+    model_set = _load_models(config)
+    models = model_set.models
+    state = read_state(args.state) if args.state else read_live_state(config, model_set)
     _check_selection(args, models)
     statuses = [model_status(m, models, state) for m in incremental_models(models.values()) if _selected(args, m.id)]
     print(json.dumps(statuses_to_json(statuses, state), indent=2) if args.json else render_statuses(statuses))
     return 0
 
 
-def read_state(path: str | None) -> StateSnapshot:
-    """The snapshot in ``path``; warnings (unknown keys) go to stderr. Without a path: an error explaining why."""
-    if path is None:
-        raise CbtError(LIVE_STATE_HELP)
+def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
+    """What the services see now: bounds cache, hot coverage index and in-flight tasks in Redis."""
+    from cbt.livestate import LiveStateReader
+    from cbt.services.runtime import redis_state
+
+    state = redis_state(config)
+    reader = LiveStateReader(model_set, state.coverage, state.bounds, state.ledger)
+    try:
+        return reader.read_snapshot([m.id for m in model_set.incrementals])
+    except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
+        raise CbtError(f"cannot read live state from {config.redis.url} ({e}); {LIVE_STATE_HELP}") from e
+
+
+def read_state(path: str) -> StateSnapshot:
+    """The snapshot in ``path``; warnings (unknown keys) go to stderr."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
@@ -185,9 +199,9 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _load_models(config: Config) -> Mapping[ModelId, Model]:
+def _load_models(config: Config) -> ModelSet:
     """Every enabled model; load warnings (e.g. overrides naming no model) go to stderr."""
     model_set = load_models(config)
     for w in model_set.warnings:
         print(f"{w.path}:{w.line}: {w.field}: warning: {w.message}", file=sys.stderr)
-    return model_set.models
+    return model_set

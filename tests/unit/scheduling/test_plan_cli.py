@@ -15,12 +15,13 @@ from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 
 @pytest.mark.parametrize("command", ["plan", "status"])
-def test_without_state_explains_that_live_state_needs_the_services(
-    command: str, capsys: pytest.CaptureFixture[str]
+def test_live_state_unreachable_says_what_to_do(
+    command: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    monkeypatch.setenv("CBT__REDIS__URL", "redis://127.0.0.1:1/0")  # nothing listens on port 1
     assert main([command, "--json"]) == 1
     err = capsys.readouterr().err
-    assert "live state needs the running services" in err and "--state" in err
+    assert "cannot read live state from redis://127.0.0.1:1/0" in err and "--state" in err
 
 
 @pytest.mark.parametrize(
