@@ -14,11 +14,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
 
-from cbt.configenv import apply_env_overrides, expand_references
-from cbt.cron import parse_duration_s, parse_schedule
-from cbt.errors import ConfigError, Problem
-from cbt.models.problems import pydantic_problems
-from cbt.models.yamldoc import SourceMap, parse_yaml
 from pydantic import (
     AliasChoices,
     BaseModel,
@@ -31,6 +26,12 @@ from pydantic import (
     model_validator,
 )
 from pydantic.alias_generators import to_camel
+
+from cbt.configenv import apply_env_overrides, expand_references
+from cbt.cron import parse_duration_s, parse_schedule
+from cbt.errors import ConfigError, Problem
+from cbt.models.problems import pydantic_problems
+from cbt.models.yamldoc import SourceMap, parse_yaml
 
 DEFAULT_CONFIG_FILE = "config.yaml"
 CONFIG_ENV_VAR = "CBT_CONFIG"
@@ -134,10 +135,29 @@ class TableRef(Section):
         return f"{self.database}.{self.table}"
 
 
+_ADMIN_DEFAULTS = {
+    "incremental": {"database": "admin", "table": "cbt_incremental"},
+    "scheduled": {"database": "admin", "table": "cbt_scheduled"},
+    "invalidations": {"database": "admin", "table": "cbt_invalidations"},
+}
+
+
 class AdminConfig(Section):
-    incremental: TableRef = TableRef(database="admin", table="cbt_incremental")
-    scheduled: TableRef = TableRef(database="admin", table="cbt_scheduled")
-    invalidations: TableRef = TableRef(database="admin", table="cbt_invalidations")
+    """Admin tables (created by the tool when missing); setting only ``database`` keeps the default table name."""
+
+    incremental: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["incremental"])
+    scheduled: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["scheduled"])
+    invalidations: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["invalidations"])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _partial(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            k: {**_ADMIN_DEFAULTS[k], **v} if k in _ADMIN_DEFAULTS and isinstance(v, dict) else v
+            for k, v in data.items()
+        }
 
 
 class SchedulerConfig(Section):

@@ -11,6 +11,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import yaml
+
 from cbt.errors import Problem
 from cbt.models.yamldoc import Loc, Located, SourceMap, format_loc
 

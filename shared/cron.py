@@ -10,8 +10,9 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from cbt.errors import CbtError
 from croniter import croniter
+
+from cbt.errors import CbtError
 
 DESCRIPTORS = {
     "@yearly": "0 0 1 1 *",

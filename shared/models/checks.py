@@ -9,18 +9,17 @@ from cbt.errors import Problem
 from cbt.models.dag import find_cycles
 from cbt.models.discovery import UNSET_DATABASE
 from cbt.models.rules import Built
-from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, all_dependency_ids, dependency_ids
-from cbt.models.yamldoc import SourceMap
+from cbt.models.spec import ModelId, dependency_ids
 
 _UNSET = tuple(f"{db}." for db in UNSET_DATABASE.values())
 
 
-def duplicate_ids(built: list[tuple[Built, SourceMap]]) -> list[Problem]:
+def duplicate_ids(built: list[Built]) -> list[Problem]:
     """Each definition of an id defined more than once names the other definitions."""
     by_id: dict[str, list[tuple[str, int]]] = {}
-    for result, smap in built:
+    for result in built:
         if result.model_id is not None:
-            by_id.setdefault(result.model_id, []).append((smap.path, result.line))
+            by_id.setdefault(result.model_id, []).append((result.doc.path, result.line))
     problems = []
     for model_id, places in by_id.items():
         for path, line in places if len(places) > 1 else []:
@@ -29,72 +28,70 @@ def duplicate_ids(built: list[tuple[Built, SourceMap]]) -> list[Problem]:
     return problems
 
 
+def graph_nodes(built: list[Built], disabled: Mapping[ModelId, tuple[str, int]]) -> dict[ModelId, Built]:
+    """One node per id (its first definition), enabled models only, whether or not the file has problems."""
+    nodes: dict[ModelId, Built] = {}
+    for result in built:
+        if result.model_id is not None and result.model_id not in disabled:
+            nodes.setdefault(result.model_id, result)
+    return nodes
+
+
 def dependency_problems(
-    models: Mapping[ModelId, Model],
-    smaps: Mapping[ModelId, SourceMap],
-    known: set[ModelId],
-    disabled: Mapping[ModelId, tuple[str, int]],
+    nodes: Mapping[ModelId, Built], unreadable: set[ModelId], disabled: Mapping[ModelId, tuple[str, int]]
 ) -> list[Problem]:
     """Missing dependencies and interval-type mismatches, at each dependency's own line.
 
-    ``known`` holds ids whose files have problems of their own: depending on them is not reported again.
+    ``unreadable`` holds ids guessed from files that did not parse: depending on them is not reported again.
     """
     problems: list[Problem] = []
-    for model_id, model in sorted(models.items()):
-        if isinstance(model, ExternalModel):
-            continue
-        smap = smaps[model_id]
-        for index, dep in enumerate(model.dependencies):
-            members = dependency_ids(dep)
-            for j, member in enumerate(members):
+    for _, node in sorted(nodes.items()):
+        for index, dep in enumerate(node.dependencies):
+            for j, member in enumerate(dependency_ids(dep)):
                 loc = ("dependencies", index, j) if isinstance(dep, tuple) else ("dependencies", index)
-                message = _dependency_message(model, member, models, known, disabled)
+                message = _dependency_message(node, member, nodes, unreadable, disabled)
                 if message:
-                    problems.append(smap.problem(loc, message))
+                    problems.append(node.doc.smap.problem(loc, message))
     return problems
 
 
 def _dependency_message(
-    model: Model,
+    node: Built,
     dep_id: ModelId,
-    models: Mapping[ModelId, Model],
-    known: set[ModelId],
+    nodes: Mapping[ModelId, Built],
+    unreadable: set[ModelId],
     disabled: Mapping[ModelId, tuple[str, int]],
 ) -> str | None:
     if dep_id in disabled:
         path, line = disabled[dep_id]
         return f"depends on {dep_id}, which is disabled by the override at {path}:{line}"
-    dep = models.get(dep_id)
+    dep = nodes.get(dep_id)
     if dep is None:
-        if dep_id in known or dep_id.startswith(_UNSET):
+        if dep_id in unreadable or dep_id.startswith(_UNSET):
             return None
-        close = difflib.get_close_matches(dep_id, list(models), n=1, cutoff=0.8)
+        close = difflib.get_close_matches(dep_id, list(nodes), n=1, cutoff=0.8)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return f"model {dep_id} does not exist{hint}"
-    if isinstance(model, IncrementalModel):
-        dep_type = _interval_type(dep)
-        if dep_type is not None and dep_type != model.interval.type:
-            return (
-                f"{dep_id} has interval.type {dep_type!r} but this model has {model.interval.type!r}; "
-                "an incremental model's interval.type must equal its incremental and external dependencies'"
-            )
+    if dep is node:
+        return "a model cannot depend on itself"
+    positional = ("external", "incremental")
+    if node.kind != "incremental" or dep.kind not in positional or not node.interval_type or not dep.interval_type:
+        return None
+    if dep.interval_type != node.interval_type:
+        return (
+            f"{dep_id} has interval.type {dep.interval_type!r} but this model has {node.interval_type!r}; "
+            "an incremental model's interval.type must equal its incremental and external dependencies'"
+        )
     return None
 
 
-def _interval_type(model: Model) -> str | None:
-    if isinstance(model, ExternalModel):
-        return model.interval_type
-    return model.interval.type if isinstance(model, IncrementalModel) else None
-
-
-def cycle_problems(models: Mapping[ModelId, Model], smaps: Mapping[ModelId, SourceMap]) -> list[Problem]:
+def cycle_problems(nodes: Mapping[ModelId, Built]) -> list[Problem]:
     """One problem per cycle, at the dependency that starts it, printing the whole cycle (``a → b → a``)."""
-    graph = {m: all_dependency_ids(model) for m, model in models.items()}
+    graph = {m: tuple(x for d in node.dependencies for x in dependency_ids(d) if x != m) for m, node in nodes.items()}
     problems = []
     for cycle in find_cycles(graph):
-        first = models[cycle[0]]
-        deps = () if isinstance(first, ExternalModel) else first.dependencies
-        index = next((i for i, dep in enumerate(deps) if cycle[1] in dependency_ids(dep)), None)
+        first = nodes[cycle[0]]
+        index = next((i for i, dep in enumerate(first.dependencies) if cycle[1] in dependency_ids(dep)), None)
         loc = ("dependencies",) if index is None else ("dependencies", index)
-        problems.append(smaps[cycle[0]].problem(loc, "dependency cycle: " + " → ".join(cycle), "dependencies"))
+        problems.append(first.doc.smap.problem(loc, "dependency cycle: " + " → ".join(cycle), "dependencies"))
     return problems

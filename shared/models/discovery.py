@@ -37,6 +37,10 @@ class RawDoc:
     body: str | None = None
     body_line: int = 0
     problems: list[Problem] = field(default_factory=list)
+    text: str = ""
+    """The YAML text (frontmatter), kept to guess the id of a file that does not parse."""
+    override_key: str | None = None
+    """The ``models.overrides`` key applied to this file, if any."""
 
     @property
     def is_sql_file(self) -> bool:
@@ -151,7 +155,7 @@ def _parsed(path: str, kind: Kind, text: str, offset: int, problems: list[Proble
     if not yaml_problems and not isinstance(data, dict):
         got = "nothing" if data is None else type(data).__name__
         problems.append(Problem(path, offset + 1, "(root)", f"expected a mapping of model fields, got {got}"))
-    return RawDoc(path, kind, data if isinstance(data, dict) else None, smap, problems=problems)
+    return RawDoc(path, kind, data if isinstance(data, dict) else None, smap, problems=problems, text=text)
 
 
 def substitute_placeholders(

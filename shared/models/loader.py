@@ -6,20 +6,24 @@ check ids, dependencies, interval types and cycles → compile and trial-render 
 
 from __future__ import annotations
 
+import re
+from collections import Counter
 from collections.abc import Sequence
 
-from cbt.config import Config
+from cbt.config import Config, load_config
 from cbt.errors import ModelError, Problem
-from cbt.models.checks import cycle_problems, dependency_problems, duplicate_ids
+from cbt.models.checks import cycle_problems, dependency_problems, duplicate_ids, graph_nodes
 from cbt.models.dag import ModelSet
 from cbt.models.discovery import Kind, RawDoc, Root, discover, read_doc
 from cbt.models.overrides import apply_overrides
-from cbt.models.render import exec_argv, render_bounds_query, render_replace_where, render_statements
+from cbt.models.render import NotRenderable, exec_argv, render_bounds_query, render_replace_where, render_statements
 from cbt.models.rules import Built, Defaults, build
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId
-from cbt.models.templates import RenderSettings, ScanContext, TaskContext, TemplateRenderError
+from cbt.models.templates import RenderSettings, ScanContext, TaskContext, TemplateRenderError, compile_problem
 from cbt.models.yamldoc import SourceMap
 
+_TABLE_LINE = re.compile(r"^table:\s*[\"']?([A-Za-z0-9_-]+)", re.MULTILINE)
+_DATABASE_LINE = re.compile(r"^database:\s*[\"']?([A-Za-z0-9_-]+)", re.MULTILINE)
 SAMPLE_TASK_START = 1_700_000_000
 """Trial renders use this as both the task's wall-clock start and the interval's first position."""
 
@@ -28,7 +32,7 @@ class ModelProblems(ModelError):
     """Every problem in the model files (and overrides); ``warnings`` are reported but not fatal."""
 
     def __init__(self, problems: list[Problem], warnings: Sequence[Problem] = ()) -> None:
-        super().__init__(problems)
+        super().__init__(list(dict.fromkeys(problems)))
         self.warnings = list(warnings)
 
 
@@ -42,14 +46,16 @@ def load_models(config: Config) -> ModelSet:
     parsed = [doc for doc in docs if doc.data is not None]
     outcome = apply_overrides(parsed, config, defaults)
     problems += outcome.problems
-    built = [(build(doc, defaults), doc) for doc in parsed]
-    problems += [p for result, _ in built for p in result.problems]
-    problems += duplicate_ids([(result, doc.smap) for result, doc in built])
+    built = [build(doc, defaults) for doc in parsed]
+    problems += [p for result in built for p in result.problems]
+    problems += duplicate_ids(built)
+    nodes = graph_nodes(built, outcome.disabled)
+    unreadable = {guess for doc in docs if doc.data is None and (guess := guess_id(doc, defaults)) is not None}
+    problems += dependency_problems(nodes, unreadable, outcome.disabled)
+    problems += cycle_problems(nodes)
     models, smaps = _enabled(built, set(outcome.disabled))
-    failed = {r.model_id for r, _ in built if r.model_id is not None} - set(models)
-    problems += dependency_problems(models, smaps, failed, outcome.disabled)
-    problems += cycle_problems(models, smaps)
     problems += template_problems(models, smaps, RenderSettings.from_config(config))
+    problems += syntax_problems([result.doc for result in built if result.model is None])
     if problems:
         raise ModelProblems(problems, outcome.warnings)
     return ModelSet(models, defaults.external, defaults.transformation, tuple(outcome.warnings))
@@ -70,21 +76,28 @@ def model_roots(config: Config) -> list[Root]:
     return roots
 
 
-def _enabled(
-    built: list[tuple[Built, RawDoc]], disabled: set[ModelId]
-) -> tuple[dict[ModelId, Model], dict[ModelId, SourceMap]]:
-    counts: dict[str, int] = {}
-    for result, _ in built:
-        if result.model_id is not None:
-            counts[result.model_id] = counts.get(result.model_id, 0) + 1
+def _enabled(built: list[Built], disabled: set[ModelId]) -> tuple[dict[ModelId, Model], dict[ModelId, SourceMap]]:
+    """Valid, enabled models whose id is defined once."""
+    counts = Counter(result.model_id for result in built if result.model_id is not None)
     models: dict[ModelId, Model] = {}
     smaps: dict[ModelId, SourceMap] = {}
-    for result, doc in built:
+    for result in built:
         model = result.model
-        if model is not None and model.id not in disabled and counts.get(model.id) == 1:
+        if model is not None and model.id not in disabled and counts[model.id] == 1:
             models[model.id] = model
-            smaps[model.id] = doc.smap
+            smaps[model.id] = result.doc.smap
     return models, smaps
+
+
+def guess_id(doc: RawDoc, defaults: Defaults) -> ModelId | None:
+    """The id of a file whose YAML did not parse, read with a regex, so its dependents are not reported too."""
+    table = _TABLE_LINE.search(doc.text)
+    if table is None:
+        return None
+    database = _DATABASE_LINE.search(doc.text)
+    default = defaults.external if doc.kind == "external" else defaults.transformation
+    db = database.group(1) if database else default
+    return f"{db}.{table.group(1)}" if db else None
 
 
 def template_problems(
@@ -97,13 +110,27 @@ def template_problems(
         if model.exec is not None:
             try:
                 exec_argv(model.exec)
-            except Exception as e:
+            except NotRenderable as e:
                 problems.append(smaps[model_id].problem(("exec",), str(e)))
             continue
         try:
             _trial_render(model, settings)
         except TemplateRenderError as e:
-            problems.append(e.problem)
+            problem = e.problem
+            if problem.field == "write.replace_where":  # located at its key rather than at the model
+                problem = smaps[model_id].problem(("write", "replace_where"), problem.message)
+            problems.append(problem)
+    return problems
+
+
+def syntax_problems(docs: list[RawDoc]) -> list[Problem]:
+    """Template syntax errors in files that failed other rules (valid models get a full trial render)."""
+    problems = []
+    for doc in docs:
+        if doc.body is not None and doc.body.strip():
+            problem = compile_problem(doc.body, doc.path, doc.body_line)
+            if problem is not None:
+                problems.append(problem)
     return problems
 
 
@@ -124,7 +151,5 @@ def _trial_render(model: Model, settings: RenderSettings) -> None:
 
 def load_project(config_path: str | None = None) -> tuple[Config, ModelSet]:
     """Config and models together, as every service starts."""
-    from cbt.config import load_config
-
     config = load_config(config_path)
     return config, load_models(config)

@@ -47,6 +47,7 @@ def apply_overrides(docs: list[RawDoc], config: Config, defaults: Defaults) -> O
         if not keys:
             continue
         key = keys[0]
+        doc.override_key = key
         override = overrides[key]
         loc: Loc = ("models", "overrides", key)
         if not override.enabled:

@@ -7,9 +7,10 @@ import types
 import typing
 from typing import Any
 
+from pydantic import BaseModel, ValidationError
+
 from cbt.errors import Problem
 from cbt.models.yamldoc import Loc, SourceMap, format_loc
-from pydantic import BaseModel, ValidationError
 
 
 def pydantic_problems(
@@ -58,16 +59,31 @@ def _unknown_field(schema: type[BaseModel], loc: Loc) -> str:
 
 
 def allowed_keys(schema: type[BaseModel], loc: Loc) -> list[str]:
-    """The keys a schema accepts at ``loc`` (field names and aliases), for "did you mean" hints."""
-    current: type[BaseModel] | None = schema
+    """The keys a schema accepts at ``loc`` (field names), for "did you mean" hints; mapping keys are stepped over."""
+    annotation: Any = schema
     for part in loc:
-        if current is None or not isinstance(part, str):
+        mapping_value = _mapping_value(annotation)
+        if mapping_value is not None:
+            annotation = mapping_value
+            continue
+        model = _model_in(annotation)
+        info = _field_by_key(model, str(part)) if model is not None else None
+        if info is None:
             return []
-        info = _field_by_key(current, part)
-        current = _model_in(info.annotation) if info is not None else None
-    if current is None:
-        return []
-    return list(current.model_fields)
+        annotation = info.annotation
+    model = _model_in(annotation)
+    return list(model.model_fields) if model is not None else []
+
+
+def _mapping_value(annotation: Any) -> Any:
+    if typing.get_origin(annotation) is dict:
+        return typing.get_args(annotation)[1]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        for arg in typing.get_args(annotation):
+            found = _mapping_value(arg)
+            if found is not None:
+                return found
+    return None
 
 
 def _field_by_key(schema: type[BaseModel], key: str) -> Any:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from cbt.cron import parse_duration_s, parse_schedule
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from cbt.cron import parse_duration_s, parse_schedule
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

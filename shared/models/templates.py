@@ -18,10 +18,11 @@ from typing import Any, Literal
 import jinja2
 import jinja2.ext
 import jinja2.lexer
+from jinja2.utils import object_type_repr
+
 from cbt.config import Config
 from cbt.errors import CbtError, Problem
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, all_dependency_ids, model_kind
-from jinja2.utils import object_type_repr
 
 Direction = Literal["forward", "backfill", "rerun"]
 _TEMPLATE_FILE = "<template>"

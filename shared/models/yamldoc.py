@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import yaml
+
 from cbt.errors import Problem
 
 Loc = tuple[str | int, ...]
