@@ -43,7 +43,7 @@ class Schedule:
 
 def parse_duration_s(value: str | int) -> int:
     """Whole seconds from ``90``, ``"90"``, ``"30s"``, ``"5m"``, ``"1h30m"``, ``"2d"`` (Go-style, no spaces)."""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or not isinstance(value, str | int):
         raise ScheduleError(f"expected a duration such as 30s, 5m or 1h, got {value!r}")
     if isinstance(value, int):
         if value < 0:

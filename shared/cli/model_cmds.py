@@ -85,6 +85,10 @@ def _load(args: argparse.Namespace) -> tuple[Config, ModelSet] | None:
     except ModelProblems as e:
         _print_problems(e.problems, e.warnings)
         return None
+    except CbtError:
+        raise
+    except Exception as e:  # a bug of ours must still not show the user a traceback
+        raise CbtError(f"internal error while loading models: {type(e).__name__}: {e}") from e
 
 
 def cmd_validate(args: argparse.Namespace) -> int:

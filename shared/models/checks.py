@@ -16,14 +16,14 @@ _UNSET = tuple(f"{db}." for db in UNSET_DATABASE.values())
 
 def duplicate_ids(built: list[Built]) -> list[Problem]:
     """Each definition of an id defined more than once names the other definitions."""
-    by_id: dict[str, list[tuple[str, int]]] = {}
+    by_id: dict[str, list[tuple[str, int, str]]] = {}
     for result in built:
-        if result.model_id is not None:
-            by_id.setdefault(result.model_id, []).append((result.doc.path, result.line))
+        if result.model_id is not None:  # Spark resolves table names case-insensitively
+            by_id.setdefault(result.model_id.lower(), []).append((result.doc.path, result.line, result.model_id))
     problems = []
-    for model_id, places in by_id.items():
-        for path, line in places if len(places) > 1 else []:
-            others = ", ".join(f"{p}:{n}" for p, n in places if (p, n) != (path, line))
+    for places in by_id.values():
+        for path, line, model_id in places if len(places) > 1 else []:
+            others = ", ".join(f"{p}:{n}" for p, n, _ in places if (p, n) != (path, line))
             problems.append(Problem(path, line, "table", f"model {model_id} is also defined at {others}"))
     return problems
 
@@ -69,7 +69,8 @@ def _dependency_message(
     if dep is None:
         if dep_id in unreadable or dep_id.startswith(_UNSET):
             return None
-        close = difflib.get_close_matches(dep_id, list(nodes), n=1, cutoff=0.8)
+        same_case = [m for m in nodes if m.lower() == dep_id.lower()]
+        close = same_case or difflib.get_close_matches(dep_id, list(nodes), n=1, cutoff=0.8)
         hint = f" (did you mean {close[0]}?)" if close else ""
         return f"model {dep_id} does not exist{hint}"
     if dep is node:

@@ -78,12 +78,12 @@ def model_roots(config: Config) -> list[Root]:
 
 def _enabled(built: list[Built], disabled: set[ModelId]) -> tuple[dict[ModelId, Model], dict[ModelId, SourceMap]]:
     """Valid, enabled models whose id is defined once."""
-    counts = Counter(result.model_id for result in built if result.model_id is not None)
+    counts = Counter(result.model_id.lower() for result in built if result.model_id is not None)
     models: dict[ModelId, Model] = {}
     smaps: dict[ModelId, SourceMap] = {}
     for result in built:
         model = result.model
-        if model is not None and model.id not in disabled and counts[model.id] == 1:
+        if model is not None and model.id not in disabled and counts[model.id.lower()] == 1:
             models[model.id] = model
             smaps[model.id] = result.doc.smap
     return models, smaps

@@ -69,12 +69,14 @@ def parse_yaml(text: str, path: str, line_offset: int = 0) -> tuple[Any, SourceM
         if problems:
             return None, smap, problems
         data = loader.construct_document(node) if node is not None else None  # type: ignore[no-untyped-call]
+        if node is not None:
+            _record_lines(node, (), smap, line_offset, [])
     except yaml.YAMLError as e:
         return None, smap, [_yaml_problem(e, path, line_offset)]
+    except RecursionError:
+        return None, smap, [Problem(path, line_offset + 1, "yaml", "invalid YAML: nested too deeply")]
     finally:
         loader.dispose()  # type: ignore[no-untyped-call]
-    if node is not None:
-        _record_lines(node, (), smap, line_offset, [])
     return data, smap, []
 
 

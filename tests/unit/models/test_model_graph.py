@@ -289,3 +289,15 @@ def test_override_problems(project_with_blocks: Project, override: str, expected
         problems = [str(p).replace(f"{project_with_blocks.root}/", "") for p in e.problems]  # type: ignore[attr-defined]
     assert len(problems) == 1, problems
     assert expected in problems[0]
+
+
+def test_ids_differing_only_in_case_are_duplicates(project_with_blocks: Project) -> None:
+    project_with_blocks.incremental("a", table="Hourly")
+    project_with_blocks.incremental("b", table="hourly")
+    project_with_blocks.incremental("c", dependencies=["analytics.HOURLY"])
+    problems = project_with_blocks.problems()
+    assert (
+        "models/transformations/a.sql:3: table: model analytics.Hourly is also defined at "
+        "models/transformations/b.sql:3" in problems
+    )
+    assert any("c.sql" in p and "(did you mean analytics.Hourly?)" in p for p in problems)
