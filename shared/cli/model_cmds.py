@@ -20,11 +20,10 @@ from cbt.models.render import (
     external_exec_environment,
     redact_env,
     render_bounds_query,
-    render_replace_where,
-    render_statements,
 )
 from cbt.models.spec import ExternalModel, IncrementalModel, Transformation, model_kind
-from cbt.models.templates import RenderSettings, ScanContext, TaskContext, quote_id
+from cbt.models.templates import RenderSettings, ScanContext, TaskContext
+from cbt.models.writes import task_statements
 
 
 class UsageError(CbtError):
@@ -150,21 +149,16 @@ def _task_line(model: Transformation, task: TaskContext) -> str:
 
 
 def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettings) -> str:
-    statements = render_statements(model, task, settings)
+    """The statements exactly as the worker runs them: the write strategy's wrapping included."""
+    statements = task_statements(model, task, settings)
     header = [f"-- model {model.id} ({model_kind(model)}), {_task_line(model, task)}"]
     if isinstance(model, IncrementalModel) and model.write.strategy == "replace":
-        predicate = " ".join(render_replace_where(model, task, settings).split())
-        header.append(
-            f"-- write strategy replace: the worker writes this SELECT over the rows of "
-            f"{quote_id(model.id)} WHERE {predicate} (one Delta commit)"
-        )
+        header.append("-- write strategy replace: the body's SELECT replaces the interval's rows in one Delta commit")
     elif isinstance(model, IncrementalModel) and model.write.strategy == "append":
-        header.append(
-            f"-- write strategy append: the worker inserts the rows of this SELECT whose "
-            f"({', '.join(model.write.unique_key)}) is not yet in {quote_id(model.id)}"
-        )
+        keys = ", ".join(model.write.unique_key)
+        header.append(f"-- write strategy append: rows whose ({keys}) already exists are not inserted again")
     else:
-        header.append(f"-- write strategy sql: {len(statements)} statement(s), run in order as written")
+        header.append("-- write strategy sql: the statements run in order as written")
     return "\n".join(header) + "\n" + "\n\n".join(s + ";" for s in statements)
 
 

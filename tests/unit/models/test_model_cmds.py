@@ -78,9 +78,19 @@ def test_render_replace_model(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["render", "analytics.block_propagation_minute", "--start", "1700000000", "--end", "1700000060"]
     assert run(*argv, "--config", EXAMPLE_CONFIG, "--task-start", "1700000100") == 0
     out = capsys.readouterr().out
-    assert "write strategy replace" in out and "slot_start_date_time >= timestamp_seconds(1700000000)" in out
+    assert "write strategy replace" in out
     statements = split_sql(out)
     assert len(statements) == 1 and "FROM `ethereum`.`beacon_blocks`" in statements[0]
+    assert (
+        "INSERT INTO `analytics`.`block_propagation_minute` REPLACE WHERE slot_start_date_time >= "
+        "timestamp_seconds(1700000000)" in statements[0]
+    )
+
+
+def test_render_append_model(capsys: pytest.CaptureFixture[str]) -> None:
+    assert run("render", "transactions", "--start", "0", "--end", "60", "--config", EXAMPLE_CONFIG) == 0
+    out = capsys.readouterr().out
+    assert "MERGE INTO `analytics`.`transactions`" in out and "WHEN NOT MATCHED THEN INSERT *" in out
 
 
 def test_render_sql_strategy_and_scheduled(capsys: pytest.CaptureFixture[str]) -> None:
