@@ -30,6 +30,7 @@ from pydantic.alias_generators import to_camel
 from cbt.configenv import apply_env_overrides, expand_references
 from cbt.cron import parse_duration_s, parse_schedule
 from cbt.errors import ConfigError, Problem
+from cbt.models.crossfield import reserved_env_problem
 from cbt.models.problems import pydantic_problems
 from cbt.models.yamldoc import SourceMap, parse_yaml
 
@@ -296,6 +297,9 @@ class ModelsConfig(Section):
         for name in env:
             if not _ENV_NAME.fullmatch(name):
                 raise ValueError(f"env name {name!r} must match [A-Za-z_][A-Za-z0-9_]*")
+            reserved = reserved_env_problem(name)
+            if reserved:
+                raise ValueError(reserved)
         return env
 
 

@@ -175,6 +175,7 @@ PROBLEM_CASES = [
         "worker: {task_timeout_s: soon}\n", {}, "worker.task_timeout_s: expected a duration", id="bad-duration"
     ),
     pytest.param("models: {env: {'1A': x}}\n", {}, "models.env: env name '1A'", id="env-name"),
+    pytest.param("models: {env: {BOUNDS_START: x}}\n", {}, "models.env: BOUNDS_START is set by cbt", id="env-reserved"),
     pytest.param(
         "models: {overrides: {x: {enabled: maybe}}}\n",
         {},
