@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable
 
 from redis import Redis
 
+from cbt.adapters import kafka_admin
 from cbt.adapters.health import HealthServer
 from cbt.adapters.redis_state import RedisState
 from cbt.config import Config
@@ -71,6 +72,13 @@ def redis_state(config: Config) -> RedisState:
 
 def topics(config: Config) -> Topics:
     return Topics(config.kafka.topic_prefix)
+
+
+def ensure_topics(config: Config) -> None:
+    """Create every topic of this installation (one task topic per configured pool) if missing."""
+    pools = ("default", *config.worker.pools)
+    names = topics(config).all(pools)
+    kafka_admin.ensure_topics(config.kafka.bootstrap_servers, names, extra=dict(config.kafka.client))
 
 
 def install_stop_signals(stop: asyncio.Event) -> None:

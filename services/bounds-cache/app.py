@@ -20,13 +20,14 @@ POLL_S = 1.0
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    runtime.ensure_topics(config)
     owner = runtime.instance_id("bounds-cache")
     spark = connect(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
     state = runtime.redis_state(config)
     scanner = BoundsScanner(
         externals=models.externals, store=state.bounds,
-        query=SparkBoundsQuery(spark, RenderSettings.from_config(config)),
+        query=SparkBoundsQuery(spark, RenderSettings.from_config(config), workdir=str(config.base_dir)),
         publisher=BrokerPublisher(broker), topics=runtime.topics(config),
     )
     ttl_ms = int(config.scheduler.leader_lease_ttl_s * 1000)

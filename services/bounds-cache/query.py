@@ -25,6 +25,7 @@ class SparkBoundsQuery:
     spark: SparkSession
     settings: RenderSettings
     exec_timeout_s: float = 120.0
+    workdir: str | None = None
 
     async def scan(self, model: ExternalModel, scan: ScanContext) -> ScanResult:
         if model.exec is not None:
@@ -45,7 +46,7 @@ class SparkBoundsQuery:
         assert model.exec is not None
         env = external_exec_environment(model, scan, self.settings)
         try:
-            return parse_bounds_output(await run_script(exec_argv(model.exec), env, self.exec_timeout_s))
+            return parse_bounds_output(await run_script(exec_argv(model.exec), env, self.exec_timeout_s, self.workdir))
         except ValueError as e:
             raise BoundsQueryError(f"{model.id}: {e}") from e
 

@@ -101,6 +101,7 @@ def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> 
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    runtime.ensure_topics(config)
     owner = runtime.instance_id("coordinator")
     broker = make_broker(config.kafka, owner)
     coordinator = build(config, models, broker, owner)

@@ -23,7 +23,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
 from cbt.services import runtime
 from cbt.services.worker.executor import SparkExecutor
-from cbt.services.worker.recorder import AdminRecorder
+from cbt.services.worker.recorder import AdminRecorder, admin_for
 from cbt.services.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
 
 log = logging.getLogger("cbt.worker")
@@ -34,17 +34,19 @@ def consumed_pools(config: Config) -> list[str]:
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    runtime.ensure_topics(config)
     owner = runtime.instance_id("worker")
     spark = connect(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
     state = runtime.redis_state(config)
-    recorder = AdminRecorder.for_config(spark, config)
+    recorder = AdminRecorder(admin_for(spark, config), owner)
     await asyncio.to_thread(recorder.admin.ensure_tables)
     retry = config.worker.retry
     runner = TaskRunner(
         models=models,
         ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, BrokerPublisher(broker), recorder),
-        executor=SparkExecutor(spark, RenderSettings.from_config(config), config.worker.task_timeout_s),
+        executor=SparkExecutor(spark, RenderSettings.from_config(config), config.worker.task_timeout_s,
+                               str(config.base_dir)),
         topics=runtime.topics(config), worker_id=owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
     )

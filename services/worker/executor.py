@@ -31,6 +31,8 @@ class SparkExecutor:
     spark: SparkSession
     settings: RenderSettings
     exec_timeout_s: float
+    workdir: str | None = None
+    """Where exec commands run: the config file's folder."""
 
     async def run(self, model: Transformation, task: TaskContext) -> None:
         if model.exec is not None:
@@ -47,7 +49,8 @@ class SparkExecutor:
 
     async def _run_exec(self, model: Transformation, task: TaskContext) -> None:
         assert model.exec is not None
-        await run_script(exec_argv(model.exec), exec_environment(model, task, self.settings), self.exec_timeout_s)
+        await run_script(exec_argv(model.exec), exec_environment(model, task, self.settings), self.exec_timeout_s,
+                         self.workdir)
 
 
 def _first_lines(text: str, lines: int = 8) -> str:

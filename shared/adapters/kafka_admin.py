@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
@@ -13,7 +14,7 @@ TASK_TOPIC_PARTITIONS = 8
 """Task topics get several partitions so a pool's workers can share them; the others keep one partition each."""
 
 
-def admin_client(bootstrap: str, extra: dict[str, str] | None = None) -> AdminClient:
+def admin_client(bootstrap: str, extra: dict[str, Any] | None = None) -> AdminClient:
     # librdkafka logs every refused connection to stderr; callers report reachability themselves.
     return AdminClient({"bootstrap.servers": bootstrap, "log_level": 0, **(extra or {})})
 
@@ -27,9 +28,11 @@ def is_reachable(bootstrap: str, timeout_s: float = 2.0) -> bool:
     return True
 
 
-def ensure_topics(bootstrap: str, names: Iterable[str], timeout_s: float = 30.0) -> list[str]:
+def ensure_topics(
+    bootstrap: str, names: Iterable[str], timeout_s: float = 30.0, extra: Mapping[str, Any] | None = None
+) -> list[str]:
     """Create the topics that do not exist yet; returns the names created. Idempotent."""
-    admin = admin_client(bootstrap)
+    admin = admin_client(bootstrap, dict(extra or {}))
     existing = set(admin.list_topics(timeout=timeout_s).topics)
     missing = [n for n in names if n not in existing]
     if not missing:

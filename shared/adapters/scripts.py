@@ -18,14 +18,14 @@ class ScriptError(CbtError):
     """A script exited non-zero or timed out; the message carries the stderr tail."""
 
 
-async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: float) -> str:
-    """Run ``argv`` with the inherited basics plus ``env``; returns stdout, raises ``ScriptError`` on failure."""
+async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: float, cwd: str | None = None) -> str:
+    """Run ``argv`` in ``cwd`` with the inherited basics plus ``env``; returns stdout, raises ``ScriptError``."""
     full_env = {**{k: v for k, v in os.environ.items() if k in INHERITED}, **env}
     # ``python3`` in a model's command means the service's own interpreter (and its packages, e.g. pyspark).
     full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", os.defpath)])
     proc = await asyncio.create_subprocess_exec(
         *argv, env=full_env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE, start_new_session=True,
+        stderr=asyncio.subprocess.PIPE, start_new_session=True, cwd=cwd,
     )
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
