@@ -1,3 +1,4 @@
--- Databases of the example pipeline. The admin tables (admin.cbt_*) are created by `cbt admin init`.
-CREATE DATABASE IF NOT EXISTS ethereum;
-CREATE DATABASE IF NOT EXISTS analytics;
+-- Databases of the example pipeline, named by the same placeholders as dependencies ({{external}},
+-- {{transformation}}: the configured default databases). The admin tables are created by the services.
+CREATE DATABASE IF NOT EXISTS {{external}};
+CREATE DATABASE IF NOT EXISTS {{transformation}};

@@ -1,7 +1,7 @@
 -- Source tables (external models): written by the data generator, never by cbt.
 
 -- One row per (block, monitoring client): when that client saw the block, relative to the slot start.
-CREATE TABLE IF NOT EXISTS ethereum.beacon_blocks (
+CREATE TABLE IF NOT EXISTS {{external}}.beacon_blocks (
   slot BIGINT,
   slot_start_date_time TIMESTAMP,
   block_root STRING,
@@ -11,14 +11,14 @@ CREATE TABLE IF NOT EXISTS ethereum.beacon_blocks (
 ) USING DELTA;
 
 -- Entity changes per validator; the latest row wins.
-CREATE TABLE IF NOT EXISTS ethereum.validator_entity (
+CREATE TABLE IF NOT EXISTS {{external}}.validator_entity (
   validator_index BIGINT,
   entity STRING,
   updated_date_time TIMESTAMP
 ) USING DELTA;
 
 -- Transactions from the primary provider.
-CREATE TABLE IF NOT EXISTS ethereum.raw_transactions (
+CREATE TABLE IF NOT EXISTS {{external}}.raw_transactions (
   block_number BIGINT,
   block_timestamp TIMESTAMP,
   tx_hash STRING,
@@ -30,7 +30,7 @@ CREATE TABLE IF NOT EXISTS ethereum.raw_transactions (
 ) USING DELTA;
 
 -- The same transactions from a second provider (same schema).
-CREATE TABLE IF NOT EXISTS ethereum.raw_transactions_alt (
+CREATE TABLE IF NOT EXISTS {{external}}.raw_transactions_alt (
   block_number BIGINT,
   block_timestamp TIMESTAMP,
   tx_hash STRING,

@@ -1,6 +1,6 @@
 -- Target tables of the transformations. Column order matters for INSERT statements: keep it in step with the SQL.
 
-CREATE TABLE IF NOT EXISTS analytics.block_propagation_minute (
+CREATE TABLE IF NOT EXISTS {{transformation}}.block_propagation_minute (
   slot BIGINT,
   slot_start_date_time TIMESTAMP,
   block_root STRING,
@@ -11,7 +11,7 @@ CREATE TABLE IF NOT EXISTS analytics.block_propagation_minute (
   max_propagation_ms BIGINT
 ) USING DELTA;
 
-CREATE TABLE IF NOT EXISTS analytics.block_propagation_two_minute (
+CREATE TABLE IF NOT EXISTS {{transformation}}.block_propagation_two_minute (
   slot BIGINT,
   slot_start_date_time TIMESTAMP,
   block_root STRING,
@@ -21,7 +21,7 @@ CREATE TABLE IF NOT EXISTS analytics.block_propagation_two_minute (
   propagation_class STRING
 ) USING DELTA;
 
-CREATE TABLE IF NOT EXISTS analytics.block_propagation_five_minute (
+CREATE TABLE IF NOT EXISTS {{transformation}}.block_propagation_five_minute (
   slot BIGINT,
   slot_start_date_time TIMESTAMP,
   block_root STRING,
@@ -32,13 +32,13 @@ CREATE TABLE IF NOT EXISTS analytics.block_propagation_five_minute (
   is_late BOOLEAN
 ) USING DELTA;
 
-CREATE TABLE IF NOT EXISTS analytics.validator_entities (
+CREATE TABLE IF NOT EXISTS {{transformation}}.validator_entities (
   validator_index BIGINT,
   entity STRING,
   updated_date_time TIMESTAMP
 ) USING DELTA;
 
-CREATE TABLE IF NOT EXISTS analytics.entity_leaderboard (
+CREATE TABLE IF NOT EXISTS {{transformation}}.entity_leaderboard (
   entity STRING,
   blocks BIGINT,
   avg_propagation_ms DOUBLE,
@@ -46,7 +46,7 @@ CREATE TABLE IF NOT EXISTS analytics.entity_leaderboard (
   report_date_time TIMESTAMP
 ) USING DELTA;
 
-CREATE TABLE IF NOT EXISTS analytics.transactions (
+CREATE TABLE IF NOT EXISTS {{transformation}}.transactions (
   block_number BIGINT,
   block_timestamp TIMESTAMP,
   tx_hash STRING,
@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS analytics.transactions (
   gas_used BIGINT
 ) USING DELTA;
 
-CREATE TABLE IF NOT EXISTS analytics.block_gas (
+CREATE TABLE IF NOT EXISTS {{transformation}}.block_gas (
   block_number BIGINT,
   block_timestamp TIMESTAMP,
   tx_count BIGINT,

@@ -17,10 +17,17 @@ def quoted(database: str, table: str) -> str:
     return f"`{database.replace('`', '``')}`.`{table.replace('`', '``')}`"
 
 
+def dependency(table: str) -> str:
+    """The dependency named ``table``, whatever database it resolved to (DEP_<DB>_<TABLE>_DATABASE/_TABLE)."""
+    suffix = f"_{table.upper()}_DATABASE"
+    (key,) = [k for k in os.environ if k.startswith("DEP_") and k.endswith(suffix)]
+    return quoted(os.environ[key], os.environ[key.removesuffix("_DATABASE") + "_TABLE"])
+
+
 def main() -> None:
     start = int(os.environ["BOUNDS_START"])
     end = int(os.environ["BOUNDS_END"])
-    source = quoted(os.environ["DEP_ANALYTICS_TRANSACTIONS_DATABASE"], os.environ["DEP_ANALYTICS_TRANSACTIONS_TABLE"])
+    source = dependency("transactions")
     target = quoted(os.environ["SELF_DATABASE"], os.environ["SELF_TABLE"])
     spark = SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
     try:

@@ -28,7 +28,7 @@ SELECT
   p.avg_propagation_ms,
   p.propagation_class,
   p.propagation_class = 'slow' AS is_late
-FROM {{ dep.analytics.block_propagation_two_minute.from }} AS p
+FROM {{ dep["{{transformation}}"].block_propagation_two_minute.from }} AS p
 LEFT JOIN {{ dep["{{transformation}}"]["validator_entities"].from }} AS e
   ON e.validator_index = p.proposer_index
 WHERE p.slot_start_date_time >= timestamp_seconds({{ bounds.start }})

@@ -14,6 +14,6 @@ SELECT
   avg(avg_propagation_ms) AS avg_propagation_ms,
   count_if(is_late) AS late_blocks,
   timestamp_seconds({{ task.start }}) AS report_date_time
-FROM {{ ref("analytics.block_propagation_five_minute") }}
+FROM {{ ref("{{transformation}}.block_propagation_five_minute") }}
 WHERE slot_start_date_time >= timestamp_seconds({{ task.start }} - 3600)
 GROUP BY entity
