@@ -1,6 +1,6 @@
 ---
 # Which entity (staking pool, exchange…) runs each validator; a new row each time that changes.
-database: ethereum
+# database: falls back to models.external.default_database (ethereum in config.yaml)
 table: validator_entity
 interval:
   type: timestamp

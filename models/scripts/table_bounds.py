@@ -16,8 +16,8 @@ from pyspark.sql import functions as F
 
 def main() -> None:
     table = f"`{os.environ['SELF_DATABASE']}`.`{os.environ['SELF_TABLE']}`"
-    column = F.col(os.environ.get("TIME_COLUMN", "block_timestamp"))
     spark = SparkSession.builder.remote(os.environ["SPARK_REMOTE"]).getOrCreate()
+    column = F.col(os.environ.get("TIME_COLUMN", "block_timestamp"))  # after the session: Connect mode
     try:
         frame = spark.table(table)
         if os.environ.get("CACHE_IS_INCREMENTAL_SCAN") == "true":

@@ -34,6 +34,13 @@ async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: flo
         await proc.wait()
         raise ScriptError(f"{' '.join(argv)!r} timed out after {timeout_s:.0f}s") from None
     if proc.returncode != 0:
-        tail = err.decode(errors="replace")[-STDERR_TAIL_CHARS:]
-        raise ScriptError(f"{' '.join(argv)!r} exited with {proc.returncode}: {tail}")
+        why = _error_text(err.decode(errors="replace"))
+        raise ScriptError(f"{' '.join(argv)!r} exited with {proc.returncode}: {why}")
     return out.decode(errors="replace")
+
+
+def _error_text(stderr: str) -> str:
+    """The stderr tail, preceded by the first line naming an error when the tail lost it (long JVM traces)."""
+    tail = stderr[-STDERR_TAIL_CHARS:]
+    headline = next((line for line in stderr.splitlines() if "Error" in line or "Exception" in line), "")
+    return tail if not headline or headline in tail else f"{headline[:STDERR_TAIL_CHARS // 2]}\n…\n{tail}"
