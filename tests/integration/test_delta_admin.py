@@ -1,0 +1,193 @@
+"""The Delta admin tables on a real Spark Connect server: coverage, removal, consolidation, staleness, history."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from pyspark.sql import SparkSession
+
+from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
+from cbt.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
+
+pytestmark = pytest.mark.integration
+
+M = "an.hourly"
+OTHER = "an.daily"
+
+
+@pytest.fixture
+def admin(spark: SparkSession, spark_database: str) -> Iterator[DeltaAdmin]:
+    tables = DeltaAdmin(
+        spark,
+        incremental=(spark_database, "cbt_incremental"),
+        scheduled=(spark_database, "cbt_scheduled"),
+        invalidations=(spark_database, "cbt_invalidations"),
+    )
+    tables.ensure_tables()
+    yield tables
+
+
+def done(start: int, end: int, *, model: str = M, seq: int = 0) -> CompletedInterval:
+    return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", invalidation_seq=seq)
+
+
+def invalidation(inv_id: str, affected: dict[str, list[tuple[int, int]]], seqs: dict[str, int]) -> InvalidationRecord:
+    first = min(s for ranges in affected.values() for s, _ in ranges)
+    last = max(e for ranges in affected.values() for _, e in ranges)
+    return InvalidationRecord(
+        id=inv_id,
+        model=next(iter(affected)),
+        start=first,
+        end=last,
+        reason="reorg",
+        source="test",
+        metadata={"blocks": [first, last], "note": "it's \\ quoted"},
+        affected={m: tuple(rs) for m, rs in affected.items()},
+        seqs=seqs,
+        received_at_ms=1_700_000_000_000 + len(inv_id),
+    )
+
+
+def commits(spark: SparkSession, database: str, table: str = "cbt_incremental") -> int:
+    return len(spark.sql(f"DESCRIBE HISTORY {database}.{table}").collect())
+
+
+def stored_rows(spark: SparkSession, database: str, model: str = M) -> int:
+    db, table = model.split(".")
+    query = f"SELECT count(*) AS n FROM {database}.cbt_incremental WHERE `database` = '{db}' AND `table` = '{table}'"
+    return int(spark.sql(query).collect()[0]["n"])
+
+
+def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spark_database: str) -> None:
+    admin.ensure_tables()
+
+    tables = {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {spark_database}").collect()}
+    assert tables == {"cbt_incremental", "cbt_scheduled", "cbt_invalidations"}
+    detail = spark.sql(f"DESCRIBE DETAIL {spark_database}.cbt_incremental").collect()[0]
+    assert detail["format"] == "delta"
+    assert list(detail["partitionColumns"]) == ["database", "table"]
+
+
+def test_ensure_tables_names_the_missing_columns_of_a_foreign_table(spark: SparkSession, spark_database: str) -> None:
+    spark.sql(f"CREATE TABLE {spark_database}.legacy (`database` STRING, `table` STRING, position BIGINT) USING DELTA")
+    tables = DeltaAdmin(spark, incremental=(spark_database, "legacy"), scheduled=(spark_database, "s"),
+                        invalidations=(spark_database, "i"))  # fmt: skip
+
+    with pytest.raises(AdminTableError, match=r"legacy`: missing columns updated_date_time, interval, task_id"):
+        tables.ensure_tables()
+
+
+def test_a_batch_is_one_commit_and_coverage_is_merged_ranges(
+    admin: DeltaAdmin, spark: SparkSession, spark_database: str
+) -> None:
+    before = commits(spark, spark_database)
+    admin.record_completed([done(0, 10), done(20, 30), done(10, 20), done(40, 50), done(0, 60, model=OTHER)])
+    admin.record_completed([])
+
+    assert commits(spark, spark_database) == before + 1
+    assert admin.coverage([M, OTHER, "an.none"]) == {M: ((0, 30), (40, 50)), OTHER: ((0, 60),), "an.none": ()}
+    assert admin.coverage() == {M: ((0, 30), (40, 50)), OTHER: ((0, 60),)}
+
+
+def test_remove_range_keeps_the_outside_parts_in_one_commit(
+    admin: DeltaAdmin, spark: SparkSession, spark_database: str
+) -> None:
+    admin.record_completed([done(0, 100), done(100, 110), done(200, 300), done(400, 500), done(0, 300, model=OTHER)])
+    before = commits(spark, spark_database)
+
+    assert admin.remove_range(M, 50, 210) == (3, 2)
+
+    assert commits(spark, spark_database) == before + 1
+    assert admin.coverage([M, OTHER]) == {M: ((0, 50), (210, 300), (400, 500)), OTHER: ((0, 300),)}
+    assert admin.remove_range(M, 600, 600) == (0, 0)
+
+
+def test_consolidation_keeps_coverage_identical_and_reduces_rows(admin: DeltaAdmin, spark: SparkSession,
+                                                                   spark_database: str) -> None:  # fmt: skip
+    admin.record_completed([done(0, 10), done(10, 20), done(5, 15), done(30, 40), done(40, 45), done(100, 110)])
+    admin.record_completed([done(0, 10, model=OTHER)])
+    covered = admin.coverage([M, OTHER])
+
+    result = {c.model: (c.rows_before, c.rows_after) for c in admin.consolidate()}
+
+    assert result == {M: (6, 3), OTHER: (1, 1)}
+    assert admin.coverage([M, OTHER]) == covered == {M: ((0, 20), (30, 45), (100, 110)), OTHER: ((0, 10),)}
+    assert stored_rows(spark, spark_database) == 3
+    unchanged = commits(spark, spark_database)
+    assert [(c.rows_before, c.rows_after) for c in admin.consolidate(M)] == [(3, 3)]
+    assert commits(spark, spark_database) == unchanged
+
+
+def test_a_row_appended_after_planning_survives_the_rewrite(admin: DeltaAdmin, monkeypatch: pytest.MonkeyPatch) -> None:
+    admin.record_completed([done(0, 10), done(10, 20)])
+    rewrite = admin._consolidate_one
+
+    def append_then_rewrite(model: str, database: str, table: str) -> None:
+        admin.record_completed([done(50, 60)])  # after the rows were counted, before the rewrite reads them
+        rewrite(model, database, table)
+
+    monkeypatch.setattr(admin, "_consolidate_one", append_then_rewrite)
+    admin.consolidate(M)
+
+    assert admin.coverage([M]) == {M: ((0, 20), (50, 60))}
+
+
+def test_rows_older_than_an_overlapping_invalidation_are_stale(admin: DeltaAdmin) -> None:
+    admin.record_completed([done(0, 10), done(10, 20), done(20, 30), done(10, 20, model=OTHER)])
+
+    assert admin.record_invalidation(invalidation("inv-1", {M: [(12, 14)], OTHER: [(0, 5)]}, {M: 1, OTHER: 4}))
+
+    assert admin.coverage([M, OTHER]) == {M: ((0, 10), (20, 30)), OTHER: ((10, 20),)}
+    assert admin.invalidation_seqs([M, OTHER, "an.none"]) == {M: 1, OTHER: 4}
+
+
+def test_rows_with_a_sequence_at_or_above_the_invalidation_are_kept(admin: DeltaAdmin) -> None:
+    admin.record_invalidation(invalidation("inv-1", {M: [(0, 100)]}, {M: 2}))
+
+    admin.record_completed([done(0, 10, seq=1), done(10, 20, seq=2), done(20, 30, seq=3), done(30, 40, seq=1)])
+
+    assert admin.coverage([M]) == {M: ((10, 30),)}
+
+
+def test_consolidation_neither_resurrects_stale_rows_nor_loses_live_ones(admin: DeltaAdmin) -> None:
+    admin.record_completed([done(0, 10, seq=0), done(10, 20, seq=0), done(20, 30, seq=2), done(30, 40, seq=0)])
+    admin.record_invalidation(invalidation("inv-1", {M: [(10, 20), (25, 26)]}, {M: 1}))
+    assert admin.coverage([M]) == {M: ((0, 10), (20, 40))}
+
+    assert [(c.rows_before, c.rows_after) for c in admin.consolidate(M)] == [(4, 2)]
+    assert admin.coverage([M]) == {M: ((0, 10), (20, 40))}
+
+    # A later invalidation makes the whole merged row stale until the invalidator removes its range.
+    admin.record_invalidation(invalidation("inv-2", {M: [(24, 26)]}, {M: 3}))
+    assert admin.coverage([M]) == {M: ((0, 10),)}
+    admin.remove_range(M, 24, 26)
+    assert admin.coverage([M]) == {M: ((0, 10), (20, 24), (26, 40))}
+
+
+def test_every_scheduled_run_is_kept_and_the_latest_is_found(admin: DeltaAdmin) -> None:
+    runs = [
+        ScheduledRun("ref.rates", 3600, "ref.rates:@3600", "success", duration_ms=5, updated_at_ms=3_601_000),
+        ScheduledRun("ref.rates", 7200, "ref.rates:@7200", "failed", error="boom 'x'", updated_at_ms=7_201_000),
+        ScheduledRun("ref.rates", 7200, "ref.rates:@7200", "success", updated_at_ms=7_260_000),
+        ScheduledRun("ref.report", 3600, "ref.report:@3600", "failed", error="e", updated_at_ms=3_602_000),
+    ]
+    for run in runs:
+        admin.record_scheduled_run(run)
+
+    assert admin.last_scheduled_runs(["ref.rates", "ref.report", "ref.none"]) == {
+        "ref.rates": runs[2],
+        "ref.report": runs[3],
+    }
+    assert admin.scheduled_runs("ref.rates", limit=2) == [runs[2], runs[1]]
+
+
+def test_an_invalidation_is_recorded_once_with_what_it_affected(admin: DeltaAdmin) -> None:
+    first = invalidation("inv-a", {M: [(0, 10), (20, 30)], OTHER: [(0, 60)]}, {M: 1, OTHER: 1})
+    second = invalidation("inv-bb", {M: [(5, 6)]}, {M: 2})
+
+    assert admin.record_invalidation(first)
+    assert not admin.record_invalidation(first)
+    assert admin.record_invalidation(second)
+
+    assert admin.invalidations(limit=10) == [second, first]
