@@ -117,7 +117,7 @@ def _live(incremental: str, invalidations: str, where: str) -> str:
 inv_ranges AS (
   SELECT model, seq, r[0] AS range_start, r[1] AS range_end FROM inv_seqs LATERAL VIEW explode(ranges) x AS r
 ),
-model_rows AS (SELECT * FROM {incremental} WHERE {where} AND `interval` > 0),
+model_rows AS (SELECT * FROM {incremental} WHERE {where} AND position IS NOT NULL AND `interval` > 0),
 live AS (
   SELECT r.* FROM model_rows r LEFT ANTI JOIN inv_ranges v
     ON v.model = concat(r.`database`, '.', r.`table`)
@@ -166,7 +166,7 @@ WHERE {where} GROUP BY s.key"""
 
 
 def row_counts_query(incremental: str, invalidations: str, where: str) -> str:
-    """Per model: ``rows`` stored and ``islands`` (rows after consolidation)."""
+    """Per model: ``row_count`` stored and ``island_count``, the rows it would have after consolidation."""
     return f"""WITH {_live(incremental, invalidations, where)},
 {_ISLANDS},
 stored AS (SELECT `database`, `table`, count(*) AS row_count FROM {incremental} WHERE {where} GROUP BY 1, 2),
