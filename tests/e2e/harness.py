@@ -1,0 +1,184 @@
+"""An isolated deployment of the example pipeline on the real local stack, and its oracle.
+
+Each deployment has its own databases, topic prefix and Redis key prefix, passed to the services as
+``CBT__…`` environment overrides of the project's own ``config.yaml``. The oracle runs every transformation once
+over the whole range a model covers, in databases of its own, reading the same sources; the pipeline's tables
+must equal the oracle's row for row.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pyspark.sql import SparkSession
+from redis import Redis
+
+from cbt.adapters.redis_state import RedisState
+from cbt.adapters.scripts import run_script
+from cbt.config import Config, load_config
+from cbt.dev.ddl import apply_ddl
+from cbt.dev.generator import SourceTables, write_range, write_validator_entities
+from cbt.dev.pipeline import ServiceProcesses
+from cbt.livestate import LiveStateReader
+from cbt.models.dag import ModelSet
+from cbt.models.loader import load_models
+from cbt.models.render import exec_argv, exec_environment
+from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.models.templates import RenderSettings, TaskContext
+from cbt.models.writes import task_statements
+from cbt.scheduling.coverage import Coverage
+from cbt.scheduling.plan import plan_model
+
+PROJECT = Path(__file__).resolve().parents[2]
+CONFIG = PROJECT / "config.yaml"
+T0 = 1_700_000_400
+"""Source data starts here (unix seconds; a multiple of 60 and of the 12 s slot)."""
+
+
+def overrides_for(tag: str, kafka: str, redis_url: str, spark_remote: str) -> dict[str, str]:
+    return {
+        "CBT__KAFKA__BOOTSTRAP_SERVERS": kafka, "CBT__KAFKA__TOPIC_PREFIX": f"{tag}.",
+        "CBT__REDIS__URL": redis_url, "CBT__REDIS__KEY_PREFIX": f"{tag}:", "CBT__SPARK__REMOTE": spark_remote,
+        "CBT__MODELS__EXTERNAL__DEFAULT_DATABASE": f"{tag}_src",
+        "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": f"{tag}_out",
+        "CBT__ADMIN__INCREMENTAL__DATABASE": f"{tag}_admin", "CBT__ADMIN__SCHEDULED__DATABASE": f"{tag}_admin",
+        "CBT__ADMIN__INVALIDATIONS__DATABASE": f"{tag}_admin",
+        "CBT__WORKER__RETRY__BACKOFF_INITIAL_S": "1", "CBT__LOGGING__LEVEL": "info",
+    }
+
+
+@dataclass
+class Deployment:
+    spark: SparkSession
+    redis: Redis
+    overrides: dict[str, str]
+    log_dir: Path
+    config: Config = field(init=False)
+    models: ModelSet = field(init=False)
+    procs: ServiceProcesses = field(init=False)
+    state: RedisState = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.config = load_config(CONFIG, environ={**os.environ, **self.overrides})
+        self.models = load_models(self.config)
+        self.procs = ServiceProcesses(CONFIG, self.overrides, self.log_dir)
+        self.state = RedisState(self.redis, self.config.redis.key_prefix)
+
+    @property
+    def source_db(self) -> str:
+        return self.overrides["CBT__MODELS__EXTERNAL__DEFAULT_DATABASE"]
+
+    @property
+    def output_db(self) -> str:
+        return self.overrides["CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE"]
+
+    def databases(self) -> list[str]:
+        return [self.source_db, self.output_db, self.overrides["CBT__ADMIN__INCREMENTAL__DATABASE"]]
+
+    def create_tables(self) -> None:
+        apply_ddl(self.spark, PROJECT / "models" / "ddl", self.source_db, self.output_db)
+
+    def write_sources(self, start: int, end: int, version: int = 0) -> None:
+        write_range(self.spark, SourceTables(self.source_db), start, end, version)
+
+    def write_entities(self) -> None:
+        write_validator_entities(self.spark, SourceTables(self.source_db), T0)
+
+    def start(self, *names: str) -> None:
+        for name in names or ("coordinator", "worker", "bounds-cache"):
+            self.procs.start(name)
+
+    def coverage(self, model_id: ModelId) -> Coverage:
+        return self.state.coverage.coverage(model_id)
+
+    def is_quiet(self, min_end: int) -> bool:
+        """Nothing in flight, nothing plannable, and every source scanned up to ``min_end``."""
+        externals = [m.id for m in self.models.externals if m.table in ("beacon_blocks", "raw_transactions")]
+        bounds = self.state.bounds.bounds(externals)  # (the alt provider has every other slot only)
+        if len(bounds) < len(externals) or any(b.max < min_end for b in bounds.values()):
+            return False
+        incrementals = [m.id for m in self.models.incrementals]
+        reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
+        snapshot = reader.read_snapshot(incrementals)
+        if any(snapshot.in_flight.get(m) for m in incrementals):
+            return False
+        for model in self.models.incrementals:
+            plan = plan_model(model, self.models.models, snapshot, concurrency=self.config.worker.model_concurrency)
+            if plan.tasks:
+                return False
+        return True
+
+    def wait_quiet(self, min_end: int, timeout_s: float = 240.0, settle_s: float = 3.0) -> float:
+        """Wait until the pipeline stays quiet for ``settle_s``; returns the seconds it took."""
+        started = time.monotonic()
+        quiet_since: float | None = None
+        while time.monotonic() - started < timeout_s:
+            crashed = self.procs.exited()
+            assert not crashed, f"services exited: {crashed}; logs in {self.log_dir}"
+            if self.is_quiet(min_end):
+                quiet_since = quiet_since or time.monotonic()
+                if time.monotonic() - quiet_since >= settle_s:
+                    return time.monotonic() - started
+            else:
+                quiet_since = None
+            time.sleep(0.5)
+        raise AssertionError(f"the pipeline did not converge within {timeout_s:.0f}s; logs in {self.log_dir}")
+
+    def stop(self) -> None:
+        self.procs.stop_all()
+
+
+@dataclass
+class Oracle:
+    """The same transformations run once each over a whole range, into databases of their own."""
+
+    deployment: Deployment
+    database: str = field(default_factory=lambda: f"toracle_{uuid.uuid4().hex[:8]}")
+
+    def build(self) -> ModelSet:
+        dep = self.deployment
+        config = load_config(CONFIG, environ={**os.environ, **dep.overrides,
+                                              "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": self.database})
+        models = load_models(config)
+        apply_ddl(dep.spark, PROJECT / "models" / "ddl", dep.source_db, self.database)
+        settings = RenderSettings.from_config(config)
+        for model_id in models.topological_order():
+            model = models.models[model_id]
+            if isinstance(model, IncrementalModel | ScheduledModel):
+                self._run(model, self._range(model), settings, config)
+        return models
+
+    def _range(self, model: IncrementalModel | ScheduledModel) -> tuple[int, int] | None:
+        if isinstance(model, ScheduledModel):
+            return None
+        cov = self.deployment.coverage(f"{self.deployment.output_db}.{model.table}")
+        assert len(cov) == 1, f"{model.table}: expected one covered range, got {cov}"
+        return cov[0]
+
+    def _run(self, model: IncrementalModel | ScheduledModel, rng: tuple[int, int] | None, settings: RenderSettings,
+             config: Config) -> None:
+        start, end = rng if rng is not None else (None, None)
+        task = TaskContext(model_id=model.id, task_start_unix=T0, start=start, end=end)
+        if model.exec is not None:
+            env = exec_environment(model, task, settings)
+            asyncio.run(run_script(exec_argv(model.exec), env, 300, str(config.base_dir)))
+            return
+        for statement in task_statements(model, task, settings):
+            self.deployment.spark.sql(statement).collect()
+
+    def differences(self, table: str) -> tuple[int, int]:
+        """Rows only in the pipeline's table, rows only in the oracle's."""
+        ours = f"`{self.deployment.output_db}`.`{table}`"
+        oracle = f"`{self.database}`.`{table}`"
+        spark = self.deployment.spark
+        extra = spark.sql(f"SELECT count(*) AS n FROM (SELECT * FROM {ours} EXCEPT ALL SELECT * FROM {oracle})")
+        missing = spark.sql(f"SELECT count(*) AS n FROM (SELECT * FROM {oracle} EXCEPT ALL SELECT * FROM {ours})")
+        return int(extra.collect()[0]["n"]), int(missing.collect()[0]["n"])
+
+    def drop(self) -> None:
+        self.deployment.spark.sql(f"DROP DATABASE IF EXISTS `{self.database}` CASCADE")
