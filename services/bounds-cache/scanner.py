@@ -36,7 +36,8 @@ class BoundsScanner:
     async def scan_due(self, now_s: float | None = None) -> int:
         """Scan every external model whose full or incremental scan is due; returns how many bounds changed."""
         now = time.time() if now_s is None else now_s
-        due = [(m, kind) for m in self.externals if (kind := self._due(m, now)) is not None]
+        stored = self.store.bounds([m.id for m in self.externals])
+        due = [(m, kind) for m in self.externals if (kind := self._due(m, now, m.id in stored)) is not None]
         results = await asyncio.gather(*(self.scan_one(m, kind) for m, kind in due), return_exceptions=True)
         for (model, _), result in zip(due, results, strict=True):
             if isinstance(result, BaseException):
@@ -65,8 +66,14 @@ class BoundsScanner:
         ), key=model.id)
         return True
 
-    def _due(self, model: ExternalModel, now: float) -> ScanKind | None:
-        return scan_kind_due(now, self._last_full.get(model.id), self._last_any.get(model.id),
+    def _due(self, model: ExternalModel, now: float, is_stored: bool) -> ScanKind | None:
+        """A model without stored bounds (empty so far, or Redis was emptied) gets full scans at the incremental
+        pace, so its data is found as soon as it appears."""
+        last_any = self._last_any.get(model.id)
+        if not is_stored:
+            is_due = last_any is None or now - last_any >= model.cache.incremental_scan_interval_s
+            return "full" if is_due else None
+        return scan_kind_due(now, self._last_full.get(model.id), last_any,
                              model.cache.full_scan_interval_s, model.cache.incremental_scan_interval_s)
 
 

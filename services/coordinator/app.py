@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 from pydantic import ValidationError
 
+from cbt.adapters import hot_index
+from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config import Config
+from cbt.cron import next_fire
 from cbt.livestate import LiveStateReader
 from cbt.messages import BoundsUpdated, IntervalCompleted, decode
 from cbt.models.dag import ModelSet
@@ -35,8 +40,11 @@ class Coordinator:
     planner: Planner
     marks: RedisMarks
     owner: str
+    admin: Callable[[], DeltaAdmin]
+    """The admin tables, opened on first use (rebuilding the hot index, consolidation)."""
     is_leader: bool = False
     tracker: DueTracker | None = None
+    next_consolidation: int | None = None
 
     async def on_event(self, raw: bytes) -> None:
         """A completion or bounds change: re-plan the model's dependents now (and the model itself)."""
@@ -54,6 +62,9 @@ class Coordinator:
         if not self.is_leader:
             return
         now = int(time.time())
+        if not hot_index.is_built(self.marks):
+            await self._rebuild_hot_index(now)
+            self.tracker = None
         if self.tracker is None:
             self.tracker = DueTracker.for_models(self.models.incrementals, self.models.scheduled, now)
             await self._recover(now)
@@ -62,6 +73,28 @@ class Coordinator:
                 await self._run_scheduled(model_id, fire_time)
             else:
                 await self.planner.replan([model_id], directions=(kind,))
+        await self._consolidate_when_due(now)
+
+    async def _rebuild_hot_index(self, now: int) -> None:
+        """Redis lost the hot index (emptied, or first start): reload it from the admin tables before planning."""
+        log.warning("hot coverage index missing in Redis; rebuilding it from the admin tables")
+        ids = [m.id for m in self.models.incrementals]
+        ranges = await asyncio.to_thread(hot_index.rebuild, self.admin(), self.state.coverage, self.marks, ids, now)
+        log.info("hot coverage index rebuilt", extra={"ranges": sum(ranges.values()), "models": len(ranges)})
+
+    async def _consolidate_when_due(self, now: int) -> None:
+        schedule = self.config.scheduler.consolidation
+        if not schedule:
+            return
+        if self.next_consolidation is None:
+            self.next_consolidation = next_fire(schedule, now)
+        if now < self.next_consolidation:
+            return
+        self.next_consolidation = next_fire(schedule, now)
+        for result in await asyncio.to_thread(self.admin().consolidate):
+            log.info("admin rows consolidated", extra={"model": result.model, "rows_before": result.rows_before,
+                                                       "rows_after": result.rows_after,
+                                                       "is_deferred": result.is_deferred})
 
     async def _recover(self, now: int) -> None:
         """On taking leadership: plan everything once, and run scheduled models whose run was missed."""
@@ -97,7 +130,14 @@ def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> 
         pool_for=config.worker.pool_for, model_concurrency=config.worker.model_concurrency,
         task_deadline_ms=int(config.worker.task_timeout_s * config.worker.retry.max_attempts * 1000),
     )
-    return Coordinator(config, models, state, planner, RedisMarks(client, config.redis.key_prefix), owner)
+    marks = RedisMarks(client, config.redis.key_prefix)
+    return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)))
+
+
+def _admin(config: Config) -> DeltaAdmin:
+    from cbt.adapters.spark import connect
+
+    return admin_from_config(connect(config.spark.remote or ""), config)
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:

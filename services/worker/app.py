@@ -15,6 +15,7 @@ from faststream import AckPolicy
 from faststream.confluent import KafkaMessage
 from pydantic import ValidationError
 
+from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.spark import connect
 from cbt.config import Config
@@ -23,7 +24,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
 from cbt.services import runtime
 from cbt.services.worker.executor import SparkExecutor
-from cbt.services.worker.recorder import AdminRecorder, admin_for
+from cbt.services.worker.recorder import AdminRecorder
 from cbt.services.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
 
 log = logging.getLogger("cbt.worker")
@@ -39,7 +40,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     spark = connect(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
     state = runtime.redis_state(config)
-    recorder = AdminRecorder(admin_for(spark, config), owner)
+    recorder = AdminRecorder(admin_from_config(spark, config), owner)
     await asyncio.to_thread(recorder.admin.ensure_tables)
     retry = config.worker.retry
     runner = TaskRunner(

@@ -6,20 +6,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from pyspark.sql import SparkSession
-
 from cbt.adapters.delta_admin import DeltaAdmin
 from cbt.admin_records import CompletedInterval, ScheduledRun
-from cbt.config import Config
 from cbt.groupcommit import GroupCommitter
 from cbt.services.worker.runner import CompletionRow
-
-
-def admin_for(spark: SparkSession, config: Config) -> DeltaAdmin:
-    names = config.admin
-    return DeltaAdmin(spark, (names.incremental.database, names.incremental.table),
-                      (names.scheduled.database, names.scheduled.table),
-                      (names.invalidations.database, names.invalidations.table))
 
 
 @dataclass

@@ -39,6 +39,7 @@ from cbt.admin_records import (
     encode_seqs,
     split_model_id,
 )
+from cbt.config import Config
 from cbt.errors import CbtError
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import EMPTY, Coverage, Range, merge
@@ -303,3 +304,11 @@ def _invalidation(row: Row) -> InvalidationRecord:
         seqs=decode_seqs(row["seq"]),
         received_at_ms=int(row["received_ms"]),
     )
+
+
+def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin:
+    """The admin tables named in ``config.admin``."""
+    names = config.admin
+    return DeltaAdmin(spark, (names.incremental.database, names.incremental.table),
+                      (names.scheduled.database, names.scheduled.table),
+                      (names.invalidations.database, names.invalidations.table))
