@@ -316,6 +316,11 @@ class ApiAuth(Section):
         return data
 
 
+class InvalidatorConfig(Section):
+    max_range: int = Field(default=10**12, gt=0)
+    """Invalidations wider than this many positions are rejected (a typo, not a reorg)."""
+
+
 class ApiConfig(Section):
     addr: str = "127.0.0.1:8080"
     auth: ApiAuth = ApiAuth()
@@ -333,6 +338,7 @@ class Config(Section):
     scheduler: SchedulerConfig = SchedulerConfig()
     worker: WorkerConfig = WorkerConfig()
     models: ModelsConfig = ModelsConfig()
+    invalidator: InvalidatorConfig = InvalidatorConfig()
     api: ApiConfig = ApiConfig()
     metrics_addr: str = "127.0.0.1:9090"
     health_addr: str = Field(

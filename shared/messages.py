@@ -124,3 +124,56 @@ def decode(raw: bytes | str) -> TaskRequested | IntervalCompleted | TaskFailed |
     """Parse a message body by its ``kind``; raises ``pydantic.ValidationError`` with the reason."""
     message: TaskRequested | IntervalCompleted | TaskFailed | BoundsUpdated = _ADAPTER.validate_json(raw)
     return message
+
+
+# -- invalidations (SPEC §8): their own topic, decoded on their own (``decode_invalidation``) --------------------
+
+MAX_POSITION = 2**53
+"""Positions above this are not exact through Redis's Lua scripts (doubles); no real position domain needs them."""
+RAW_BODY_LIMIT = 64 * 1024
+"""How much of a rejected body ``InvalidationRejected.raw`` keeps."""
+Text = Annotated[str, Field(min_length=1, max_length=200)]
+MetadataValue = str | int | float | bool | None
+
+
+class Invalidation(Message):
+    """Positions ``[start, end)`` of ``model`` changed upstream: recompute what was derived from them.
+
+    ``model`` is a model id (``database.table``) or a table name that is unique among the models. ``id`` makes the
+    event idempotent: a second event with the same id is a duplicate and changes nothing (derive it from what
+    happened, e.g. ``reorg:<chain>:<fork block>:<new head>``, so a retried publish deduplicates). With ``cascade``
+    (the default) every descendant is invalidated too, each on its own interval grid.
+    """
+
+    kind: Literal["invalidation"] = "invalidation"
+    id: Text
+    model: Annotated[str, Field(min_length=1, max_length=400)]
+    start: Annotated[int, Field(ge=0, le=MAX_POSITION)]
+    end: Annotated[int, Field(gt=0, le=MAX_POSITION)]
+    reason: Text = Field(description="why, e.g. reorg, correction, manual")
+    source: Text = Field(description="the system that sent the event")
+    metadata: dict[str, MetadataValue] = Field(default_factory=dict, max_length=100)
+    cascade: bool = True
+    created_at_ms: Position = Field(default_factory=now_ms)
+
+    @model_validator(mode="after")
+    def _non_empty_range(self) -> Invalidation:
+        if self.end <= self.start:
+            raise ValueError(f"end must be greater than start (half-open [start, end)), got [{self.start}, {self.end})")
+        return self
+
+
+class InvalidationRejected(Message):
+    """An event on the ``invalidation`` topic that was not applied, with the reason; ``raw`` is its body as text."""
+
+    kind: Literal["invalidation-rejected"] = "invalidation-rejected"
+    raw: Annotated[str, Field(max_length=RAW_BODY_LIMIT)]
+    reason: str
+    id: str | None = None
+    """The event's id when it could be read."""
+    received_at_ms: int = Field(default_factory=now_ms)
+
+
+def decode_invalidation(raw: bytes | str) -> Invalidation:
+    """Parse an ``invalidation`` body; raises ``pydantic.ValidationError`` with the reason."""
+    return Invalidation.model_validate_json(raw)

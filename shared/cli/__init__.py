@@ -10,7 +10,8 @@ from collections.abc import Sequence
 from cbt.errors import CbtError
 
 # Each module exposes ``register(subparsers)``; sub-parsers set ``func(args) -> int``.
-COMMAND_MODULES = ("cbt.cli.dev_cmd", "cbt.cli.model_cmds", "cbt.cli.plan_cmds", "cbt.cli.run_cmd", "cbt.cli.admin_cmd")
+COMMAND_MODULES = ("cbt.cli.dev_cmd", "cbt.cli.model_cmds", "cbt.cli.plan_cmds", "cbt.cli.run_cmd", "cbt.cli.admin_cmd",
+                   "cbt.cli.rerun_cmd")
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,164 @@
+"""The invalidation range mapping (SPEC §8): what each model loses, on its own interval grid, and the schemas."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from cbt.invalidation import event_schemas, impact, schema_text, snap, why_rejected
+from cbt.messages import Invalidation
+from cbt.models.dag import ModelSet
+from cbt.models.spec import Model
+from cbt.scheduling.coverage import Range
+from tests.unit.scheduling.factories import ext, inc, models_of, sched
+
+SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
+
+# ext.blocks -> an.minute (60) -> an.two (120) -> an.five (300) -> an.report (scheduled) -> an.after (60)
+#            \-> an.hourly (3600)                   ext.tx -> an.tx (60)
+PIPELINE: tuple[Model, ...] = (
+    ext("ext.blocks"),
+    ext("ext.tx"),
+    inc("an.minute", ["ext.blocks"], imax=60, imin=12),
+    inc("an.two", ["an.minute"], imax=120),
+    inc("an.five", ["an.two"], imax=300, imin=120),
+    inc("an.hourly", ["ext.blocks"], imax=3600),
+    inc("an.tx", ["ext.tx"], imax=60),
+    inc("an.after", ["an.report"], imax=60),
+)
+
+
+def model_set(*extra: Model) -> ModelSet:
+    models = models_of(*PIPELINE, replace(sched("an.report"), dependencies=("an.five",)), *extra)
+    return ModelSet(models)
+
+
+def ranges_of(result: Mapping[str, Sequence[Range]]) -> dict[str, list[Range]]:
+    return {m: list(r) for m, r in result.items()}
+
+
+@pytest.mark.parametrize(
+    ("rng", "interval", "expected"),
+    [
+        pytest.param((120, 180), 60, (120, 180), id="exact-interval"),
+        pytest.param((130, 170), 60, (120, 180), id="inside-one-interval"),
+        pytest.param((170, 190), 60, (120, 240), id="straddles-two-intervals"),
+        pytest.param((0, 1), 3600, (0, 3600), id="one-position"),
+    ],
+)
+def test_snap_widens_outward_to_the_models_grid(rng: Range, interval: int, expected: Range) -> None:
+    assert snap(rng, interval) == expected
+
+
+def test_exact_interval_of_a_transformation_removes_only_that_interval() -> None:
+    result = impact(model_set(), "an.minute", (120, 180), cascade=False)
+    assert ranges_of(result.ranges) == {"an.minute": [(120, 180)]}
+
+
+def test_partial_overlap_is_widened_to_whole_intervals() -> None:
+    result = impact(model_set(), "an.two", (130, 250), cascade=False)
+    assert ranges_of(result.ranges) == {"an.two": [(120, 360)]}
+
+
+def test_cascade_through_a_chain_widens_each_model_on_its_own_grid_using_the_widened_upstream() -> None:
+    result = impact(model_set(), "ext.blocks", (245, 250))
+    assert ranges_of(result.ranges) == {
+        "an.minute": [(240, 300)],
+        "an.two": [(240, 360)],
+        "an.five": [(0, 600)],
+        "an.hourly": [(0, 3600)],
+    }
+
+
+def test_models_come_parents_first() -> None:
+    order = impact(model_set(), "ext.blocks", (0, 10)).models
+    assert order.index("an.minute") < order.index("an.two") < order.index("an.five")
+
+
+def test_external_model_itself_loses_nothing_only_its_descendants() -> None:
+    result = impact(model_set(), "ext.tx", (61, 62))
+    assert ranges_of(result.ranges) == {"an.tx": [(60, 120)]}
+
+
+def test_no_cascade_on_an_external_model_removes_nothing() -> None:
+    assert impact(model_set(), "ext.blocks", (0, 100), cascade=False).ranges == {}
+
+
+def test_no_cascade_keeps_descendants() -> None:
+    result = impact(model_set(), "an.minute", (0, 60), cascade=False)
+    assert set(result.ranges) == {"an.minute"}
+
+
+def test_scheduled_descendant_is_listed_and_the_cascade_stops_there() -> None:
+    result = impact(model_set(), "an.two", (0, 120))
+    assert result.scheduled == ("an.report",)
+    assert "an.after" not in result.ranges
+    assert set(result.ranges) == {"an.two", "an.five"}
+
+
+def test_unrelated_models_are_untouched() -> None:
+    result = impact(model_set(), "ext.blocks", (0, 60))
+    assert "an.tx" not in result.ranges
+
+
+def test_overlapping_in_flight_task_is_removed_whole_even_off_the_grid() -> None:
+    in_flight = {"an.minute": [(217, 277), (400, 460)], "an.two": [(480, 600)]}
+    result = impact(model_set(), "ext.blocks", (245, 250), in_flight=in_flight)
+    assert ranges_of(result.ranges)["an.minute"] == [(217, 300)]
+    assert ranges_of(result.ranges)["an.two"] == [(120, 360)], "widened from the in-flight task's [217, 300)"
+
+
+def test_ranges_do_not_depend_on_coverage_so_a_redelivery_maps_the_same() -> None:
+    first = impact(model_set(), "ext.blocks", (245, 250))
+    assert impact(model_set(), "ext.blocks", (245, 250)) == first
+
+
+def test_a_model_fed_by_two_affected_parents_gets_the_union() -> None:
+    join = inc("an.join", ["an.minute", "an.hourly"], imax=60)
+    result = impact(model_set(join), "ext.blocks", (245, 250))
+    assert ranges_of(result.ranges)["an.join"] == [(0, 3600)]
+
+
+def event(**fields: object) -> Invalidation:
+    base: dict[str, object] = {"id": "e1", "model": "an.minute", "start": 0, "end": 60, "reason": "reorg",
+                               "source": "test"}
+    return Invalidation.model_validate({**base, **fields})
+
+
+@pytest.mark.parametrize(
+    ("fields", "reason"),
+    [
+        pytest.param({"model": "an.nope"}, "model: no model 'an.nope'", id="unknown-model"),
+        pytest.param({"start": 0, "end": 10**12 + 1}, "more than invalidator.max_range", id="huge-range"),
+    ],
+)
+def test_well_formed_events_that_cannot_apply_say_why(fields: dict[str, object], reason: str) -> None:
+    why = why_rejected(model_set(), event(**fields), 10**12)
+    assert why is not None and reason in why
+
+
+@pytest.mark.parametrize("name", ["an.minute", "minute", "blocks"])
+def test_known_models_by_id_or_unique_table_name_are_accepted(name: str) -> None:
+    assert why_rejected(model_set(), event(model=name), 10**12) is None
+
+
+def test_range_exactly_at_the_limit_is_accepted() -> None:
+    assert why_rejected(model_set(), event(start=0, end=1000), 1000) is None
+
+
+@pytest.mark.parametrize("name", sorted(event_schemas()))
+def test_committed_schema_equals_the_generated_one(name: str) -> None:
+    committed = SCHEMAS / name
+    assert committed.is_file(), f"{committed} missing: run `cbt schema`"
+    assert committed.read_text(encoding="utf-8") == schema_text(event_schemas()[name]), (
+        f"{committed} is out of date with cbt.messages: run `cbt schema`")
+
+
+def test_schema_describes_the_required_fields() -> None:
+    schema = json.loads((SCHEMAS / "invalidation.schema.json").read_text(encoding="utf-8"))
+    assert set(schema["required"]) == {"id", "model", "start", "end", "reason", "source"}
+    assert schema["additionalProperties"] is False

@@ -1,0 +1,195 @@
+"""The invalidator's use case over the in-memory state ports: rejects, deduplicates, applies in order, re-plans."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Collection
+from dataclasses import dataclass, field
+
+import pytest
+
+from cbt.admin_records import InvalidationRecord
+from cbt.memory_state import MemoryState
+from cbt.messages import Invalidation, InvalidationRejected, Message
+from cbt.models.dag import ModelSet
+from cbt.models.spec import ModelId
+from cbt.ports import InFlightTask
+from cbt.services.invalidator.handler import InvalidationHandler
+from cbt.topics import Topics
+from tests.unit.scheduling.factories import ext, inc, models_of
+
+TOPICS = Topics("t.")
+MODELS = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60),
+                            inc("an.two", ["an.minute"], imax=120)))
+
+
+@dataclass
+class FakeAdmin:
+    records: dict[str, InvalidationRecord] = field(default_factory=dict)
+    removed: list[tuple[str, int, int]] = field(default_factory=list)
+    fail_removal: bool = False
+
+    def record_invalidation(self, record: InvalidationRecord) -> bool:
+        if record.id in self.records:
+            return False
+        self.records[record.id] = record
+        return True
+
+    def remove_range(self, model_id: ModelId, start: int, end: int) -> tuple[int, int]:
+        if self.fail_removal:
+            raise RuntimeError("spark is down")
+        self.removed.append((model_id, start, end))
+        return (1, 0)
+
+
+@dataclass
+class FakeSeen:
+    ids: set[str] = field(default_factory=set)
+
+    def is_seen(self, event_id: str) -> bool:
+        return event_id in self.ids
+
+    def mark_seen(self, event_id: str) -> None:
+        self.ids.add(event_id)
+
+
+@dataclass
+class FakePublisher:
+    sent: list[tuple[str, Message]] = field(default_factory=list)
+
+    async def publish(self, topic: str, message: Message, key: str) -> None:
+        self.sent.append((topic, message))
+
+
+@dataclass
+class Rig:
+    state: MemoryState = field(default_factory=MemoryState)
+    admin: FakeAdmin = field(default_factory=FakeAdmin)
+    seen: FakeSeen = field(default_factory=FakeSeen)
+    publisher: FakePublisher = field(default_factory=FakePublisher)
+    replanned: list[list[ModelId]] = field(default_factory=list)
+
+    async def replan(self, model_ids: Collection[ModelId]) -> int:
+        self.replanned.append(list(model_ids))
+        return 0
+
+    def handler(self) -> InvalidationHandler:
+        return InvalidationHandler(MODELS, self.state.coverage, self.state.ledger, self.admin, self.seen,
+                                   self.publisher, TOPICS, self.replan, max_range=10_000)
+
+    def rejected(self) -> list[InvalidationRejected]:
+        return [m for t, m in self.publisher.sent if t == TOPICS.invalidation_rejected
+                and isinstance(m, InvalidationRejected)]
+
+
+def good(event_id: str = "e1", **changes: object) -> bytes:
+    fields: dict[str, object] = {"id": event_id, "model": "ext.blocks", "start": 130, "end": 150, "reason": "reorg",
+                                 "source": "test", **changes}
+    return json.dumps(fields).encode()
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        pytest.param(b"{oops", "Invalid JSON", id="invalid-json"),
+        pytest.param(good(start="130"), "start:", id="wrong-type"),
+        pytest.param(good(end=130), "end must be greater than start", id="end-not-after-start"),
+        pytest.param(good(model="ext.nope"), "model: no model 'ext.nope'", id="unknown-model"),
+        pytest.param(good(start=0, end=10_001), "invalidator.max_range", id="absurdly-large-range"),
+        pytest.param(good(extra=1), "extra:", id="unknown-field"),
+    ],
+)
+def test_bad_events_are_published_as_rejected_with_the_reason_and_change_nothing(raw: bytes, reason: str) -> None:
+    rig = Rig()
+    rig.state.coverage.record_completed("an.minute", (0, 600), 0)
+    handler = rig.handler()
+
+    assert asyncio.run(handler.handle(raw)) == "rejected"
+
+    (rejected,) = rig.rejected()
+    assert reason in rejected.reason
+    assert rejected.raw == raw.decode()
+    assert handler.counts["rejected"] == 1
+    assert rig.state.coverage.coverage("an.minute") == ((0, 600),)
+    assert not rig.admin.records and not rig.replanned
+
+
+def test_rejection_carries_the_id_when_the_body_has_one() -> None:
+    rig = Rig()
+    asyncio.run(rig.handler().handle(good("bad-1", end=1)))
+    assert rig.rejected()[0].id == "bad-1"
+
+
+def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> None:
+    rig = Rig()
+    for model in ("an.minute", "an.two"):
+        rig.state.coverage.record_completed(model, (0, 600), 0)
+
+    assert asyncio.run(rig.handler().handle(good())) == "applied"
+
+    assert rig.state.coverage.coverage("an.minute") == ((0, 120), (180, 600))
+    assert rig.state.coverage.coverage("an.two") == ((0, 120), (240, 600))
+    record = rig.admin.records["e1"]
+    assert dict(record.affected) == {"an.minute": ((120, 180),), "an.two": ((120, 240),)}
+    assert dict(record.seqs) == {"an.minute": 1, "an.two": 1}
+    assert (record.model, record.start, record.end, record.reason) == ("ext.blocks", 130, 150, "reorg")
+    assert rig.admin.removed == [("an.minute", 120, 180), ("an.two", 120, 240)]
+    assert rig.replanned == [["an.minute", "an.two"]]
+    assert rig.seen.ids == {"e1"}
+
+
+def test_a_table_name_is_resolved_to_the_model_id() -> None:
+    rig = Rig()
+    asyncio.run(rig.handler().handle(good(model="blocks")))
+    assert rig.admin.records["e1"].model == "ext.blocks"
+
+
+def test_duplicate_id_is_applied_once() -> None:
+    rig = Rig()
+    handler = rig.handler()
+    outcomes = [asyncio.run(handler.handle(good())) for _ in range(3)]
+    assert outcomes == ["applied", "duplicate", "duplicate"]
+    assert rig.state.coverage.invalidation_seq("an.minute") == 1
+    assert handler.counts == {"applied": 1, "duplicate": 2}
+
+
+def test_infrastructure_failure_raises_for_redelivery_and_the_redelivery_applies() -> None:
+    rig = Rig()
+    rig.state.coverage.record_completed("an.minute", (0, 600), 0)
+    rig.admin.fail_removal = True
+    handler = rig.handler()
+    with pytest.raises(RuntimeError, match="spark is down"):
+        asyncio.run(handler.handle(good()))
+    assert not rig.seen.ids, "not marked done: the event must come again"
+
+    rig.admin.fail_removal = False
+    assert asyncio.run(handler.handle(good())) == "applied"
+    assert rig.state.coverage.coverage("an.minute") == ((0, 120), (180, 600))
+    assert len(rig.admin.records) == 1
+
+
+def test_in_flight_task_overlapping_the_range_cannot_record_its_completion() -> None:
+    rig = Rig()
+    rig.state.coverage.record_completed("an.minute", (0, 100), 0)
+    observed = rig.state.coverage.invalidation_seq("an.minute")
+    rig.state.ledger.claim("an.minute", InFlightTask("an.minute:100:70", (100, 170), 2**62))
+
+    asyncio.run(rig.handler().handle(good()))
+
+    assert not rig.state.coverage.record_completed("an.minute", (100, 170), observed)
+    assert rig.admin.records["e1"].affected["an.minute"] == ((100, 180),)
+
+
+def test_no_cascade_on_an_external_model_is_recorded_and_removes_nothing() -> None:
+    rig = Rig()
+    rig.state.coverage.record_completed("an.minute", (0, 600), 0)
+    asyncio.run(rig.handler().handle(good(cascade=False)))
+    assert rig.state.coverage.coverage("an.minute") == ((0, 600),)
+    assert rig.admin.records["e1"].affected == {}
+
+
+def test_event_built_by_the_message_class_is_accepted() -> None:
+    rig = Rig()
+    raw = Invalidation(id="m1", model="an.minute", start=0, end=60, reason="manual", source="cbt-cli").encode()
+    assert asyncio.run(rig.handler().handle(raw)) == "applied"
