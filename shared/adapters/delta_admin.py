@@ -76,6 +76,10 @@ def is_conflict(error: BaseException) -> bool:
     return any(marker in text for marker in _CONFLICTS)
 
 
+_CREATE_ATTEMPTS = 6
+_CREATE_RACES = ("ALREADY_EXISTS", "already exists", "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
+
+
 class DeltaAdmin:
     """The three admin tables of one installation; table names are ``(database, table)`` pairs."""
 
@@ -155,13 +159,16 @@ class DeltaAdmin:
             )
 
     def _create(self, what: str, statement: str) -> None:
-        # Two services creating the same object at once: the loser sees "already exists"; once more is enough.
-        try:
-            self._sql(what, statement)
-        except AdminTableError as e:
-            if "ALREADY_EXISTS" not in str(e) and "already exists" not in str(e):
-                raise
-            self._sql(what, statement)
+        # Two services creating the same object at once: the loser sees "already exists", or — while the winner's
+        # first commit is written but not yet in the catalog — a non-empty location. Wait a moment and try again.
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                self._sql(what, statement)
+                return
+            except AdminTableError as e:
+                if not any(marker in str(e) for marker in _CREATE_RACES) or attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+            time.sleep(0.5 * (attempt + 1))
 
     # -- incremental coverage -------------------------------------------------------------------------------------
 
