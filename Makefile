@@ -20,8 +20,9 @@ $(STAMP): pyproject.toml requirements.lock
 system-deps:
 	@bash deploy/local/install-system-deps.sh
 
+# Runs until Ctrl-C; e.g. `make demo DEMO_ARGS="--duration 120"` or DEMO_ARGS=--no-reset (see --help).
 demo: install system-deps
-	$(BIN)/python -m cbt.dev.demo_smoke
+	$(BIN)/python -m cbt.dev.demo $(DEMO_ARGS)
 
 test: install system-deps
 	$(BIN)/pytest
@@ -33,8 +34,7 @@ test-unit: install
 typecheck-view:
 	@rm -rf var/typecheck && mkdir -p var/typecheck/cbt/services
 	@for f in shared/*; do ln -s "$(CURDIR)/$$f" var/typecheck/cbt/; done
-	@ln -s "$(CURDIR)/services/__init__.py" var/typecheck/cbt/services/__init__.py
-	@for d in services/*/; do n=$$(basename $$d); ln -s "$(CURDIR)/$$d" "var/typecheck/cbt/services/$${n//-/_}"; done
+	@for f in services/*; do n=$$(basename $$f); ln -s "$(CURDIR)/$$f" "var/typecheck/cbt/services/$${n//-/_}"; done
 
 lint: install typecheck-view
 	$(BIN)/ruff check .

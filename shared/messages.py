@@ -13,7 +13,6 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
 
 from cbt.models.spec import ModelId
 
-SCHEMA_VERSION = 1
 Direction = Literal["forward", "backfill", "rerun"]
 Position = Annotated[int, Field(ge=0)]
 
@@ -25,7 +24,7 @@ def now_ms() -> int:
 class Message(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
 
     def encode(self) -> bytes:
         return self.model_dump_json().encode()

@@ -22,7 +22,9 @@ class DueTracker:
     def for_models(cls, incrementals: list[IncrementalModel], scheduled: list[ScheduledModel], now: int) -> DueTracker:
         tracker = cls()
         for model in incrementals:
-            for kind, schedule in (("forward", model.schedules.forwardfill), ("backfill", model.schedules.backfill)):
+            fills: tuple[tuple[Kind, str], ...] = (("forward", model.schedules.forwardfill),
+                                                   ("backfill", model.schedules.backfill))
+            for kind, schedule in fills:
                 if schedule:
                     tracker.add(model.id, kind, schedule, now)
         for sched in scheduled:

@@ -14,7 +14,7 @@ JSON_HEADERS = {"content-type": "application/json"}
 
 def make_broker(config: KafkaConfig, client_id: str) -> KafkaBroker:
     """A broker for one service process; ``kafka.client`` settings (security, SASL…) pass through unchanged."""
-    extra: dict[str, Any] = dict(config.client)
+    extra: Any = dict(config.client)  # ConfluentConfig is a TypedDict of librdkafka keys; ours are user-given
     return KafkaBroker(
         config.bootstrap_servers, client_id=client_id, acks="all", linger_ms=0, enable_idempotence=True,
         config=extra or None, logger=None,

@@ -12,7 +12,7 @@ class RedisMarks:
 
     def get(self, name: str) -> int | None:
         value = self.client.get(self.prefix + name)
-        return None if value is None else int(value)
+        return None if value is None else int(value)  # type: ignore[arg-type]  # sync client: bytes, not Awaitable
 
     def put(self, name: str, value: int) -> None:
         self.client.set(self.prefix + name, value)
