@@ -87,6 +87,18 @@ def install_stop_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
+def redis_answers(client: Redis) -> Callable[[], bool]:
+    """A readiness check: Redis (hot state, leases) answers a PING."""
+
+    def check() -> bool:
+        try:
+            return bool(client.ping())
+        except Exception:  # any client error means not ready
+            return False
+
+    return check
+
+
 async def serve_health(addr: str | None, is_ready: Callable[[], bool]) -> HealthServer | None:
     if not addr:
         return None

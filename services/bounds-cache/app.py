@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
 from cbt.config import Config
 from cbt.models.dag import ModelSet
@@ -24,7 +25,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     owner = runtime.instance_id("bounds-cache")
     spark = connect(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
-    state = runtime.redis_state(config)
+    redis = runtime.redis_client(config)
+    state = RedisState(redis, config.redis.key_prefix)
     scanner = BoundsScanner(
         externals=models.externals, store=state.bounds,
         query=SparkBoundsQuery(spark, RenderSettings.from_config(config), workdir=str(config.base_dir)),
@@ -42,7 +44,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
 
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, lambda: True)
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
         log.info("bounds-cache started", extra={"owner": owner, "externals": len(models.externals)})
         await runtime.every(POLL_S, stop, step, log)
         if health:

@@ -156,7 +156,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
                       polling_interval=0.01)(on_event)
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, lambda: True)
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(coordinator.marks.client))
         log.info("coordinator started", extra={"owner": owner})
         await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log)
         if health:

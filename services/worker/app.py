@@ -17,6 +17,7 @@ from pydantic import ValidationError
 
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
 from cbt.config import Config
 from cbt.messages import TaskRequested, decode
@@ -39,7 +40,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     owner = runtime.instance_id("worker")
     spark = connect(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
-    state = runtime.redis_state(config)
+    redis = runtime.redis_client(config)
+    state = RedisState(redis, config.redis.key_prefix)
     recorder = AdminRecorder(admin_from_config(spark, config), owner)
     await asyncio.to_thread(recorder.admin.ensure_tables)
     retry = config.worker.retry
@@ -72,7 +74,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
             )(on_task)
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, lambda: True)
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
         log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
         await stop.wait()
         if health:

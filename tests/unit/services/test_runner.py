@@ -1,0 +1,150 @@
+"""The worker's use case on in-memory ports: what runs, what is skipped, and what gets recorded."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import pytest
+
+from cbt.memory_state import MemoryState
+from cbt.messages import IntervalCompleted, Message, TaskFailed, TaskRequested
+from cbt.models.dag import ModelSet
+from cbt.models.spec import Transformation
+from cbt.models.templates import TaskContext
+from cbt.ports import InFlightTask
+from cbt.scheduling.state import RawBounds
+from cbt.services.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
+from cbt.topics import Topics
+from tests.unit.scheduling.factories import ext, inc
+
+SRC, MODEL = "src.blocks", "out.minute"
+
+
+@dataclass
+class Published:
+    messages: list[tuple[str, Message]] = field(default_factory=list)
+
+    async def publish(self, topic: str, message: Message, key: str) -> None:
+        self.messages.append((topic, message))
+
+
+@dataclass
+class Rows:
+    rows: list[CompletionRow] = field(default_factory=list)
+
+    async def record(self, row: CompletionRow) -> None:
+        self.rows.append(row)
+
+
+@dataclass
+class Executor:
+    """Counts runs; fails the first ``failures`` attempts; ``during`` runs inside the task (a concurrent event)."""
+
+    failures: int = 0
+    runs: list[TaskContext] = field(default_factory=list)
+    during: list[object] = field(default_factory=list)
+
+    async def run(self, model: Transformation, task: TaskContext) -> None:
+        self.runs.append(task)
+        for action in self.during:
+            action()  # type: ignore[operator]
+        if len(self.runs) <= self.failures:
+            raise RuntimeError(f"boom {len(self.runs)}")
+
+
+def make_runner(executor: Executor, state: MemoryState) -> tuple[TaskRunner, Published, Rows]:
+    published, rows = Published(), Rows()
+    models = ModelSet({SRC: ext(SRC), MODEL: inc(MODEL, [SRC], imax=60)})
+    ports = WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, published, rows)
+    runner = TaskRunner(models, ports, executor, Topics("t."), "worker-1",
+                        retry=RetryPolicy(max_attempts=3, backoff_initial_s=0.001), lease_ttl_s=0.3)
+    return runner, published, rows
+
+
+def task(position: int = 0) -> TaskRequested:
+    return TaskRequested(task_id=f"{MODEL}:{position}:60", model=MODEL, position=position, interval=60)
+
+
+def handle(runner: TaskRunner, request: TaskRequested) -> Outcome:
+    return asyncio.run(runner.handle(request))
+
+
+def ready_state() -> MemoryState:
+    state = MemoryState()
+    state.bounds.put_bounds(SRC, RawBounds(0, 600))
+    return state
+
+
+def test_a_ready_task_runs_records_then_publishes_completion() -> None:
+    state, executor = ready_state(), Executor()
+    runner, published, rows = make_runner(executor, state)
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+
+    assert handle(runner, task()) == "completed"
+    assert len(executor.runs) == 1 and len(rows.rows) == 1
+    assert state.coverage.coverage(MODEL) == ((0, 60),)
+    assert [type(m) for _, m in published.messages] == [IntervalCompleted]
+    assert state.ledger.in_flight([MODEL], 0)[MODEL] == ()
+
+
+def test_a_duplicate_of_a_covered_interval_is_acknowledged_without_running() -> None:
+    state, executor = ready_state(), Executor()
+    runner, published, _ = make_runner(executor, state)
+    handle(runner, task())
+    assert handle(runner, task()) == "already-covered"
+    assert len(executor.runs) == 1 and len(published.messages) == 1
+
+
+def test_a_task_whose_dependency_has_no_data_does_not_run() -> None:
+    state, executor = MemoryState(), Executor()  # no bounds: the source has no data
+    runner, published, rows = make_runner(executor, state)
+    assert handle(runner, task()) == "not-ready"
+    assert executor.runs == [] and rows.rows == [] and published.messages == []
+
+
+def test_a_task_outside_the_dependency_range_does_not_run() -> None:
+    state, executor = ready_state(), Executor()
+    runner, _, _ = make_runner(executor, state)
+    assert handle(runner, task(position=600)) == "not-ready"
+    assert executor.runs == []
+
+
+def test_failures_are_retried_and_the_last_one_is_published() -> None:
+    state = ready_state()
+    runner, _, _ = make_runner(Executor(failures=2), state)
+    assert handle(runner, task()) == "completed"
+
+    state2, failing = ready_state(), Executor(failures=5)
+    runner2, published2, rows2 = make_runner(failing, state2)
+    assert handle(runner2, task()) == "failed"
+    assert len(failing.runs) == 3 and rows2.rows == []
+    (topic, message), = published2.messages
+    assert topic == "t.task-failed" and isinstance(message, TaskFailed) and "boom 3" in message.error
+    assert state2.coverage.coverage(MODEL) == ()
+
+
+def test_an_invalidation_during_the_run_wins_over_the_completion() -> None:
+    state = ready_state()
+    executor = Executor(during=[lambda: state.coverage.apply_invalidation({MODEL: [(0, 60)]})])
+    runner, published, rows = make_runner(executor, state)
+    assert handle(runner, task()) == "superseded"
+    assert state.coverage.coverage(MODEL) == ()
+    assert published.messages == []
+    assert rows.rows[0].invalidation_seq == 0, "the admin row carries the sequence it read, so it reads as stale"
+
+
+def test_a_task_leased_by_another_worker_is_not_run_twice() -> None:
+    state, executor = ready_state(), Executor()
+    runner, _, _ = make_runner(executor, state)
+    assert state.leases.acquire(f"task:{task().task_id}", "worker-2", 60_000) is not None
+    assert handle(runner, task()) == "busy"
+    assert executor.runs == []
+
+
+@pytest.mark.parametrize("model", ["out.nope", SRC], ids=["unknown-model", "external-model"])
+def test_a_task_for_a_model_that_cannot_run_is_failed_not_crashed(model: str) -> None:
+    runner, published, _ = make_runner(Executor(), ready_state())
+    request = TaskRequested(task_id=f"{model}:0:60", model=model, position=0, interval=60)
+    assert handle(runner, request) == "unknown-model"
+    assert isinstance(published.messages[0][1], TaskFailed)

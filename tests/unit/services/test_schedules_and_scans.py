@@ -1,0 +1,111 @@
+"""Pure service rules: wall-clock schedules, missed runs, bounds scan merging, group commit."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from cbt.groupcommit import GroupCommitter
+from cbt.scanning import ScanResult, merge_scan, scan_kind_due
+from cbt.scheduling.state import RawBounds
+from cbt.services.bounds_cache.scanner import parse_bounds_output
+from cbt.services.coordinator.ticker import DueTracker, missed_run
+from tests.unit.scheduling.factories import inc, sched
+
+
+def test_ticks_are_aligned_to_the_wall_clock_and_missed_fires_collapse_into_one() -> None:
+    tracker = DueTracker.for_models([inc("a.m", forward="@every 10s", backfill="")], [], now=1003)
+    assert tracker.due(1009) == []
+    assert tracker.due(1010) == [("a.m", "forward", 1010)]
+    assert tracker.due(1055) == [("a.m", "forward", 1050)]  # four fires missed: one run, at the latest
+    assert tracker.due(1059) == []
+
+
+def test_a_disabled_schedule_never_fires() -> None:
+    tracker = DueTracker.for_models([inc("a.m", forward="", backfill="@every 60s")], [], now=0)
+    assert [kind for _, kind, _ in tracker.due(10_000)] == ["backfill"]
+
+
+@pytest.mark.parametrize(
+    ("last_run", "now", "owed"),
+    [
+        pytest.param(None, 7_250, 7_200, id="never-ran-runs-once"),
+        pytest.param(3_600, 7_250, 7_200, id="down-over-a-fire-runs-once"),
+        pytest.param(7_200, 7_250, None, id="already-ran"),
+    ],
+)
+def test_missed_scheduled_runs_run_once_on_recovery(last_run: int | None, now: int, owed: int | None) -> None:
+    assert missed_run("@hourly", last_run, now) == owed
+    assert sched("a.s").schedule == "@hourly"
+
+
+@pytest.mark.parametrize(
+    ("previous", "result", "kind", "stored"),
+    [
+        pytest.param(None, ScanResult(10, 20), "full", RawBounds(10, 20), id="first-scan"),
+        pytest.param(RawBounds(10, 20), ScanResult(20, 30), "incremental", RawBounds(10, 30), id="grows"),
+        pytest.param(RawBounds(10, 20), ScanResult(12, 15), "incremental", RawBounds(10, 20), id="never-shrinks"),
+        pytest.param(RawBounds(10, 20), ScanResult(12, 15), "full", RawBounds(12, 15), id="full-may-shrink"),
+        pytest.param(RawBounds(10, 20), ScanResult(None, None), "full", None, id="empty-keeps-good-bounds"),
+        pytest.param(RawBounds(10, 20), ScanResult(0, 0), "full", None, id="zero-keeps-good-bounds"),
+    ],
+)
+def test_scan_results_merge_into_cached_bounds(
+    previous: RawBounds | None, result: ScanResult, kind: str, stored: RawBounds | None
+) -> None:
+    assert merge_scan(previous, result, kind) == stored  # type: ignore[arg-type]
+
+
+def test_full_scan_first_then_incremental_until_the_full_interval_passes() -> None:
+    assert scan_kind_due(100, None, None, 60, 5) == "full"
+    assert scan_kind_due(103, 100, 100, 60, 5) is None
+    assert scan_kind_due(105, 100, 100, 60, 5) == "incremental"
+    assert scan_kind_due(160, 100, 155, 60, 5) == "full"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param('{"min": 5, "max": 9}', ScanResult(5, 9), id="bounds"),
+        pytest.param('noise\n{"min": null, "max": null}', ScanResult(None, None), id="last-line-no-data"),
+    ],
+)
+def test_exec_bounds_output(text: str, expected: ScanResult) -> None:
+    assert parse_bounds_output(text) == expected
+
+
+@pytest.mark.parametrize("text", ['{"min": -1, "max": 3}', '{"min": "a"}', "[1, 2]", '{"min": true, "max": 2}'])
+def test_bad_exec_bounds_output_is_an_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        parse_bounds_output(text)
+
+
+def test_group_commit_batches_items_arriving_during_a_flush_and_returns_only_when_durable() -> None:
+    flushed: list[list[int]] = []
+
+    async def flush(items: list[int]) -> None:
+        await asyncio.sleep(0.05)
+        flushed.append(items)
+
+    async def scenario() -> None:
+        committer = GroupCommitter(flush)
+        await asyncio.gather(*(committer.submit(i) for i in range(10)))
+        assert sum(len(batch) for batch in flushed) == 10
+        await committer.close()
+
+    asyncio.run(scenario())
+    assert len(flushed) < 10, "concurrent submissions should share commits"
+
+
+def test_group_commit_failure_reaches_every_waiter() -> None:
+    async def flush(items: list[int]) -> None:
+        raise OSError("disk full")
+
+    async def scenario() -> list[BaseException | None]:
+        committer = GroupCommitter(flush)
+        results = await asyncio.gather(*(committer.submit(i) for i in range(3)), return_exceptions=True)
+        await committer.close()
+        return list(results)
+
+    assert all(isinstance(r, OSError) for r in asyncio.run(scenario()))
