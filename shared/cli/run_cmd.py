@@ -58,7 +58,7 @@ def _supervise(args: argparse.Namespace) -> int:
     """Start one process per service; stop them all when one exits or on SIGINT/SIGTERM."""
     base = [sys.executable, "-m", "cbt.cli", "run"]
     extra = ["--config", args.config] if args.config else []
-    children = [subprocess.Popen([*base, name, *extra]) for name in SERVICES if name in _available()]
+    children = [subprocess.Popen([*base, name, *extra]) for name in SERVICES]
     stopping = False
 
     def stop(*_: object) -> None:
@@ -76,13 +76,3 @@ def _supervise(args: argparse.Namespace) -> int:
     codes = [child.wait() for child in children]
     return max((c for c in codes if c and c > 0), default=0)
 
-
-def _available() -> set[str]:
-    found = set()
-    for name, module in SERVICES.items():
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError:
-            continue
-        found.add(name)
-    return found
