@@ -44,7 +44,7 @@ class ConsoleFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         extra = " ".join(f"{k}={v}" for k, v in vars(record).items() if k not in _STANDARD)
         return f"{self.formatTime(record, '%H:%M:%S')} {record.levelname:<7} {record.name}: {record.getMessage()}" + (
-            f"  {extra}" if extra else "")
+            f"  {extra}" if extra else "") + (f"\n{self.formatException(record.exc_info)}" if record.exc_info else "")
 
 
 def setup_logging(config: Config) -> None:
