@@ -120,6 +120,13 @@ def write_source(spark: SparkSession, src: SourceTables, write: Write) -> None:
     writer(spark, src, write.start, write.end)
 
 
+def written_until(spark: SparkSession, src: SourceTables) -> int | None:
+    """The first slot time a previous run left unwritten in every time-positioned source (None when empty)."""
+    ends = [spark.sql(f"SELECT unix_seconds(max({column})) + 1 AS e FROM {src.table(table)}").collect()[0]["e"]
+            for table, column in (("beacon_blocks", "slot_start_date_time"), ("raw_transactions", "block_timestamp"))]
+    return None if None in ends else min(int(e) for e in ends)
+
+
 class FeedThread(threading.Thread):
     """Writes what the feed plans every ``FEED_STEP_S`` seconds; a failed write is planned again next step."""
 
@@ -186,7 +193,8 @@ class Demo:
                   self.config.models.transformations.default_database or "")
         ensure_topics(self.config.kafka.bootstrap_servers, ns.topics(self.config), extra=dict(self.config.kafka.client))
         write_validator_entities(self.spark, self.sources, int(time.time()))
-        for write in self.feed.begin(int(time.time())):
+        resume_at = None if self.options.is_reset else written_until(self.spark, self.sources)
+        for write in self.feed.begin(int(time.time()), resume_at):
             write_source(self.spark, self.sources, write)
             self.feed.record(write)
             if write.note:
@@ -207,9 +215,9 @@ class Demo:
         incrementals = sorted(self.models.incrementals, key=lambda m: order[m.id])
         exited = [f"{k} EXITED with code {c}" for k, c in self.procs.exited().items()]
         now = int(time.time())
+        lows = [b.min for b in snapshot.bounds.values()] + ([self.feed.oldest] if self.feed.oldest is not None else [])
         return Frame(
-            now=now, elapsed_s=time.monotonic() - self.started_at,
-            window=(self.feed.oldest, now) if self.feed.oldest is not None else None,
+            now=now, elapsed_s=time.monotonic() - self.started_at, window=(min(lows), now) if lows else None,
             statuses=[model_status(m, self.models.models, snapshot) for m in incrementals],
             scheduled=[m.id for m in self.models.scheduled], counts=counts, services=self.services,
             events=self.events.lines(), problems=[*exited, *logs.poll()],

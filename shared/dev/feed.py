@@ -89,10 +89,13 @@ class LiveFeed:
     def oldest(self) -> int | None:
         return min((c.oldest for c in self.cursors.values()), default=None)
 
-    def begin(self, now: int) -> list[Write]:
-        """The backlog: every slot of the last ``backlog_s`` seconds up to and including the current one."""
+    def begin(self, now: int, resume_at: int | None = None) -> list[Write]:
+        """The backlog: every slot of the last ``backlog_s`` seconds up to and including the current one — from
+        ``resume_at`` (the first slot a previous run did not write) when that is older, so no hole is left."""
         top = slot_floor(now) + SLOT_S
         start = top - max(slot_floor(self.backlog_s), SLOT_S)
+        if resume_at is not None:
+            start = min(start, slot_floor(resume_at))
         self.cursors = {feed: Cursor(oldest=top, next=top) for feed in FEEDS}
         note = f"backlog: {duration_text(top - start)} of source rows, so backfill has work"
         return [Write(feed, start, top, "backlog", note if feed == "blocks" else "") for feed in FEEDS]

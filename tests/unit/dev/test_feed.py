@@ -88,3 +88,9 @@ def test_a_failed_write_is_planned_again() -> None:
     first, _ = feed.plan(NOW + 13, 13)
     again, _ = feed.plan(NOW + 13, 13.5)
     assert first == again
+
+
+def test_a_resumed_run_writes_from_where_the_previous_one_stopped() -> None:
+    writes = LiveFeed(900, STORY).begin(NOW + 5, resume_at=NOW - 3600 + 1)
+    assert {w.start for w in writes} == {NOW - 3600}
+    assert LiveFeed(900, STORY).begin(NOW + 5, resume_at=NOW)[0].start == NOW + SLOT_S - 900
