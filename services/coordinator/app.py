@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 from faststream import AckPolicy
@@ -63,7 +64,8 @@ class Coordinator:
             return
         now = int(time.time())
         if not hot_index.is_built(self.marks):
-            await self._rebuild_hot_index(now)
+            async with self._leadership_kept():
+                await self._rebuild_hot_index(now)
             self.tracker = None
         if self.tracker is None:
             self.tracker = DueTracker.for_models(self.models.incrementals, self.models.scheduled, now)
@@ -91,7 +93,9 @@ class Coordinator:
         if now < self.next_consolidation:
             return
         self.next_consolidation = next_fire(schedule, now)
-        for result in await asyncio.to_thread(self.admin().consolidate):
+        async with self._leadership_kept():
+            results = await asyncio.to_thread(self.admin().consolidate)
+        for result in results:
             log.info("admin rows consolidated", extra={"model": result.model, "rows_before": result.rows_before,
                                                        "rows_after": result.rows_after,
                                                        "is_deferred": result.is_deferred})
@@ -109,6 +113,23 @@ class Coordinator:
         assert isinstance(model, ScheduledModel)
         await self.planner.run_scheduled(model, fire_time)
         self.marks.put(f"scheduled:{model_id}", fire_time)
+
+    @contextlib.asynccontextmanager
+    async def _leadership_kept(self) -> AsyncIterator[None]:
+        """Keep renewing the leader lease while a long step (rebuild, consolidation) runs, so it is not lost."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self.config.scheduler.leader_lease_renew_s)
+                self.is_leader = self._hold_leadership()
+
+        renewer = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
 
     def _hold_leadership(self) -> bool:
         ttl_ms = int(self.config.scheduler.leader_lease_ttl_s * 1000)

@@ -7,9 +7,11 @@ from ``cbt.models.render.exec_environment`` — the same functions ``cbt render`
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
+from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
 
@@ -22,6 +24,7 @@ from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
 
 CONFLICT_RETRIES = 20
+log = logging.getLogger("cbt.worker")
 
 
 class TaskExecutionError(CbtError):
@@ -30,29 +33,41 @@ class TaskExecutionError(CbtError):
 
 @dataclass(frozen=True)
 class SparkExecutor:
-    """Executes transformations through one long-lived Spark Connect session (thread-safe for concurrent tasks)."""
+    """Executes transformations through one long-lived Spark Connect session (thread-safe for concurrent tasks).
+
+    Delta commits to one table are serial anyway, and an unpartitioned table's ``REPLACE WHERE`` or ``MERGE``
+    conflicts with any commit that lands while it runs; so this process runs one task per target table at a time
+    (tasks of different models still run in parallel) instead of wasting Spark work on conflicts.
+    """
 
     spark: SparkSession
     settings: RenderSettings
     exec_timeout_s: float
     workdir: str | None = None
     """Where exec commands run: the config file's folder."""
+    _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
 
     async def run(self, model: Transformation, task: TaskContext) -> None:
-        """Run one task. A Delta write conflict (another task committed to the same table while this one read it)
-        re-runs the task after a short random pause: every strategy is idempotent, and a conflict is not the
+        """Run one task. A Delta write conflict (another process committed to the same table while this one read
+        it) re-runs the task after a short random pause: every strategy is idempotent, and a conflict is not the
         model's failure, so it does not use up an attempt."""
-        for conflicts in range(CONFLICT_RETRIES + 1):
-            try:
-                if model.exec is not None:
-                    await self._run_exec(model, task)
-                else:
-                    await asyncio.to_thread(self._run_sql, task_statements(model, task, self.settings))
-                return
-            except (TaskExecutionError, ScriptError) as e:
-                if not is_conflict(e) or conflicts == CONFLICT_RETRIES:
-                    raise
-            await asyncio.sleep(random.uniform(0.05, 0.05 * 2 ** min(conflicts, 4)))
+        async with self._table_locks[model.id]:
+            for conflicts in range(CONFLICT_RETRIES + 1):
+                try:
+                    await self._run_once(model, task)
+                    return
+                except (TaskExecutionError, ScriptError) as e:
+                    if not is_conflict(e) or conflicts == CONFLICT_RETRIES:
+                        raise
+                log.info("delta write conflict; running the task again", extra={"task_id": task.task_id,
+                                                                                 "conflicts": conflicts + 1})
+                await asyncio.sleep(random.uniform(0.05, 0.05 * 2 ** min(conflicts, 4)))
+
+    async def _run_once(self, model: Transformation, task: TaskContext) -> None:
+        if model.exec is not None:
+            await self._run_exec(model, task)
+        else:
+            await asyncio.to_thread(self._run_sql, task_statements(model, task, self.settings))
 
     def _run_sql(self, statements: Sequence[str]) -> None:
         for statement in statements:
