@@ -184,6 +184,7 @@ def test_cli_entry_point_reports_without_traceback(capsys: pytest.CaptureFixture
 
 def test_example_ddl_creates_every_model_table() -> None:
     ddl = "\n".join(p.read_text() for p in sorted((REPO / "models/ddl").glob("*.sql")))
+    ddl = ddl.replace("{{external}}", "ethereum").replace("{{transformation}}", "analytics")  # as config.yaml
     created = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+\.\w+)", ddl))
     assert all("USING DELTA" in s for s in split_sql(ddl) if "CREATE TABLE" in s)
     from cbt.config import load_config
