@@ -77,7 +77,8 @@ def is_conflict(error: BaseException) -> bool:
 
 
 _CREATE_ATTEMPTS = 6
-_CREATE_RACES = ("ALREADY_EXISTS", "already exists", "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION")
+_CREATE_RACES = ("ALREADY_EXISTS", "already exists", "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION",
+                 "DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED")
 
 
 class DeltaAdmin:
