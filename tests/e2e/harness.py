@@ -113,7 +113,7 @@ class Deployment:
                 return False
         return True
 
-    def wait_quiet(self, min_end: int, timeout_s: float = 240.0, settle_s: float = 3.0) -> float:
+    def wait_quiet(self, min_end: int, timeout_s: float = 600.0, settle_s: float = 3.0) -> float:
         """Wait until the pipeline stays quiet for ``settle_s``; returns the seconds it took."""
         started = time.monotonic()
         quiet_since: float | None = None
