@@ -49,5 +49,9 @@ down:
 status:
 	$(BIN)/cbt dev status
 
+# Overhead vs direct Spark statements, cascade latency, backfill throughput; writes bench/reports/latest.json.
+bench: install system-deps
+	$(BIN)/python -m bench.run
+
 clean: down
 	rm -rf var

@@ -1,0 +1,119 @@
+"""``make bench``: overhead, cascade latency and backfill throughput on the real local stack.
+
+    python -m bench.run                  # everything (a few minutes on 2 cores)
+    python -m bench.run --cascade        # one or more of --overhead --cascade --backfill
+
+Prints a table and writes ``bench/reports/<timestamp>.json`` and ``bench/reports/latest.json``. Numbers depend on
+the machine and on what else runs on it (the load average is in the report): compare ratios within one run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+if __package__ in (None, ""):  # ``python bench/run.py``: make ``bench`` and ``tests`` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench.report import Stopwatch, load_average, machine, stamp, table, write
+from bench.stack import Endpoints
+
+OVERHEAD_TARGET = 1.25
+CASCADE_P50_TARGET_MS = 100.0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.run", description=__doc__.split("\n")[0])
+    parser.add_argument("--overhead", action="store_true", help="(a) per-interval overhead vs direct statements")
+    parser.add_argument("--cascade", action="store_true", help="(b) completion to dependent task latency")
+    parser.add_argument("--backfill", action="store_true", help="(c) backfill throughput, 1 vs 2 workers")
+    parser.add_argument("--intervals", type=int, default=12, help="intervals for (a) (default 12)")
+    parser.add_argument("--samples", type=int, default=32, help="dependent tasks for (b) (default 32)")
+    parser.add_argument("--backfill-intervals", type=int, default=24, help="intervals for (c) (default 24)")
+    args = parser.parse_args(argv)
+    chosen = [name for name in ("overhead", "cascade", "backfill") if getattr(args, name)]
+    chosen = chosen or ["overhead", "cascade", "backfill"]
+
+    from bench import backfill, cascade, overhead, profile
+    from cbt.adapters.spark import connect
+    from cbt.dev import stack
+
+    stack.up()
+    endpoints = Endpoints.local()
+    spark = connect(endpoints.spark_remote)
+    clock, run_stamp = Stopwatch(), stamp()
+    report: dict[str, Any] = {"machine": machine(), "load_average_at_start": load_average()}
+    runs: dict[str, Callable[[], dict[str, Any]]] = {
+        "overhead": lambda: overhead.benchmark(spark, endpoints, args.intervals),
+        "worker_profile": lambda: profile.benchmark(spark, endpoints, args.intervals),
+        "cascade": lambda: cascade.benchmark(spark, endpoints, args.samples),
+        "backfill": lambda: backfill.benchmark(spark, endpoints, args.backfill_intervals),
+    }
+    try:
+        for name, benchmark in runs.items():
+            if (name if name != "worker_profile" else "overhead") not in chosen:
+                continue
+            try:
+                report[name] = benchmark()
+            except Exception as e:  # one benchmark failing (e.g. a timeout on a busy machine) keeps the others
+                report[name] = {"error": f"{type(e).__name__}: {e}"}
+                print(f"{name} failed: {e}", file=sys.stderr)
+            report[name]["finished_after_s"] = clock.seconds()
+            path = write(report, run_stamp)  # after each benchmark, so an interrupted run keeps what it measured
+    finally:
+        spark.stop()
+    report["load_average_at_end"] = load_average()
+    report["elapsed_s"] = clock.seconds()
+    path = write(report, run_stamp)
+    print(table(rows(report)))
+    print(f"\nload average {report['load_average_at_start']} at start, {report['load_average_at_end']} at end "
+          f"({report['machine']['cores']} cores); {report['elapsed_s']} s; report: {path}")
+    return 0
+
+
+def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
+    out = [("measure", "value", "target / note")]
+    out += [(f"{name}: failed", "-", str(part["error"])[:100]) for name, part in report.items()
+            if isinstance(part, dict) and "error" in part]
+    if "error" not in report.get("overhead", {"error": 1}):
+        ov = report["overhead"]
+        out.append(("(a) direct statements, per interval", f"{ov['direct_per_interval_ms']:.0f} ms",
+                    f"{ov['intervals']} x {ov['interval_s']} s of {ov['model']}"))
+        for name in ("sequential", "concurrent"):
+            run = ov[name]
+            mark = "ok" if run["ratio"] <= OVERHEAD_TARGET else "MISSED"
+            out.append((f"(a) pipeline, worker concurrency {run['worker_concurrency']}",
+                        f"{run['per_interval_ms']:.0f} ms = {run['ratio']:.2f}x",
+                        f"<= {OVERHEAD_TARGET}x ({mark})" if name == "sequential" else "throughput"))
+    if "error" not in report.get("worker_profile", {"error": 1}):
+        prof = report["worker_profile"]
+        top = [(k, v["ms_per_task"]) for k, v in prof["steps"].items() if k != "handle (total)"][:4]
+        out.append(("(a) worker time per task (in-process)", f"{prof['per_task_ms']:.0f} ms",
+                    ", ".join(f"{k} {ms:.0f}" for k, ms in top)))
+    if "error" not in report.get("cascade", {"error": 1}):
+        cas = report["cascade"]
+        for key, label in (("completion_to_enqueued_ms", "enqueued"), ("completion_to_seen_by_bench_ms", "seen"),
+                           ("completion_to_started_ms", "started")):
+            s = cas[key]
+            if not s.get("n"):
+                continue
+            note = f"p50 <= {CASCADE_P50_TARGET_MS:.0f} ms ({'ok' if s['p50'] <= CASCADE_P50_TARGET_MS else 'MISSED'})"
+            out.append((f"(b) completion -> dependent {label}, p50 / p99",
+                        f"{s['p50']:.0f} / {s['p99']:.0f} ms", f"n={s['n']}" + (f"; {note}" if label == "started"
+                                                                                 else "")))
+    if "error" not in report.get("backfill", {"error": 1}):
+        bf = report["backfill"]
+        for workers in (1, 2):
+            run = bf[f"workers_{workers}"]
+            out.append((f"(c) backfill, {workers} worker process(es)", f"{run['intervals_per_s']:.2f} intervals/s",
+                        f"{run['intervals']} intervals in {run['wall_ms'] / 1000:.1f} s"))
+        out.append(("(c) speed-up 2 vs 1 workers", f"{bf['speedup']:.2f}x",
+                    f"model concurrency {bf['model_concurrency']}"))
+    return out
+
+
+if __name__ == "__main__":
+    sys.exit(main())
