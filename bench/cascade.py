@@ -7,8 +7,8 @@ latest ``interval-completed`` of a minute task overlapping it (``completed_at_ms
 
 - enqueued: the task's ``enqueued_at_ms`` (the coordinator consumed the event, re-planned, claimed, published);
 - seen: when the bench's own consumer received the task message (a proxy of a worker's pickup: one more hop);
-- started: the worker's ``task started`` log line (after the lease and re-validation, before the Spark statements;
-  the workers log in JSON at debug level in this benchmark).
+- started: the worker's ``task started`` debug log line (after the lease and re-validation, before the Spark
+  statements; the workers log in JSON at debug level here). Workers that do not log it leave this row out.
 """
 
 from __future__ import annotations
