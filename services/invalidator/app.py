@@ -14,7 +14,7 @@ from faststream import AckPolicy
 from faststream.confluent import KafkaMessage
 from redis import Redis
 
-from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin, admin_from_config, is_conflict
+from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
@@ -62,29 +62,15 @@ def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: 
     )
 
 
-async def _ensure_tables(admin: DeltaAdmin, attempts: int = 5) -> None:
-    """Create the admin tables; other services create them at the same moment, and Delta can refuse the loser's
-    first commit on a fresh table (``DELTA_PROTOCOL_CHANGED``) — the table exists then, so trying again works."""
-    for attempt in range(1, attempts + 1):
-        try:
-            await asyncio.to_thread(admin.ensure_tables)
-            return
-        except AdminTableError as e:
-            is_race = "DELTA_PROTOCOL_CHANGED" in str(e) or is_conflict(e)
-            if attempt == attempts or not is_race:
-                raise
-            log.info("admin tables: concurrent creation, retrying", extra={"attempt": attempt})
-            await asyncio.sleep(0.5 * attempt)
-
-
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
     runtime.ensure_topics(config)
     owner = runtime.instance_id("invalidator")
     spark = connect(config.spark.remote or "")
     admin = admin_from_config(spark, config)
-    await _ensure_tables(admin)
+    await asyncio.to_thread(admin.ensure_tables)  # safe when other services create them at the same moment
     broker = make_broker(config.kafka, owner)
-    handler = build(config, models, BrokerPublisher(broker), runtime.redis_client(config), admin)
+    redis = runtime.redis_client(config)
+    handler = build(config, models, BrokerPublisher(broker), redis, admin)
 
     async def on_event(message: KafkaMessage) -> None:
         await handler.handle(message.body)
@@ -94,7 +80,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
                       polling_interval=0.01)(on_event)
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, lambda: True)
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
         log.info("invalidator started", extra={"owner": owner})
         await stop.wait()
         if health:
