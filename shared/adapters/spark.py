@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from cbt.models.templates import quote_part as quote_identifier
+
+__all__ = ["connect", "quote_identifier"]
+
 
 def connect(remote: str) -> SparkSession:
     """A new Spark Connect client session on ``remote`` (``sc://host:port``)."""
     session: SparkSession = SparkSession.builder.remote(remote).create()
     return session
 
-
-def quote_identifier(name: str) -> str:
-    """Back-quote one identifier part for Spark SQL."""
-    return "`" + name.replace("`", "``") + "`"

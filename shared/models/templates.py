@@ -148,9 +148,14 @@ def _compile(source: str) -> jinja2.Template:
     return _environment().from_string(source)
 
 
+def quote_part(name: str) -> str:
+    """One Spark SQL identifier part in backticks, backticks inside doubled."""
+    return "`" + name.replace("`", "``") + "`"
+
+
 def quote_id(model_id: str) -> str:
     """`` `db`.`table` `` with backticks doubled inside names (Spark SQL quoting)."""
-    return ".".join(f"`{part.replace('`', '``')}`" for part in model_id.split("."))
+    return ".".join(quote_part(part) for part in model_id.split("."))
 
 
 def compile_problem(source: str, path: str, first_line: int, field_name: str = "sql") -> Problem | None:

@@ -12,12 +12,7 @@ from __future__ import annotations
 
 from cbt.models.render import render_replace_where, render_statements
 from cbt.models.spec import IncrementalModel, Transformation
-from cbt.models.templates import RenderSettings, TaskContext
-
-
-def quote(name: str) -> str:
-    """Back-quote one Spark SQL identifier part."""
-    return "`" + name.replace("`", "``") + "`"
+from cbt.models.templates import RenderSettings, TaskContext, quote_part
 
 
 def task_statements(model: Transformation, task: TaskContext, settings: RenderSettings) -> list[str]:
@@ -26,9 +21,9 @@ def task_statements(model: Transformation, task: TaskContext, settings: RenderSe
     if not isinstance(model, IncrementalModel) or model.write.strategy == "sql":
         return statements
     *prelude, select = statements
-    target = f"{quote(model.database)}.{quote(model.table)}"
+    target = f"{quote_part(model.database)}.{quote_part(model.table)}"
     if model.write.strategy == "replace":
         predicate = render_replace_where(model, task, settings)
         return [*prelude, f"INSERT INTO {target} REPLACE WHERE {predicate}\n{select}"]
-    keys = " AND ".join(f"t.{quote(k)} <=> s.{quote(k)}" for k in model.write.unique_key)
+    keys = " AND ".join(f"t.{quote_part(k)} <=> s.{quote_part(k)}" for k in model.write.unique_key)
     return [*prelude, f"MERGE INTO {target} AS t USING (\n{select}\n) AS s ON {keys} WHEN NOT MATCHED THEN INSERT *"]
