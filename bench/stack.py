@@ -20,9 +20,7 @@ from pyspark.sql import SparkSession
 from redis import Redis
 
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.hot_index import BUILT_MARK
 from cbt.adapters.kafka_admin import admin_client, delete_topics
-from cbt.adapters.redis_marks import RedisMarks
 from cbt.dev.layout import Layout
 from cbt.messages import BoundsUpdated
 from cbt.scheduling.state import RawBounds
@@ -69,7 +67,6 @@ class BenchDeployment:
         """Until the coordinator built its hot index and the coordinator's and the workers' consumer groups hold
         their partitions; returns the seconds."""
         config = self.dep.config
-        built = f"{config.redis.key_prefix}mark:{BUILT_MARK}"
         prefix = config.kafka.topic_prefix
         expected = {f"{prefix}coordinator": 1}
         expected.update({f"{prefix}worker.{pool}": workers * config.worker.concurrency for pool in self.pools})
@@ -78,7 +75,7 @@ class BenchDeployment:
         while time.monotonic() - started < timeout_s:
             if self.dep.procs.exited():
                 raise RuntimeError(f"services exited: {self.dep.procs.exited()}; logs in {self.dep.log_dir}")
-            if self.dep.redis.exists(built) and all(_is_assigned(admin, g, n) for g, n in expected.items()):
+            if self.dep.state.coverage.is_built() and all(_is_assigned(admin, g, n) for g, n in expected.items()):
                 return time.monotonic() - started
             time.sleep(0.25)
         raise RuntimeError(f"services not ready within {timeout_s:.0f}s; logs in {self.dep.log_dir}")
@@ -126,7 +123,7 @@ def deploy(spark: SparkSession, endpoints: Endpoints, name: str, tables: Sequenc
     # Created up front: services starting together on a fresh admin database race on CREATE TABLE.
     admin_from_config(spark, dep.config).ensure_tables()
     # The admin tables are empty, so the hot index is too: say so, sparing the coordinator's rebuild read.
-    RedisMarks(dep.redis, dep.config.redis.key_prefix).put(BUILT_MARK, int(time.time()))
+    dep.state.coverage.mark_built(int(time.time()))
     return BenchDeployment(dep, tag, endpoints)
 
 

@@ -7,7 +7,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from cbt.models.dag import ModelSet
-from cbt.models.spec import ExternalModel, IncrementalModel, ModelId
+from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, ScheduledModel
 from cbt.ports import BoundsStore, CoverageReader, InFlightTask, TaskLedger
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.state import StateSnapshot
@@ -26,16 +26,24 @@ class LiveStateReader:
         involved = set(model_ids)
         for model_id in model_ids:
             involved.update(self.models.dependencies(model_id))
-        externals = [m for m in involved if isinstance(self.models.models.get(m), ExternalModel)]
-        incrementals = [m for m in involved if isinstance(self.models.models.get(m), IncrementalModel)]
         now_ms = int(time.time() * 1000)
         in_flight = self.ledger.in_flight(list(model_ids), now_ms)
         return StateSnapshot(
-            bounds=self.bounds.bounds(externals),
-            coverage=self.coverage.coverages(incrementals),
+            bounds=self.bounds.bounds(self._of_kind(involved, ExternalModel)),
+            coverage=self.coverage.coverages(self._of_kind(involved, IncrementalModel)),
             in_flight={m: _ranges(tasks) for m, tasks in in_flight.items()},
             now=now_ms // 1000,
+            never_ran=never_ran(self.coverage, self._of_kind(involved, ScheduledModel)),
+            coverage_known=self.coverage.is_built(),
         )
+
+    def _of_kind(self, ids: Collection[ModelId], kind: type[Model]) -> list[ModelId]:
+        return [m for m in ids if isinstance(self.models.models.get(m), kind)]
+
+
+def never_ran(coverage: CoverageReader, scheduled: Collection[ModelId]) -> frozenset[ModelId]:
+    """The scheduled models among ``scheduled`` without a successful run yet."""
+    return frozenset(scheduled) - coverage.scheduled_ran(scheduled) if scheduled else frozenset()
 
 
 def _ranges(tasks: Collection[InFlightTask]) -> tuple[Range, ...]:

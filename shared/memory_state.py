@@ -67,10 +67,20 @@ class _ModelCoverage:
 class MemoryCoverage:
     """``CoverageReader`` and ``CoverageWriter`` over a dict; every call is atomic (one lock)."""
 
-    def __init__(self, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> None:
+    def __init__(self, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS, built: bool = True) -> None:
+        """``built=False`` starts like an emptied Redis: untrusted until ``mark_built``."""
         self._keep = keep_invalidations
         self._models: dict[ModelId, _ModelCoverage] = {}
+        self._scheduled_ran: set[ModelId] = set()
+        self._built = built
         self._lock = threading.Lock()
+
+    def is_built(self) -> bool:
+        return self._built
+
+    def mark_built(self, built_at: int) -> None:
+        del built_at
+        self._built = True
 
     def coverage(self, model: ModelId) -> Coverage:
         with self._lock:
@@ -83,6 +93,14 @@ class MemoryCoverage:
     def invalidation_seq(self, model: ModelId) -> int:
         with self._lock:
             return self._get(model).seq
+
+    def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
+        with self._lock:
+            return self._scheduled_ran.intersection(models)
+
+    def record_scheduled_run(self, model: ModelId) -> None:
+        with self._lock:
+            self._scheduled_ran.add(model)
 
     def record_completed(self, model: ModelId, done: Range, observed_seq: int) -> bool:
         """Add ``done`` unless an invalidation newer than ``observed_seq`` overlaps it; True when added."""

@@ -29,9 +29,17 @@ class InFlightTask:
 
 
 class CoverageReader(Protocol):
+    def is_built(self) -> bool:
+        """False while the index holds nothing trustworthy (Redis emptied, never built): until it is rebuilt from
+        the admin tables, an empty coverage may mean "lost", not "never ran"."""
+        ...
+
     def coverage(self, model: ModelId) -> Coverage: ...
     def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]: ...
     def invalidation_seq(self, model: ModelId) -> int: ...
+    def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
+        """The scheduled transformations among ``models`` that have completed at least one successful run."""
+        ...
 
 
 class CoverageWriter(Protocol):
@@ -45,6 +53,14 @@ class CoverageWriter(Protocol):
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int) -> None:
         """Overwrite one model's hot coverage and sequence (rebuild from the admin tables)."""
+        ...
+
+    def record_scheduled_run(self, model: ModelId) -> None:
+        """A scheduled transformation completed a run successfully: from now on it offers data to dependents."""
+        ...
+
+    def mark_built(self, built_at: int) -> None:
+        """The rebuild from the admin tables finished: the index is trustworthy again."""
         ...
 
 

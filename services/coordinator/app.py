@@ -63,7 +63,7 @@ class Coordinator:
         if not self.is_leader:
             return
         now = int(time.time())
-        if not hot_index.is_built(self.marks):
+        if not self.state.coverage.is_built():
             async with self._leadership_kept():
                 await self._rebuild_hot_index(now)
             self.tracker = None
@@ -80,8 +80,8 @@ class Coordinator:
     async def _rebuild_hot_index(self, now: int) -> None:
         """Redis lost the hot index (emptied, or first start): reload it from the admin tables before planning."""
         log.warning("hot coverage index missing in Redis; rebuilding it from the admin tables")
-        ids = [m.id for m in self.models.incrementals]
-        ranges = await asyncio.to_thread(hot_index.rebuild, self.admin(), self.state.coverage, self.marks, ids, now)
+        ids, scheduled = [m.id for m in self.models.incrementals], [m.id for m in self.models.scheduled]
+        ranges = await asyncio.to_thread(hot_index.rebuild, self.admin(), self.state.coverage, ids, scheduled, now)
         log.info("hot coverage index rebuilt", extra={"ranges": sum(ranges.values()), "models": len(ranges)})
 
     async def _consolidate_when_due(self, now: int) -> None:

@@ -1,12 +1,14 @@
 """The worker's use case: run one requested task at most once at a time, and record it only if still valid.
 
 Order of effects for an incremental task (each step makes a crash at any point safe):
+0. while the hot index is being rebuilt (Redis emptied) → wait: "not covered" cannot be trusted yet;
 1. already covered in the hot index → acknowledge without running (a redelivered duplicate);
 2. take the task's lease (a duplicate running elsewhere waits for it or for its coverage);
 3. read the model's invalidation sequence, then re-check every dependency (never fail open);
 4. run the statements (retried with backoff; after the last attempt publish ``task-failed``);
 5. append the completion to the admin table (group commit) — durable before anything says it happened;
-6. add the range to the hot index unless a newer invalidation overlaps it (atomic; invalidation wins);
+6. add the range to the hot index unless a newer invalidation overlaps it (atomic; invalidation wins); for a
+   scheduled run, flag the model as having run (its dependents may start);
 7. publish ``interval-completed``, release the ledger entry and the lease; then the offset is committed.
 """
 
@@ -19,6 +21,7 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from cbt.livestate import never_ran
 from cbt.messages import IntervalCompleted, TaskFailed, TaskRequested
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ExternalModel, IncrementalModel, ScheduledModel, Transformation
@@ -92,12 +95,14 @@ class TaskRunner:
     worker_id: str
     retry: RetryPolicy = RetryPolicy()
     lease_ttl_s: float = 30.0
+    index_poll_s: float = 0.5
 
     async def handle(self, task: TaskRequested) -> Outcome:
         model = self.models.models.get(task.model)
         if not isinstance(model, IncrementalModel | ScheduledModel):
             await self._fail(task, 0, f"no transformation {task.model!r} in the loaded models")
             return "unknown-model"
+        await self._wait_for_index()
         if self._is_covered(model, task):
             self.ports.ledger.release(task.model, task.task_id)
             return "already-covered"
@@ -129,6 +134,8 @@ class TaskRunner:
             await self._fail(task, self.retry.max_attempts, error)
             return "failed"
         await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
+        if isinstance(model, ScheduledModel):
+            self.ports.coverage.record_scheduled_run(model.id)
         done = task_range(task) if isinstance(model, IncrementalModel) else None
         if done is not None and not self.ports.coverage.record_completed(model.id, done, seq):
             log.info("completion superseded by an invalidation", extra={"task_id": task.task_id})
@@ -174,8 +181,18 @@ class TaskRunner:
         deps = self.models.dependencies(model.id)
         externals = [d for d in deps if isinstance(self.models.models.get(d), ExternalModel)]
         incrementals = [d for d in deps if isinstance(self.models.models.get(d), IncrementalModel)]
+        scheduled = [d for d in deps if isinstance(self.models.models.get(d), ScheduledModel)]
         return StateSnapshot(bounds=self.ports.bounds.bounds(externals),
-                             coverage=self.ports.coverage.coverages(incrementals))
+                             coverage=self.ports.coverage.coverages(incrementals),
+                             never_ran=never_ran(self.ports.coverage, scheduled))
+
+    async def _wait_for_index(self) -> None:
+        """Hold the task (its offset uncommitted) until the coordinator has rebuilt the hot index."""
+        if self.ports.coverage.is_built():
+            return
+        log.warning("waiting for the coordinator to rebuild the hot coverage index before running tasks")
+        while not self.ports.coverage.is_built():
+            await asyncio.sleep(self.index_poll_s)
 
     def _is_covered(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> bool:
         wanted = task_range(task)

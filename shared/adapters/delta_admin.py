@@ -252,9 +252,12 @@ class DeltaAdmin:
                  run.duration_ms)  # fmt: skip
         self._append("record scheduled run", self._sched, _SCHEDULED_SCHEMA, [value])
 
-    def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, ScheduledRun]:
-        """Each model's latest run (highest scheduled time, then latest write)."""
+    def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None,
+                            successful_only: bool = False) -> dict[ModelId, ScheduledRun]:
+        """Each model's latest run (highest scheduled time, then latest write), or latest successful one."""
         where, params = q.model_filter(model_ids)
+        if successful_only:
+            where = f"({where}) AND status = 'success'"
         rows = self._sql("read last scheduled runs", q.scheduled_runs_query(self._sched, where, True), params)
         runs = (_scheduled_run(row) for row in rows)
         return {run.model: run for run in runs}

@@ -9,6 +9,8 @@ pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a le
     {prefix}seq:{m}          int   invalidation sequence (missing = 0)
     {prefix}inv:{m}          zset  member "seq:start:end", score seq  applied invalidations with seq > floor
     {prefix}invfloor:{m}     int   floor of that log (missing = 0)
+    {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
+    {prefix}scheduled-ran    set   scheduled models with at least one successful run
     {prefix}bounds           hash  model -> {"min": int, "max": int}
     {prefix}ledger:{m}       zset  member task id, score deadline_ms
     {prefix}ledger-task:{m}  hash  task id -> {"range": [start, end] | null, "deadline_ms": int}
@@ -178,6 +180,22 @@ class RedisCoverage:
     def _keys(self, model: ModelId) -> list[str]:
         """The model's coverage, sequence, invalidation log and log floor keys, in the scripts' order."""
         return [f"{self._prefix}{kind}:{model}" for kind in ("cov", "seq", "inv", "invfloor")]
+
+    def is_built(self) -> bool:
+        return bool(self._client.exists(f"{self._prefix}index-built"))
+
+    def mark_built(self, built_at: int) -> None:
+        self._client.set(f"{self._prefix}index-built", built_at)
+
+    def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
+        ordered = list(models)
+        if not ordered:
+            return set()
+        flags = cast("list[int]", self._client.smismember(f"{self._prefix}scheduled-ran", ordered))
+        return {model for model, flag in zip(ordered, flags, strict=True) if flag}
+
+    def record_scheduled_run(self, model: ModelId) -> None:
+        self._client.sadd(f"{self._prefix}scheduled-ran", model)
 
     def coverage(self, model: ModelId) -> Coverage:
         return self.coverages([model])[model]

@@ -52,14 +52,12 @@ def _consolidate(args: argparse.Namespace) -> int:
 
 def _rebuild(args: argparse.Namespace) -> int:
     from cbt.adapters import hot_index
-    from cbt.adapters.redis_marks import RedisMarks
-    from cbt.services.runtime import redis_client, redis_state
+    from cbt.services.runtime import redis_state
 
     config, admin = _open(args)
     models = load_models(config)
-    marks = RedisMarks(redis_client(config), config.redis.key_prefix)
-    ids = [m.id for m in models.incrementals]
-    ranges = hot_index.rebuild(admin, redis_state(config).coverage, marks, ids, int(time.time()))
+    ids, scheduled = [m.id for m in models.incrementals], [m.id for m in models.scheduled]
+    ranges = hot_index.rebuild(admin, redis_state(config).coverage, ids, scheduled, int(time.time()))
     for model_id, count in sorted(ranges.items()):
         print(f"{model_id}: {count} covered range(s)")
     return 0

@@ -9,7 +9,9 @@ Per dependency:
   table, or ``lag >= max - min`` → no data.
 - incremental transformation → its coverage, spanning ``[first, last_end)``; holes inside it are remembered,
   because an interval overlapping a hole is not ready even inside the valid range. No coverage → no data.
-- scheduled transformation → unbounded ``[0, +inf)``: it never limits the end, and counts as a start of 0.
+- scheduled transformation → unbounded ``[0, +inf)``: it never limits the end, and counts as a start of 0 —
+  once it has completed a run; before its first success (``StateSnapshot.never_ran``) it has no data, so no
+  dependent computes against an empty reference table.
 - OR group → the union of its members that have data (min of mins, max of maxes, holes where no member has
   data); no member with data → the group has no data. A member that is scheduled makes the whole group
   unbounded. The group counts as external in the formula when every member with data is external, otherwise as
@@ -109,6 +111,8 @@ def model_range(model_id: ModelId, models: Mapping[ModelId, Model], state: State
     if model is None:
         return Missing(model_id, "not a loaded model")
     if isinstance(model, ScheduledModel):
+        if model_id in state.never_ran:
+            return Missing(model_id, "has not completed a scheduled run yet")
         return Unbounded(model_id)
     if isinstance(model, ExternalModel):
         raw = state.bounds.get(model_id)

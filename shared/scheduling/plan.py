@@ -6,6 +6,7 @@ in the next snapshot's ``in_flight``), and shows ``waiting`` to people (``cbt pl
 
 Per model, in this order:
 
+0. nothing at all while the live coverage index is being rebuilt (``StateSnapshot.coverage_known``);
 1. readiness (valid range) from the dependencies (``bounds.readiness``); no valid range → no tasks,
    ``waiting`` says why, naming the dependency;
 2. free slots = the per-model concurrency limit minus its in-flight tasks;
@@ -33,6 +34,7 @@ from cbt.scheduling.state import StateSnapshot
 
 Direction = Literal["forward", "backfill"]
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backfill")
+COVERAGE_UNKNOWN = "the coverage index is being rebuilt from the admin tables; planning resumes after it"
 
 
 @dataclass(frozen=True)
@@ -73,6 +75,8 @@ def plan_model(
     directions: Collection[Direction] = DIRECTIONS,
 ) -> ModelPlan:
     """Plan ``model`` in ``state`` with at most ``concurrency`` tasks in flight for it (existing ones included)."""
+    if not state.coverage_known:
+        return ModelPlan(model.id, None, (), COVERAGE_UNKNOWN)
     ready = bnd.readiness(model, models, state)
     if ready.valid is None:
         return ModelPlan(model.id, None, (), ready.reason)

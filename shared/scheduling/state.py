@@ -47,13 +47,18 @@ class StateSnapshot:
     ranges per incremental transformation (missing means nothing completed). ``in_flight``: the ranges of
     tasks already enqueued or running per model, one entry per task (they are never planned again and count
     against the model's concurrency limit). ``now``: unix seconds, informational only (planning never depends
-    on the clock).
+    on the clock). ``never_ran``: scheduled transformations known not to have completed a run yet — they offer
+    no data until their first success (a state file cannot say so: there every scheduled model counts as run).
+    ``coverage_known``: False while the live coverage index is being rebuilt (Redis emptied): nothing is planned
+    then, since a missing coverage may mean "lost", not "never ran".
     """
 
     bounds: Mapping[ModelId, RawBounds] = field(default_factory=dict)
     coverage: Mapping[ModelId, Coverage] = field(default_factory=dict)
     in_flight: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
     now: int | None = None
+    never_ran: frozenset[ModelId] = frozenset()
+    coverage_known: bool = True
 
 
 class StateReader(Protocol):

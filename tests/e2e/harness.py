@@ -105,7 +105,7 @@ class Deployment:
         incrementals = [m.id for m in self.models.incrementals]
         reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
         snapshot = reader.read_snapshot(incrementals)
-        if any(snapshot.in_flight.get(m) for m in incrementals):
+        if not snapshot.coverage_known or any(snapshot.in_flight.get(m) for m in incrementals):
             return False
         for model in self.models.incrementals:
             plan = plan_model(model, self.models.models, snapshot, concurrency=self.config.worker.model_concurrency)

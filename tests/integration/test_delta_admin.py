@@ -7,8 +7,10 @@ from collections.abc import Iterator
 import pytest
 from pyspark.sql import SparkSession
 
+from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
+from cbt.memory_state import MemoryCoverage
 
 pytestmark = pytest.mark.integration
 
@@ -180,6 +182,26 @@ def test_every_scheduled_run_is_kept_and_the_latest_is_found(admin: DeltaAdmin) 
         "ref.report": runs[3],
     }
     assert admin.scheduled_runs("ref.rates", limit=2) == [runs[2], runs[1]]
+    earlier = ScheduledRun("ref.report", 1800, "ref.report:@1800", "success", updated_at_ms=1_801_000)
+    admin.record_scheduled_run(earlier)
+    assert admin.last_scheduled_runs(["ref.rates", "ref.report"], successful_only=True) == {
+        "ref.rates": runs[2],
+        "ref.report": earlier,
+    }
+
+
+def test_rebuilding_the_hot_index_restores_coverage_and_scheduled_runs(admin: DeltaAdmin) -> None:
+    admin.record_completed([done(0, 10), done(10, 20), done(40, 50), done(0, 60, model=OTHER)])
+    admin.record_scheduled_run(ScheduledRun("ref.rates", 3600, "ref.rates:@3600", "success", updated_at_ms=1))
+    admin.record_scheduled_run(ScheduledRun("ref.report", 3600, "ref.report:@3600", "failed", updated_at_ms=2))
+    index = MemoryCoverage(built=False)  # an emptied Redis (the contract suite holds the two to one behaviour)
+
+    counts = hot_index.rebuild(admin, index, [M, OTHER], ["ref.rates", "ref.report"], built_at=1_700_000_000)
+
+    assert counts == {M: 2, OTHER: 1}
+    assert index.coverages([M, OTHER]) == {M: ((0, 20), (40, 50)), OTHER: ((0, 60),)}
+    assert index.scheduled_ran(["ref.rates", "ref.report"]) == {"ref.rates"}, "a failed run offers no data"
+    assert index.is_built()
 
 
 def test_an_invalidation_is_recorded_once_with_what_it_affected(admin: DeltaAdmin) -> None:

@@ -52,7 +52,7 @@ def make_state(request: pytest.FixtureRequest) -> MakeState:
     if request.param == "memory":
 
         def memory(keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> StatePorts:
-            return MemoryState(coverage=MemoryCoverage(keep_invalidations))
+            return MemoryState(coverage=MemoryCoverage(keep_invalidations, built=False))
 
         return memory
     client = request.getfixturevalue("redis_client")
@@ -145,6 +145,23 @@ def test_replace_coverage_overwrites_and_restarts_the_log(state: StatePorts) -> 
     assert state.coverage.record_completed(A, (100, 110), observed_seq=7) is True
     state.coverage.replace_coverage(A, (), seq=7)
     assert state.coverage.coverage(A) == ()
+
+
+def test_index_is_untrusted_until_marked_built(state: StatePorts) -> None:
+    assert state.coverage.is_built() is False, "a fresh (or emptied) index must not pass for an empty one"
+    state.coverage.replace_coverage(A, ((0, 10),), seq=0)
+    assert state.coverage.is_built() is False, "only the end of a rebuild marks it built"
+    state.coverage.mark_built(1_700_000_000)
+    assert state.coverage.is_built() is True
+
+
+def test_scheduled_runs_are_flagged_per_model(state: StatePorts) -> None:
+    assert state.coverage.scheduled_ran([A, B]) == set()
+    state.coverage.record_scheduled_run(A)
+    state.coverage.record_scheduled_run(A)
+    assert state.coverage.scheduled_ran([A, B]) == {A}
+    assert state.coverage.scheduled_ran([B]) == set()
+    assert state.coverage.scheduled_ran([]) == set()
 
 
 def test_record_refused_when_observed_sequence_is_ahead_of_the_state(state: StatePorts) -> None:

@@ -112,6 +112,15 @@ def test_lag_larger_than_range_names_the_dependency() -> None:
     assert ready.reason is not None and "eth.blocks" in ready.reason and "lag" in ready.reason
 
 
+def test_scheduled_dependency_without_a_successful_run_has_no_data() -> None:
+    never_ran = StateSnapshot(coverage=SPEC_STATE.coverage, never_ran=frozenset({"ref.rates"}))
+    ready = _valid(["ref.rates", "an.daily"], never_ran)
+    assert ready.valid is None
+    assert ready.reason is not None and "ref.rates" in ready.reason and "has not completed" in ready.reason
+    in_or_group = _valid([("ref.rates", "an.daily")], never_ran)
+    assert in_or_group.valid == (2000, 4000), "an OR group falls back to the members that have data"
+
+
 def test_transformation_starting_at_zero_has_data() -> None:
     state = snapshot(coverage={"an.daily": [(0, 100)]})
     assert _valid(["an.daily"], state).valid == (0, 100)

@@ -65,6 +65,13 @@ def test_no_valid_range_names_the_dependency() -> None:
     assert plan.waiting is not None and "eth.blocks" in plan.waiting and "an.daily" in plan.waiting
 
 
+def test_nothing_is_planned_while_the_coverage_index_is_rebuilt() -> None:
+    unknown = StateSnapshot(bounds=SPEC_STATE.bounds, coverage=SPEC_STATE.coverage, coverage_known=False)
+    plan = _plan({"imax": 500}, unknown)
+    assert plan.tasks == ()
+    assert plan.waiting is not None and "rebuilt" in plan.waiting
+
+
 def test_disabled_schedules_plan_nothing_in_that_direction() -> None:
     forward_only = _plan({"imax": 500, "direction": "head", "backfill": ""})
     assert [t.direction for t in forward_only.tasks] == ["forward"]

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cbt.memory_state import MemoryState
+from cbt.memory_state import MemoryCoverage, MemoryState
 from cbt.messages import IntervalCompleted, Message, TaskFailed, TaskRequested
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Transformation
@@ -16,9 +16,9 @@ from cbt.ports import InFlightTask
 from cbt.scheduling.state import RawBounds
 from cbt.services.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
 from cbt.topics import Topics
-from tests.unit.scheduling.factories import ext, inc
+from tests.unit.scheduling.factories import ext, inc, sched
 
-SRC, MODEL = "src.blocks", "out.minute"
+SRC, MODEL, REF = "src.blocks", "out.minute", "out.entities"
 
 
 @dataclass
@@ -53,9 +53,10 @@ class Executor:
             raise RuntimeError(f"boom {len(self.runs)}")
 
 
-def make_runner(executor: Executor, state: MemoryState) -> tuple[TaskRunner, Published, Rows]:
+def make_runner(executor: Executor, state: MemoryState,
+                models: ModelSet | None = None) -> tuple[TaskRunner, Published, Rows]:
     published, rows = Published(), Rows()
-    models = ModelSet({SRC: ext(SRC), MODEL: inc(MODEL, [SRC], imax=60)})
+    models = models or ModelSet({SRC: ext(SRC), MODEL: inc(MODEL, [SRC], imax=60)})
     ports = WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, published, rows)
     runner = TaskRunner(models, ports, executor, Topics("t."), "worker-1",
                         retry=RetryPolicy(max_attempts=3, backoff_initial_s=0.001), lease_ttl_s=0.3)
@@ -148,3 +149,35 @@ def test_a_task_for_a_model_that_cannot_run_is_failed_not_crashed(model: str) ->
     request = TaskRequested(task_id=f"{model}:0:60", model=model, position=0, interval=60)
     assert handle(runner, request) == "unknown-model"
     assert isinstance(published.messages[0][1], TaskFailed)
+
+
+def test_a_task_waits_for_the_first_run_of_its_scheduled_dependency() -> None:
+    state, executor = ready_state(), Executor()
+    models = ModelSet({SRC: ext(SRC), REF: sched(REF), MODEL: inc(MODEL, [SRC, REF], imax=60)})
+    runner, published, rows = make_runner(executor, state, models)
+    assert handle(runner, task()) == "not-ready", "an empty reference table must not be joined in for good"
+
+    reference_run = TaskRequested(task_id=f"{REF}:@1700000000", model=REF, scheduled_unix=1_700_000_000)
+    assert handle(runner, reference_run) == "completed"
+    assert state.coverage.scheduled_ran([REF]) == {REF}
+    assert handle(runner, task()) == "completed"
+    assert [r.task.model for r in rows.rows] == [REF, MODEL]
+
+
+def test_tasks_wait_while_the_hot_index_is_rebuilt() -> None:
+    """Redis emptied: "not covered" means nothing until the rebuild, so a covered interval must not run again."""
+    state, executor = ready_state(), Executor()
+    state = MemoryState(coverage=MemoryCoverage(built=False), bounds=state.bounds)
+    runner, _, _ = make_runner(executor, state)
+    runner.index_poll_s = 0.01
+
+    async def scenario() -> Outcome:
+        pending = asyncio.create_task(runner.handle(task()))
+        await asyncio.sleep(0.1)
+        assert not pending.done() and executor.runs == [], "ran before the index was rebuilt"
+        state.coverage.replace_coverage(MODEL, ((0, 120),), seq=0)  # what the admin tables say
+        state.coverage.mark_built(1_700_000_000)
+        return await pending
+
+    assert asyncio.run(scenario()) == "already-covered"
+    assert executor.runs == []
