@@ -160,6 +160,7 @@ def test_a_task_waits_for_the_first_run_of_its_scheduled_dependency() -> None:
     reference_run = TaskRequested(task_id=f"{REF}:@1700000000", model=REF, scheduled_unix=1_700_000_000)
     assert handle(runner, reference_run) == "completed"
     assert state.coverage.scheduled_ran([REF]) == {REF}
+    assert [m.model for _, m in published.messages] == [REF], "its completion lets the coordinator cascade"
     assert handle(runner, task()) == "completed"
     assert [r.task.model for r in rows.rows] == [REF, MODEL]
 
