@@ -47,7 +47,7 @@ class InvalidationLog(Protocol):
     """The admin tables' side of an invalidation (``cbt.adapters.delta_admin.DeltaAdmin``)."""
 
     def record_invalidation(self, record: InvalidationRecord) -> bool: ...
-    def remove_range(self, model_id: ModelId, start: int, end: int) -> tuple[int, int]: ...
+    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int) -> tuple[int, int]: ...
 
 
 class SeenEvents(Protocol):
@@ -112,7 +112,7 @@ class InvalidationHandler:
                         "applied again", extra={"event_id": event.id})
         for model, ranges in result.ranges.items():
             for start, end in ranges:
-                await asyncio.to_thread(self.admin.remove_range, model, start, end)
+                await asyncio.to_thread(self.admin.remove_range, model, start, end, seqs[model])
         return result
 
     async def _replan(self, result: Impact) -> None:

@@ -58,6 +58,10 @@ class AdminTableError(CbtError):
 _TYPES: dict[str, Any] = {"TIMESTAMP": TimestampType(), "STRING": StringType(), "BIGINT": LongType()}
 
 
+ALL_SEQS = 2**62
+"""``remove_range``'s default bound: rows of every sequence."""
+
+
 def _struct(columns: Iterable[tuple[str, str]]) -> StructType:
     return StructType([StructField(name, _TYPES[kind], nullable=True) for name, kind in columns])
 
@@ -199,15 +203,17 @@ class DeltaAdmin:
         statement, params = q.seqs_query(self._inv, model_ids)
         return {row["model"]: int(row["seq"]) for row in self._sql("read invalidation sequences", statement, params)}
 
-    def remove_range(self, model_id: ModelId, start: int, end: int) -> tuple[int, int]:
-        """Delete ``[start, end)`` from a model's rows in one commit, keeping the parts of rows outside it.
+    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int = ALL_SEQS) -> tuple[int, int]:
+        """Delete ``[start, end)`` from a model's rows written before invalidation sequence ``below_seq`` (an
+        invalidation passes its own: rows of re-runs that already read the new data stay), in one commit, keeping
+        the parts of rows outside the range.
 
         Returns ``(rows deleted, remainder rows inserted)``.
         """
         if start >= end:
             return (0, 0)
         database, table = split_model_id(model_id)
-        params = {"db": database, "tbl": table, "start": start, "end": end}
+        params = {"db": database, "tbl": table, "start": start, "end": end, "below_seq": below_seq}
         statement = q.remove_range_statement(self._inc)
         rows = self._rewrite(f"remove {model_id} [{start}, {end})", statement, params)
         metrics = rows[0] if rows else None

@@ -196,7 +196,7 @@ SELECT current_timestamp() AS updated_date_time, i.`database`, i.`table`,
 FROM islands i CROSS JOIN seq_floor f"""
 
 
-_OVERLAP = "position < :end AND position + `interval` > :start"
+_OVERLAP = "position < :end AND position + `interval` > :start AND invalidation_seq < :below_seq"
 
 
 def _remainder(table: str, edge: str, position: str, interval: str) -> str:
@@ -212,8 +212,10 @@ def _remainder(table: str, edge: str, position: str, interval: str) -> str:
 def remove_range_statement(incremental: str) -> str:
     """Delete one model's coverage over ``[:start, :end)`` keeping the outside parts of rows that straddle it.
 
-    One MERGE, so one Delta commit: the source is a single 'delete' marker matched against every overlapping
-    row, plus the left and right remainders computed from those same rows inside the transaction.
+    Only rows computed before the invalidation (``invalidation_seq < :below_seq``) go: a re-run that completed
+    after the invalidation was applied read the new data and stays. One MERGE, so one Delta commit: the source is
+    a single 'delete' marker matched against every overlapping row, plus the left and right remainders computed
+    from those same rows inside the transaction.
     """
     marker = ", ".join(f"CAST(NULL AS {kind}) AS `{name}`" for name, kind in INCREMENTAL_COLUMNS)
     left = _remainder(incremental, "start", "position", ":start - position")
@@ -223,7 +225,7 @@ def remove_range_statement(incremental: str) -> str:
     return f"""MERGE INTO {incremental} AS t
 USING (SELECT 'delete' AS op, {marker} UNION ALL {left} UNION ALL {right}) AS s
 ON s.op = 'delete' AND t.`database` = :db AND t.`table` = :tbl
-   AND t.position < :end AND t.position + t.`interval` > :start
+   AND t.position < :end AND t.position + t.`interval` > :start AND t.invalidation_seq < :below_seq
 WHEN MATCHED THEN DELETE
 WHEN NOT MATCHED AND s.op = 'insert' THEN INSERT ({columns}) VALUES ({values})"""
 

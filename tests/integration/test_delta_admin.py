@@ -105,6 +105,13 @@ def test_remove_range_keeps_the_outside_parts_in_one_commit(
     assert admin.remove_range(M, 600, 600) == (0, 0)
 
 
+def test_remove_range_spares_rows_computed_after_the_invalidation(admin: DeltaAdmin) -> None:
+    """A re-run that finished between the invalidation's Redis step and this removal read the new data."""
+    admin.record_completed([done(0, 100, seq=0), done(100, 200, seq=1), done(200, 300, seq=2)])
+    assert admin.remove_range(M, 50, 300, below_seq=2) == (2, 1)
+    assert admin.coverage([M]) == {M: ((0, 50), (200, 300))}
+
+
 def test_consolidation_keeps_coverage_identical_and_reduces_rows(admin: DeltaAdmin, spark: SparkSession,
                                                                    spark_database: str) -> None:  # fmt: skip
     admin.record_completed([done(0, 10), done(10, 20), done(5, 15), done(30, 40), done(40, 45), done(100, 110)])

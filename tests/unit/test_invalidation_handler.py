@@ -27,7 +27,7 @@ MODELS = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], 
 @dataclass
 class FakeAdmin:
     records: dict[str, InvalidationRecord] = field(default_factory=dict)
-    removed: list[tuple[str, int, int]] = field(default_factory=list)
+    removed: list[tuple[str, int, int, int]] = field(default_factory=list)
     fail_removal: bool = False
 
     def record_invalidation(self, record: InvalidationRecord) -> bool:
@@ -36,10 +36,10 @@ class FakeAdmin:
         self.records[record.id] = record
         return True
 
-    def remove_range(self, model_id: ModelId, start: int, end: int) -> tuple[int, int]:
+    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int) -> tuple[int, int]:
         if self.fail_removal:
             raise RuntimeError("spark is down")
-        self.removed.append((model_id, start, end))
+        self.removed.append((model_id, start, end, below_seq))
         return (1, 0)
 
 
@@ -134,7 +134,7 @@ def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> No
     assert dict(record.affected) == {"an.minute": ((120, 180),), "an.two": ((120, 240),)}
     assert dict(record.seqs) == {"an.minute": 1, "an.two": 1}
     assert (record.model, record.start, record.end, record.reason) == ("ext.blocks", 130, 150, "reorg")
-    assert rig.admin.removed == [("an.minute", 120, 180), ("an.two", 120, 240)]
+    assert rig.admin.removed == [("an.minute", 120, 180, 1), ("an.two", 120, 240, 1)], "rows older than seq 1 go"
     assert rig.replanned == [["an.minute", "an.two"]]
     assert rig.seen.ids == {"e1"}
 
