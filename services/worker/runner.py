@@ -7,8 +7,8 @@ Order of effects for an incremental task (each step makes a crash at any point s
 3. read the model's invalidation sequence, then re-check every dependency (never fail open);
 4. run the statements (retried with backoff; after the last attempt publish ``task-failed``);
 5. append the completion to the admin table (group commit) — durable before anything says it happened;
-6. add the range to the hot index unless a newer invalidation overlaps it (atomic; invalidation wins); for a
-   scheduled run, flag the model as having run (its dependents may start);
+6. add the range to the hot index unless a newer invalidation overlaps it (atomic; invalidation wins — the task is
+   then requeued to run again on the new data); for a scheduled run, flag the model as having run;
 7. publish ``interval-completed``, release the ledger entry and the lease; then the offset is committed.
 """
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from cbt.livestate import never_ran
-from cbt.messages import IntervalCompleted, TaskFailed, TaskRequested
+from cbt.messages import IntervalCompleted, TaskFailed, TaskRequested, now_ms
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ExternalModel, IncrementalModel, ScheduledModel, Transformation
 from cbt.models.templates import TaskContext
@@ -138,8 +138,11 @@ class TaskRunner:
             self.ports.coverage.record_scheduled_run(model.id)
         done = task_range(task) if isinstance(model, IncrementalModel) else None
         if done is not None and not self.ports.coverage.record_completed(model.id, done, seq):
-            log.info("completion superseded by an invalidation", extra={"task_id": task.task_id})
-            self.ports.ledger.release(model.id, task.task_id)
+            # It may have read data the invalidation declared stale: run it again now, on the new data (its ledger
+            # claim stays, so the coordinator does not enqueue it a second time).
+            log.info("completion superseded by an invalidation; task requeued", extra={"task_id": task.task_id})
+            await self.ports.publisher.publish(self.topics.task_requested(task.pool),
+                                               task.model_copy(update={"enqueued_at_ms": now_ms()}), key=task.task_id)
             return "superseded"
         await self.ports.publisher.publish(self.topics.interval_completed, IntervalCompleted(
             task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,

@@ -129,10 +129,18 @@ def test_an_invalidation_during_the_run_wins_over_the_completion() -> None:
     state = ready_state()
     executor = Executor(during=[lambda: state.coverage.apply_invalidation({MODEL: [(0, 60)]})])
     runner, published, rows = make_runner(executor, state)
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
     assert handle(runner, task()) == "superseded"
     assert state.coverage.coverage(MODEL) == ()
-    assert published.messages == []
     assert rows.rows[0].invalidation_seq == 0, "the admin row carries the sequence it read, so it reads as stale"
+    (topic, requeued), = published.messages
+    assert topic == "t.task-requested.default" and isinstance(requeued, TaskRequested)
+    assert requeued.task_id == task().task_id, "run again at once, on the new data"
+    assert state.ledger.in_flight([MODEL], 0)[MODEL] != (), "still claimed: the coordinator must not add a copy"
+
+    executor.during.clear()
+    assert handle(runner, requeued) == "completed"
+    assert state.coverage.coverage(MODEL) == ((0, 60),)
 
 
 def test_a_task_leased_by_another_worker_is_not_run_twice() -> None:
