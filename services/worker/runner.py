@@ -47,6 +47,20 @@ class Executor(Protocol):
 
 
 @dataclass(frozen=True)
+class Executed:
+    """A task's work done; what recording it needs."""
+
+    invalidation_seq: int
+    duration_ms: int
+
+
+def _finished(outcome: Outcome) -> asyncio.Future[Outcome]:
+    future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+    future.set_result(outcome)
+    return future
+
+
+@dataclass(frozen=True)
 class CompletionRow:
     task: TaskRequested
     invalidation_seq: int
@@ -98,27 +112,36 @@ class TaskRunner:
     index_poll_s: float = 0.5
 
     async def handle(self, task: TaskRequested) -> Outcome:
+        """Run one task to the end (steps 0 to 7)."""
+        return await (await self.begin(task))
+
+    async def begin(self, task: TaskRequested) -> asyncio.Future[Outcome]:
+        """Do the task's work (steps 0 to 4) and return the rest — recording it, steps 5 to 7 — as a running future, so
+        a consumer can start its next task meanwhile. Outcomes decided early come back as finished futures."""
         model = self.models.models.get(task.model)
         if not isinstance(model, IncrementalModel | ScheduledModel):
             await self._fail(task, 0, f"no transformation {task.model!r} in the loaded models")
-            return "unknown-model"
+            return _finished("unknown-model")
         await self._wait_for_index()
         if self._is_covered(model, task):
             self.ports.ledger.release(task.model, task.task_id)
-            return "already-covered"
+            return _finished("already-covered")
         lease = f"task:{task.task_id}"
         if not await self._acquire(lease, model, task):
-            return "already-covered" if self._is_covered(model, task) else "busy"
+            return _finished("already-covered" if self._is_covered(model, task) else "busy")
         heartbeat = asyncio.create_task(self._renew(lease))
         try:
-            return await self._run_leased(model, task)
-        finally:
-            heartbeat.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await heartbeat
-            self.ports.leases.release(lease, self.worker_id)
+            executed = await self._execute_leased(model, task)
+        except BaseException:
+            await self._end_lease(lease, heartbeat)
+            raise
+        if not isinstance(executed, Executed):
+            await self._end_lease(lease, heartbeat)
+            return _finished(executed)
+        return asyncio.ensure_future(self._record_then_end_lease(model, task, executed, lease, heartbeat))
 
-    async def _run_leased(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> Outcome:
+    async def _execute_leased(self, model: IncrementalModel | ScheduledModel,
+                              task: TaskRequested) -> Executed | Outcome:
         seq = self.ports.coverage.invalidation_seq(model.id)
         why = self._why_not_ready(model, task)
         if why is not None:
@@ -133,6 +156,18 @@ class TaskRunner:
                 await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, "failed", error))
             await self._fail(task, self.retry.max_attempts, error)
             return "failed"
+        return Executed(seq, duration_ms)
+
+    async def _record_then_end_lease(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
+                                     executed: Executed, lease: str, heartbeat: asyncio.Task[None]) -> Outcome:
+        try:
+            return await self._record(model, task, executed)
+        finally:
+            await self._end_lease(lease, heartbeat)
+
+    async def _record(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
+                      executed: Executed) -> Outcome:
+        seq, duration_ms = executed.invalidation_seq, executed.duration_ms
         await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
         if isinstance(model, ScheduledModel):
             self.ports.coverage.record_scheduled_run(model.id)
@@ -151,6 +186,12 @@ class TaskRunner:
         ), key=task.model)
         self.ports.ledger.release(model.id, task.task_id)
         return "completed"
+
+    async def _end_lease(self, lease: str, heartbeat: asyncio.Task[None]) -> None:
+        heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heartbeat
+        self.ports.leases.release(lease, self.worker_id)
 
     async def _execute_with_retries(self, model: Transformation, task: TaskRequested) -> str | None:
         """``None`` on success, else the last error."""

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
-from faststream.confluent import KafkaBroker
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Message as RawMessage
+from faststream.confluent import KafkaBroker, KafkaMessage
 
 from cbt.config import KafkaConfig
 from cbt.messages import Message
@@ -29,3 +32,25 @@ class BrokerPublisher:
 
     async def publish(self, topic: str, message: Message, key: str) -> None:
         await self.broker.publish(message.encode(), topic, key=key.encode(), headers=JSON_HEADERS)
+
+
+async def commit_through(message: KafkaMessage) -> None:
+    """Commit ``message``'s partition up to and including it — not the consumer's whole position, which may
+    already include later messages still being worked on (``cbt.ordered_acks``). Synchronous: returns once the
+    broker stored the offset."""
+    raw = _single(message)
+    offsets = [TopicPartition(raw.topic(), raw.partition(), raw.offset() + 1)]
+    consumer: Consumer = message.consumer.consumer  # type: ignore[attr-defined]  # the confluent consumer inside
+    await asyncio.to_thread(consumer.commit, offsets=offsets, asynchronous=False)
+
+
+async def rewind_to(message: KafkaMessage) -> None:
+    """Make the consumer deliver ``message`` (and everything after it in its partition) again."""
+    raw = _single(message)
+    await message.consumer.seek(topic=raw.topic(), partition=raw.partition(), offset=raw.offset())
+
+
+def _single(message: KafkaMessage) -> RawMessage:
+    raw = message.raw_message
+    assert isinstance(raw, RawMessage), "batch subscribers are not used for tasks"
+    return raw

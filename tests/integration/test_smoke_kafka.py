@@ -6,12 +6,13 @@ import asyncio
 import json
 
 import pytest
-from confluent_kafka import Consumer, Producer, TopicPartition
+from confluent_kafka import Consumer, Producer
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker
 
 from cbt.topics import Topics
 from tests.conftest import Endpoints
+from tests.integration.kafka_checks import committed_offset
 
 pytestmark = pytest.mark.integration
 
@@ -20,15 +21,6 @@ def _produce(bootstrap: str, topic: str, body: dict[str, object]) -> None:
     producer = Producer({"bootstrap.servers": bootstrap})
     producer.produce(topic, json.dumps(body).encode(), key=b"k")
     assert producer.flush(10) == 0
-
-
-def _committed_offset(bootstrap: str, group: str, topic: str) -> int:
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
-    try:
-        (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
-        return int(tp.offset)
-    finally:
-        consumer.close()
 
 
 async def _consume_until(broker: KafkaBroker, seen: list[int], count: int, timeout_s: float = 30.0) -> None:
@@ -58,7 +50,7 @@ def test_failed_handler_gets_the_message_again_and_offset_is_committed_only_afte
     asyncio.run(_consume_until(broker, attempts, 2))
 
     assert attempts == [1, 1]
-    assert _committed_offset(endpoints.kafka_bootstrap, group, topic) == 1
+    assert committed_offset(endpoints.kafka_bootstrap, group, topic) == 1
 
 
 def test_uncommitted_message_is_redelivered_to_the_next_consumer_of_the_group(

@@ -190,3 +190,30 @@ def test_tasks_wait_while_the_hot_index_is_rebuilt() -> None:
 
     assert asyncio.run(scenario()) == "already-covered"
     assert executor.runs == []
+
+
+def test_begin_returns_after_the_work_and_leaves_the_recording_running() -> None:
+    """What lets a consumer start its next task while the previous one's admin-table commit runs."""
+    state, executor = ready_state(), Executor()
+    runner, published, _ = make_runner(executor, state)
+    gate = asyncio.Event()
+
+    class SlowRecorder(Rows):
+        async def record(self, row: CompletionRow) -> None:
+            await gate.wait()
+            await super().record(row)
+
+    slow = SlowRecorder()
+    runner.ports = WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, published, slow)
+
+    async def scenario() -> Outcome:
+        recording = await runner.begin(task())
+        assert len(executor.runs) == 1 and not recording.done()
+        assert state.coverage.coverage(MODEL) == () and published.messages == [], "nothing said before it is durable"
+        assert state.leases.acquire(f"task:{task().task_id}", "worker-2", 60_000) is None, "still leased"
+        gate.set()
+        return await recording
+
+    assert asyncio.run(scenario()) == "completed"
+    assert len(slow.rows) == 1 and state.coverage.coverage(MODEL) == ((0, 60),)
+    assert state.leases.acquire(f"task:{task().task_id}", "worker-2", 60_000) is not None, "released at the end"

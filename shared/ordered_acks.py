@@ -1,0 +1,71 @@
+"""Acknowledge consumed messages strictly in the order they arrived, while their work finishes out of order.
+
+A worker starts its next task as soon as the previous one's Spark job is done, and records the previous one
+(admin-table commit, hot index, completion event) in the background. A Kafka offset commit covers every earlier
+message of the partition, so a message may be committed only once it *and every message before it* are done:
+committing a later one first would lose the earlier one on a crash.
+
+``InOrderAcks`` keeps one chain per consumer. Each message is submitted with the awaitable of its remaining work;
+it is committed after that work succeeds and after its predecessor settled. When the work fails, the consumer is
+rewound to that message (it and everything after it are delivered again — every task is idempotent) and the
+commits of messages received before the rewind are dropped. At most ``max_pending`` messages wait unsettled:
+``submit`` returns only when the chain is short enough, so the consumer never runs far ahead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
+
+M = TypeVar("M")
+log = logging.getLogger("cbt.acks")
+
+
+class InOrderAcks(Generic[M]):
+    def __init__(self, commit: Callable[[M], Awaitable[None]], rewind: Callable[[M], Awaitable[None]],
+                 max_pending: int = 1) -> None:
+        self._commit = commit
+        self._rewind = rewind
+        self._max_pending = max_pending
+        self._chain: deque[asyncio.Task[None]] = deque()
+        self.generation = 0
+        """Bumped by every rewind; a message carries the generation it was received in."""
+
+    async def submit(self, message: M, work: Awaitable[object], generation: int) -> None:
+        """Settle ``message`` once ``work`` finished and its predecessors settled; returns when fewer than
+        ``max_pending`` messages are still unsettled. ``generation``: ``self.generation`` read when the message
+        arrived (before any await)."""
+        previous = self._chain[-1] if self._chain else None
+        self._chain.append(asyncio.create_task(self._settle(message, work, generation, previous)))
+        while self._chain and (self._chain[0].done() or len(self._chain) > self._max_pending):
+            await asyncio.shield(self._chain[0])
+            self._chain.popleft()
+
+    async def drain(self) -> None:
+        """Wait until every submitted message settled (before the consumer closes)."""
+        while self._chain:
+            await asyncio.shield(self._chain.popleft())
+
+    async def _settle(self, message: M, work: Awaitable[object], generation: int,
+                      previous: asyncio.Task[None] | None) -> None:
+        try:
+            await work
+            succeeded = True
+        except Exception:
+            log.exception("message handling failed; it will be delivered again")
+            succeeded = False
+        if previous is not None:
+            await asyncio.shield(previous)
+        if generation != self.generation:
+            return  # a predecessor failed and rewound the consumer: this message comes again
+        try:
+            if succeeded:
+                await self._commit(message)
+            else:
+                self.generation += 1
+                await self._rewind(message)
+        except Exception:  # e.g. the partition was revoked meanwhile: it will be delivered again, harmlessly
+            log.warning("offset commit or rewind failed; the message may be delivered again", exc_info=True)
