@@ -168,6 +168,14 @@ class MemoryTaskLedger:
             tasks[task.task_id] = task
             return True
 
+    def extend(self, model: ModelId, task: InFlightTask) -> bool:
+        with self._lock:
+            tasks = self._tasks.get(model, {})
+            if task.task_id not in tasks:
+                return False
+            tasks[task.task_id] = task
+            return True
+
     def release(self, model: ModelId, task_id: str) -> None:
         with self._lock:
             self._tasks.get(model, {}).pop(task_id, None)

@@ -78,6 +78,11 @@ class TaskLedger(Protocol):
         """Register a task about to be published; False when the same task id is already in flight."""
         ...
 
+    def extend(self, model: ModelId, task: InFlightTask) -> bool:
+        """Move a claimed task's deadline to ``task.deadline_ms``; False (and nothing registered) when the task is
+        no longer claimed."""
+        ...
+
     def release(self, model: ModelId, task_id: str) -> None: ...
     def in_flight(self, models: Collection[ModelId], now_ms: int) -> dict[ModelId, tuple[InFlightTask, ...]]:
         """Live in-flight tasks; entries past their deadline are dropped (their tasks are planned again)."""

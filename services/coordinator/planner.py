@@ -20,6 +20,8 @@ from cbt.scheduling.state import StateReader
 from cbt.topics import Topics
 
 log = logging.getLogger("cbt.coordinator")
+PUBLISH_GRACE_MS = 30_000
+"""How long a task claimed but not yet published blocks its interval (a coordinator dying in between)."""
 
 
 @dataclass
@@ -67,13 +69,17 @@ class Planner:
         return int(await self._publish_claimed(model.id, request, (task.position, task.end)))
 
     async def _publish_claimed(self, model_id: ModelId, request: TaskRequested, rng: tuple[int, int] | None) -> bool:
-        deadline = int(time.time() * 1000) + self.task_deadline_ms
-        if not self.ledger.claim(model_id, InFlightTask(request.task_id, rng, deadline)):
+        """Claim, publish, then extend the claim to the task's full deadline. The first claim is short-lived: if
+        this process dies before the broker has the task, the interval is planned again after ``PUBLISH_GRACE_MS``
+        instead of being blocked for the whole task deadline."""
+        claimed_ms = int(time.time() * 1000)
+        if not self.ledger.claim(model_id, InFlightTask(request.task_id, rng, claimed_ms + PUBLISH_GRACE_MS)):
             return False
         try:
             await self.publisher.publish(self.topics.task_requested(request.pool), request, key=request.task_id)
         except Exception:
             self.ledger.release(model_id, request.task_id)
             raise
+        self.ledger.extend(model_id, InFlightTask(request.task_id, rng, claimed_ms + self.task_deadline_ms))
         log.debug("task enqueued", extra={"task_id": request.task_id})
         return True

@@ -124,6 +124,14 @@ redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
 return 1
 """
 
+# KEYS: ledger zset, task hash. ARGV: deadline_ms, task id, task JSON. Only a task still claimed is moved.
+_EXTEND = """
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+
 # KEYS: ledger zset, task hash per model. ARGV: now_ms. Returns per model the live tasks' JSON, by deadline.
 _IN_FLIGHT = """
 local out = {}
@@ -285,14 +293,17 @@ class RedisTaskLedger:
         self._prefix = prefix
         self._client = client
         self._claim = client.register_script(_CLAIM)
+        self._extend = client.register_script(_EXTEND)
         self._in_flight = client.register_script(_IN_FLIGHT)
 
     def _keys(self, model: ModelId) -> list[str]:
         return [f"{self._prefix}ledger:{model}", f"{self._prefix}ledger-task:{model}"]
 
     def claim(self, model: ModelId, task: InFlightTask) -> bool:
-        body = json.dumps({"task_id": task.task_id, "range": task.range, "deadline_ms": task.deadline_ms})
-        return bool(self._claim(keys=self._keys(model), args=[task.deadline_ms, task.task_id, body]))
+        return bool(self._claim(keys=self._keys(model), args=[task.deadline_ms, task.task_id, _encode_task(task)]))
+
+    def extend(self, model: ModelId, task: InFlightTask) -> bool:
+        return bool(self._extend(keys=self._keys(model), args=[task.deadline_ms, task.task_id, _encode_task(task)]))
 
     def release(self, model: ModelId, task_id: str) -> None:
         ledger_key, task_key = self._keys(model)
@@ -309,6 +320,10 @@ class RedisTaskLedger:
         keys = [key for model in ordered for key in self._keys(model)]
         replies = self._in_flight(keys=keys, args=[now_ms])
         return {m: _decode_tasks(reply) for m, reply in zip(ordered, replies, strict=True)}
+
+
+def _encode_task(task: InFlightTask) -> str:
+    return json.dumps({"task_id": task.task_id, "range": task.range, "deadline_ms": task.deadline_ms})
 
 
 def _decode_tasks(bodies: Sequence[bytes | str | None]) -> tuple[InFlightTask, ...]:

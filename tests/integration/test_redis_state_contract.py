@@ -230,6 +230,14 @@ def test_ledger_release(state: StatePorts) -> None:
     assert state.ledger.claim(A, _task("t1")) is True
 
 
+def test_ledger_extend_moves_only_a_claimed_task(state: StatePorts) -> None:
+    state.ledger.claim(A, InFlightTask("t1", (0, 10), 100))
+    assert state.ledger.extend(A, InFlightTask("t1", (0, 10), 5_000)) is True
+    assert state.ledger.in_flight([A], now_ms=1_000) == {A: (InFlightTask("t1", (0, 10), 5_000),)}
+    assert state.ledger.extend(A, InFlightTask("gone", (10, 20), 5_000)) is False
+    assert state.ledger.in_flight([A], now_ms=0) == {A: (InFlightTask("t1", (0, 10), 5_000),)}, "nothing registered"
+
+
 # --- leases -----------------------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,80 @@
+"""The coordinator's enqueueing: a task is claimed before it is published, and a claim never outlives a crash
+between the two for longer than the publish grace."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+
+import pytest
+
+from cbt.livestate import LiveStateReader
+from cbt.memory_state import MemoryState
+from cbt.messages import Message, TaskRequested
+from cbt.models.dag import ModelSet
+from cbt.scheduling.state import RawBounds
+from cbt.services.coordinator.planner import PUBLISH_GRACE_MS, Planner
+from cbt.topics import Topics
+from tests.unit.scheduling.factories import ext, inc
+
+SRC, MODEL = "src.blocks", "out.minute"
+DEADLINE_MS = 3_600_000
+
+
+@dataclass
+class Publisher:
+    mode: str = "ok"
+    """``ok``, ``fail`` (the broker refuses) or ``hang`` (the process dies before the broker answers)."""
+    sent: list[Message] = field(default_factory=list)
+
+    async def publish(self, topic: str, message: Message, key: str) -> None:
+        if self.mode == "fail":
+            raise RuntimeError("broker unavailable")
+        if self.mode == "hang":
+            await asyncio.Event().wait()
+        self.sent.append(message)
+
+
+def make_planner(publisher: Publisher) -> tuple[Planner, MemoryState]:
+    state = MemoryState()
+    state.bounds.put_bounds(SRC, RawBounds(0, 60))
+    models = ModelSet({SRC: ext(SRC), MODEL: inc(MODEL, [SRC], imax=60)})
+    reader = LiveStateReader(models, state.coverage, state.bounds, state.ledger)
+    planner = Planner(models, reader, state.ledger, publisher, Topics("t."), lambda tags: "default",
+                      model_concurrency=4, task_deadline_ms=DEADLINE_MS)
+    return planner, state
+
+
+def in_flight_at(state: MemoryState, offset_ms: int) -> tuple[str, ...]:
+    now_ms = int(time.time() * 1000) + offset_ms
+    return tuple(t.task_id for t in state.ledger.in_flight([MODEL], now_ms)[MODEL])
+
+
+def test_a_published_task_is_claimed_for_its_whole_deadline() -> None:
+    publisher = Publisher()
+    planner, state = make_planner(publisher)
+    assert asyncio.run(planner.replan([MODEL])) == 1
+    (task,) = publisher.sent
+    assert isinstance(task, TaskRequested)
+    assert in_flight_at(state, PUBLISH_GRACE_MS + 60_000) == (task.task_id,)
+    assert asyncio.run(planner.replan([MODEL])) == 0, "claimed: never enqueued twice"
+
+
+def test_a_claim_whose_publish_never_finished_expires_after_the_grace() -> None:
+    planner, state = make_planner(Publisher(mode="hang"))
+
+    async def dies_while_publishing() -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(planner.replan([MODEL]), 0.05)
+
+    asyncio.run(dies_while_publishing())
+    assert in_flight_at(state, 0) == (f"{MODEL}:0:60",), "blocks its interval meanwhile"
+    assert in_flight_at(state, PUBLISH_GRACE_MS + 1_000) == (), "not for the whole task deadline"
+
+
+def test_a_refused_publish_releases_the_claim_at_once() -> None:
+    planner, state = make_planner(Publisher(mode="fail"))
+    with pytest.raises(RuntimeError):
+        asyncio.run(planner.replan([MODEL]))
+    assert in_flight_at(state, 0) == ()
