@@ -73,6 +73,9 @@ def run_status(args: argparse.Namespace) -> int:
     models = model_set.models
     state = read_state(args.state) if args.state else read_live_state(config, model_set)
     _check_selection(args, models)
+    if not state.coverage_known:
+        print("warning: the hot coverage index is being rebuilt from the admin tables (Redis was emptied); "
+              "coverage below may be incomplete", file=sys.stderr)
     statuses = [model_status(m, models, state) for m in incremental_models(models.values()) if _selected(args, m.id)]
     print(json.dumps(statuses_to_json(statuses, state), indent=2) if args.json else render_statuses(statuses))
     return 0

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from cbt.cli import main
+from cbt.cli import main, plan_cmds
 from cbt.cli.plan_cmds import plans_to_json, read_state, render_plans
 from cbt.scheduling.plan import plan_all
-from cbt.scheduling.state import StateFileError
+from cbt.scheduling.state import StateFileError, StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 
@@ -160,3 +160,11 @@ def test_cbt_plan_rejects_unknown_model(tmp_path: Path, capsys: pytest.CaptureFi
     config, state = _project(tmp_path, SPEC_STATE_JSON)
     assert main(["plan", "--config", config, "--state", state, "--model", "an.nope"]) == 1
     assert "an.nope" in capsys.readouterr().err
+
+
+def test_status_warns_while_the_live_coverage_index_is_rebuilt(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(plan_cmds, "read_live_state", lambda config, models: StateSnapshot(coverage_known=False))
+    assert main(["status"]) == 0
+    assert "being rebuilt" in capsys.readouterr().err
