@@ -1,0 +1,91 @@
+"""The worker's pipelined consumer: work inline, recording in the chain, and a stop that loses nothing."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from cbt.messages import TaskRequested
+from cbt.ordered_acks import InOrderAcks
+from cbt.services.worker.consumer import PipelinedConsumer
+from cbt.services.worker.runner import Outcome
+
+MODEL = "out.minute"
+
+
+@dataclass(frozen=True)
+class Message:
+    name: str
+    body: bytes
+
+
+def message(name: str, position: int = 0) -> Message:
+    task = TaskRequested(task_id=f"{MODEL}:{position}:60", model=MODEL, position=position, interval=60)
+    return Message(name, task.encode())
+
+
+@dataclass
+class Runner:
+    gate: asyncio.Event | None = None
+    fail: bool = False
+    begun: list[int | None] = field(default_factory=list)
+
+    async def begin(self, task: TaskRequested) -> asyncio.Future[Outcome]:
+        self.begun.append(task.position)
+        if self.gate is not None:
+            await self.gate.wait()
+        if self.fail:
+            raise RuntimeError("redis unavailable")
+        done: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+        done.set_result("completed")
+        return done
+
+
+@dataclass
+class Broker:
+    actions: list[tuple[str, str]] = field(default_factory=list)
+
+    async def commit(self, m: Message) -> None:
+        self.actions.append(("commit", m.name))
+
+    async def rewind(self, m: Message) -> None:
+        self.actions.append(("rewind", m.name))
+
+
+def consumer_for(runner: Runner, broker: Broker, stopping: asyncio.Event) -> PipelinedConsumer:
+    return PipelinedConsumer(runner, InOrderAcks(broker.commit, broker.rewind, max_pending=1), stopping)
+
+
+def test_stopping_lets_the_running_task_finish_commits_it_and_starts_nothing_new() -> None:
+    broker = Broker()
+
+    async def scenario() -> None:
+        runner, stopping = Runner(gate=asyncio.Event()), asyncio.Event()
+        consumer = consumer_for(runner, broker, stopping)
+        running = asyncio.create_task(consumer.on_message(message("m1")))
+        await asyncio.sleep(0.02)
+        stopping.set()  # SIGTERM while m1's SQL runs
+        finishing = asyncio.create_task(consumer.finish())
+        await consumer.on_message(message("m2", position=60))  # delivered after the stop: left for another consumer
+        await asyncio.sleep(0.02)
+        assert not finishing.done(), "must wait for the task being worked on"
+        assert runner.gate is not None
+        runner.gate.set()
+        await asyncio.wait_for(asyncio.gather(running, finishing), 1)
+        assert runner.begun == [0]
+
+    asyncio.run(scenario())
+    assert broker.actions == [("commit", "m1")]
+
+
+def test_a_failing_runner_rewinds_to_the_message_and_a_malformed_one_is_committed() -> None:
+    broker = Broker()
+
+    async def scenario() -> None:
+        consumer = consumer_for(Runner(fail=True), broker, asyncio.Event())
+        await consumer.on_message(Message("junk", b"{not json"))
+        await consumer.on_message(message("m1"))
+        await consumer.finish()
+
+    asyncio.run(scenario())
+    assert broker.actions == [("commit", "junk"), ("rewind", "m1")]
