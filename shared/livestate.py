@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, ScheduledModel
@@ -28,22 +28,28 @@ class LiveStateReader:
             involved.update(self.models.dependencies(model_id))
         now_ms = int(time.time() * 1000)
         in_flight = self.ledger.in_flight(list(model_ids), now_ms)
-        return StateSnapshot(
-            bounds=self.bounds.bounds(self._of_kind(involved, ExternalModel)),
-            coverage=self.coverage.coverages(self._of_kind(involved, IncrementalModel)),
+        return replace(
+            read_models_state(self.models, involved, self.coverage, self.bounds),
             in_flight={m: _ranges(tasks) for m, tasks in in_flight.items()},
             now=now_ms // 1000,
-            never_ran=never_ran(self.coverage, self._of_kind(involved, ScheduledModel)),
-            coverage_known=self.coverage.is_built(),
         )
 
-    def _of_kind(self, ids: Collection[ModelId], kind: type[Model]) -> list[ModelId]:
-        return [m for m in ids if isinstance(self.models.models.get(m), kind)]
 
+def read_models_state(models: ModelSet, ids: Collection[ModelId], coverage: CoverageReader,
+                      bounds: BoundsStore) -> StateSnapshot:
+    """What the given models offer their dependents now: external bounds, incremental coverage, scheduled models
+    without a successful run yet, and whether the coverage index can be trusted (no in-flight tasks)."""
 
-def never_ran(coverage: CoverageReader, scheduled: Collection[ModelId]) -> frozenset[ModelId]:
-    """The scheduled models among ``scheduled`` without a successful run yet."""
-    return frozenset(scheduled) - coverage.scheduled_ran(scheduled) if scheduled else frozenset()
+    def of_kind(kind: type[Model]) -> list[ModelId]:
+        return [m for m in ids if isinstance(models.models.get(m), kind)]
+
+    scheduled = of_kind(ScheduledModel)
+    return StateSnapshot(
+        bounds=bounds.bounds(of_kind(ExternalModel)),
+        coverage=coverage.coverages(of_kind(IncrementalModel)),
+        never_ran=frozenset(scheduled) - coverage.scheduled_ran(scheduled) if scheduled else frozenset(),
+        coverage_known=coverage.is_built(),
+    )
 
 
 def _ranges(tasks: Collection[InFlightTask]) -> tuple[Range, ...]:

@@ -21,10 +21,10 @@ import time
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-from cbt.livestate import never_ran
+from cbt.livestate import read_models_state
 from cbt.messages import IntervalCompleted, TaskFailed, TaskRequested, now_ms
 from cbt.models.dag import ModelSet
-from cbt.models.spec import ExternalModel, IncrementalModel, ScheduledModel, Transformation
+from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
 from cbt.models.templates import TaskContext
 from cbt.ports import BoundsStore, CoverageReader, CoverageWriter, Leases, Publisher, TaskLedger
 from cbt.scheduling import bounds as bnd
@@ -223,12 +223,7 @@ class TaskRunner:
 
     def _dependency_state(self, model: IncrementalModel) -> StateSnapshot:
         deps = self.models.dependencies(model.id)
-        externals = [d for d in deps if isinstance(self.models.models.get(d), ExternalModel)]
-        incrementals = [d for d in deps if isinstance(self.models.models.get(d), IncrementalModel)]
-        scheduled = [d for d in deps if isinstance(self.models.models.get(d), ScheduledModel)]
-        return StateSnapshot(bounds=self.ports.bounds.bounds(externals),
-                             coverage=self.ports.coverage.coverages(incrementals),
-                             never_ran=never_ran(self.ports.coverage, scheduled))
+        return read_models_state(self.models, deps, self.ports.coverage, self.ports.bounds)
 
     async def _wait_for_index(self) -> None:
         """Hold the task (its offset uncommitted) until the coordinator has rebuilt the hot index."""
