@@ -22,8 +22,8 @@ from pyspark.sql import SparkSession
 from bench.events import EventRecorder
 from bench.report import load_average, summary
 from bench.stack import BenchDeployment, Endpoints, deploy
+from cbt.contract.messages import IntervalCompleted
 from cbt.dev.generator import SourceTables, write_blocks
-from cbt.messages import IntervalCompleted
 from tests.e2e.harness import T0
 
 UPSTREAM = "block_propagation_minute"

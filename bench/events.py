@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer
 from pydantic import ValidationError
 
-from cbt.messages import IntervalCompleted, TaskRequested, decode, now_ms
+from cbt.contract.messages import IntervalCompleted, TaskRequested, decode, now_ms
 
 
 @dataclass(frozen=True)

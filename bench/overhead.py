@@ -19,7 +19,7 @@ from pyspark.sql import SparkSession
 from bench.events import EventRecorder
 from bench.report import load_average, summary
 from bench.stack import BenchDeployment, Endpoints, deploy
-from cbt.config import load_config
+from cbt.config.settings import load_config
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables, write_blocks
 from cbt.models.loader import load_models

@@ -21,12 +21,12 @@ from bench.stack import BenchDeployment, Endpoints, deploy
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_admin import ensure_topics
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.contract.messages import TaskRequested
 from cbt.dev.generator import SourceTables, write_blocks
-from cbt.messages import TaskRequested
 from cbt.models.templates import RenderSettings
-from cbt.services.worker.executor import SparkExecutor
-from cbt.services.worker.recorder import AdminRecorder
-from cbt.services.worker.runner import TaskRunner, WorkerPorts
+from cbt.worker.executor import SparkExecutor
+from cbt.worker.recorder import AdminRecorder
+from cbt.worker.runner import TaskRunner, WorkerPorts
 from tests.e2e.harness import T0
 
 

@@ -14,6 +14,8 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from cbt.dev.spark import DELTA_PACKAGE
+
 REPORTS = Path(__file__).resolve().parent / "reports"
 
 
@@ -37,8 +39,8 @@ def machine() -> dict[str, Any]:
     return {
         "cores": os.cpu_count(), "load_average": [round(x, 2) for x in load], "platform": platform.platform(),
         "python": platform.python_version(), "git_commit": _git_commit(),
-        "versions": {name: _version(name) for name in ("pyspark", "delta-spark", "confluent-kafka", "faststream",
-                                                       "redis")},
+        "versions": {name: _version(name) for name in ("pyspark", "confluent-kafka", "faststream", "redis")},
+        "delta": DELTA_PACKAGE,
     }
 
 

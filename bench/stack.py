@@ -21,10 +21,10 @@ from redis import Redis
 
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_admin import admin_client, delete_topics
+from cbt.contract.messages import BoundsUpdated
+from cbt.contract.topics import Topics
 from cbt.dev.layout import Layout
-from cbt.messages import BoundsUpdated
 from cbt.scheduling.state import RawBounds
-from cbt.topics import Topics
 from tests.e2e.harness import PROJECT, Deployment, overrides_for
 
 TRANSFORMATIONS = PROJECT / "models" / "transformations"

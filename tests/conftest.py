@@ -65,7 +65,7 @@ def _unique(kind: str) -> str:
 def topic_prefix(endpoints: Endpoints) -> Iterator[str]:
     """A fresh topic prefix with every SPEC §6 topic created under it; deleted afterwards."""
     from cbt.adapters.kafka_admin import delete_topics, ensure_topics
-    from cbt.topics import Topics
+    from cbt.contract.topics import Topics
 
     prefix = _unique("k") + "."
     names = Topics(prefix).all()

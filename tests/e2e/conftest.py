@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from redis import Redis
 
 from cbt.adapters.kafka_admin import delete_topics
-from cbt.topics import Topics
+from cbt.contract.topics import Topics
 from tests.conftest import Endpoints
 from tests.e2e.harness import PROJECT, Deployment, overrides_for
 

@@ -20,11 +20,10 @@ from redis import Redis
 
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.scripts import run_script
-from cbt.config import Config, load_config
+from cbt.config.settings import Config, load_config
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables, write_range, write_validator_entities
 from cbt.dev.pipeline import ServiceProcesses
-from cbt.livestate import LiveStateReader
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
 from cbt.models.render import exec_argv, exec_environment
@@ -33,6 +32,7 @@ from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
 from cbt.scheduling.coverage import Coverage
 from cbt.scheduling.plan import plan_model
+from cbt.state.live import LiveStateReader
 
 PROJECT = Path(__file__).resolve().parents[2]
 CONFIG = PROJECT / "config.yaml"

@@ -12,7 +12,7 @@ import uuid
 import pytest
 from pyspark.sql import SparkSession
 
-from cbt.config import load_config
+from cbt.config.settings import load_config
 from cbt.dev.demo import namespace_overrides
 from cbt.dev.demo_ops import Namespace, clear
 from tests.conftest import Endpoints

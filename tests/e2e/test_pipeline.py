@@ -10,9 +10,9 @@ import time
 import pytest
 from confluent_kafka import Producer
 
-from cbt.admin_records import CONSOLIDATED
-from cbt.messages import TaskRequested
+from cbt.contract.messages import TaskRequested
 from cbt.models.spec import IncrementalModel
+from cbt.state.admin_records import CONSOLIDATED
 from tests.e2e.harness import T0, Deployment, Oracle
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]

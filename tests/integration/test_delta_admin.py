@@ -9,8 +9,8 @@ from pyspark.sql import SparkSession
 
 from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
-from cbt.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
-from cbt.memory_state import MemoryCoverage
+from cbt.state.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
+from cbt.testing.memory_state import MemoryCoverage
 
 pytestmark = pytest.mark.integration
 

@@ -19,20 +19,20 @@ from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.redis_state import RedisState
-from cbt.admin_records import InvalidationRecord
-from cbt.config import Config, load_config
-from cbt.livestate import LiveStateReader
-from cbt.messages import InvalidationRejected, Message, TaskRequested
+from cbt.config.settings import Config, load_config
+from cbt.contract.messages import InvalidationRejected, Message, TaskRequested
+from cbt.contract.topics import Topics
+from cbt.invalidator import app
+from cbt.invalidator.handler import InvalidationHandler
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.scheduling.state import RawBounds
-from cbt.services.coordinator.planner import Planner
-from cbt.services.invalidator import app
-from cbt.services.invalidator.handler import InvalidationHandler
-from cbt.services.worker.runner import CompletionRow, TaskRunner, WorkerPorts
-from cbt.topics import Topics
+from cbt.state.admin_records import InvalidationRecord
+from cbt.state.live import LiveStateReader
+from cbt.state.planner import Planner
+from cbt.worker.runner import CompletionRow, TaskRunner, WorkerPorts
 from tests.conftest import Endpoints
 from tests.unit.scheduling.factories import ext, inc, models_of
 from tests.unit.test_invalidation_handler import FakeSeen

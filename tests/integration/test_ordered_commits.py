@@ -13,8 +13,8 @@ from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 
 from cbt.adapters.kafka_bus import commit_through, rewind_to
-from cbt.ordered_acks import InOrderAcks
-from cbt.topics import Topics
+from cbt.concurrency.ordered_acks import InOrderAcks
+from cbt.contract.topics import Topics
 from tests.conftest import Endpoints
 from tests.integration.kafka_checks import committed_offset
 

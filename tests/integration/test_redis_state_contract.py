@@ -16,12 +16,12 @@ from typing import Protocol
 import pytest
 
 from cbt.adapters.redis_state import RedisState
-from cbt.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryCoverage, MemoryState
 from cbt.models.spec import ModelId
-from cbt.ports import BoundsStore, CoverageReader, CoverageWriter, InFlightTask, Leases, TaskLedger
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
+from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, InFlightTask, Leases, TaskLedger
+from cbt.testing.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryCoverage, MemoryState
 
 A, B, C = "db.a", "db.b", "db.c"
 

@@ -10,7 +10,7 @@ from confluent_kafka import Consumer, Producer
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker
 
-from cbt.topics import Topics
+from cbt.contract.topics import Topics
 from tests.conftest import Endpoints
 from tests.integration.kafka_checks import committed_offset
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.admin_records import (
+from cbt.state.admin_records import (
     AdminRecordError,
     CompletedInterval,
     decode_metadata,

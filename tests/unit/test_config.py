@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cbt.config import Config, ConfigProblems, load_config
+from cbt.config.settings import Config, ConfigProblems, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:

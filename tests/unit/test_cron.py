@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.cron import ScheduleError, next_fire, parse_duration_s, parse_schedule, previous_fire, schedule_problem
+from cbt.scheduling.cron import (
+    ScheduleError,
+    next_fire,
+    parse_duration_s,
+    parse_schedule,
+    previous_fire,
+    schedule_problem,
+)
 
 VALID = [
     pytest.param("@every 30s", 30, None, id="every-seconds"),

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from cbt.invalidation import event_schemas, impact, schema_text, snap, why_rejected
-from cbt.messages import Invalidation
+from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Model
 from cbt.scheduling.coverage import Range
+from cbt.scheduling.invalidation import event_schemas, impact, schema_text, snap, why_rejected
 from tests.unit.scheduling.factories import ext, inc, models_of, sched
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
@@ -155,7 +155,7 @@ def test_committed_schema_equals_the_generated_one(name: str) -> None:
     committed = SCHEMAS / name
     assert committed.is_file(), f"{committed} missing: run `cbt schema`"
     assert committed.read_text(encoding="utf-8") == schema_text(event_schemas()[name]), (
-        f"{committed} is out of date with cbt.messages: run `cbt schema`")
+        f"{committed} is out of date with cbt.contract.messages: run `cbt schema`")
 
 
 def test_schema_describes_the_required_fields() -> None:

@@ -9,14 +9,14 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cbt.admin_records import InvalidationRecord
-from cbt.memory_state import MemoryState
-from cbt.messages import Invalidation, InvalidationRejected, Message
+from cbt.contract.messages import Invalidation, InvalidationRejected, Message
+from cbt.contract.topics import Topics
+from cbt.invalidator.handler import InvalidationHandler
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId
-from cbt.ports import InFlightTask
-from cbt.services.invalidator.handler import InvalidationHandler
-from cbt.topics import Topics
+from cbt.state.admin_records import InvalidationRecord
+from cbt.state.ports import InFlightTask
+from cbt.testing.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc, models_of
 
 TOPICS = Topics("t.")

@@ -7,7 +7,7 @@ import json
 import pytest
 from pydantic import ValidationError
 
-from cbt.messages import InvalidationRejected, decode_invalidation
+from cbt.contract.messages import InvalidationRejected, decode_invalidation
 
 GOOD: dict[str, object] = {"kind": "invalidation", "schema_version": 1, "id": "reorg:994", "model": "eth.blocks",
                            "start": 995, "end": 1006, "reason": "reorg", "source": "block-follower"}

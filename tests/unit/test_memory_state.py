@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.memory_state import MemoryCoverage, MemoryLeases, overlaps
 from cbt.scheduling.coverage import Range
+from cbt.testing.memory_state import MemoryCoverage, MemoryLeases, overlaps
 
 
 class FakeClock:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from cbt.ordered_acks import InOrderAcks
+from cbt.concurrency.ordered_acks import InOrderAcks
 
 
 @dataclass

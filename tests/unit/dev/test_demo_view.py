@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from cbt.contract.messages import IntervalCompleted, TaskFailed
 from cbt.dev.demo_view import Frame, TaskCounts, bar, render, summary
-from cbt.messages import IntervalCompleted, TaskFailed
 from cbt.scheduling.status import ModelStatus
 
 T = 1_700_000_400

@@ -187,7 +187,7 @@ def test_example_ddl_creates_every_model_table() -> None:
     ddl = ddl.replace("{{external}}", "ethereum").replace("{{transformation}}", "analytics")  # as config.yaml
     created = set(re.findall(r"CREATE TABLE IF NOT EXISTS (\w+\.\w+)", ddl))
     assert all("USING DELTA" in s for s in split_sql(ddl) if "CREATE TABLE" in s)
-    from cbt.config import load_config
+    from cbt.config.settings import load_config
     from cbt.models.loader import load_models
 
     models = load_models(load_config(EXAMPLE_CONFIG, {}))

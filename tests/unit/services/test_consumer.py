@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass, field
 
-from cbt.messages import TaskRequested
-from cbt.ordered_acks import InOrderAcks
-from cbt.services.worker.consumer import PipelinedConsumer
-from cbt.services.worker.runner import Outcome
+from cbt.concurrency.ordered_acks import InOrderAcks
+from cbt.contract.messages import TaskRequested
+from cbt.worker.consumer import PipelinedConsumer
+from cbt.worker.runner import Outcome
 
 MODEL = "out.minute"
 

@@ -9,13 +9,13 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cbt.livestate import LiveStateReader
-from cbt.memory_state import MemoryState
-from cbt.messages import Message, TaskRequested
+from cbt.contract.messages import Message, TaskRequested
+from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.scheduling.state import RawBounds
-from cbt.services.coordinator.planner import PUBLISH_GRACE_MS, Planner
-from cbt.topics import Topics
+from cbt.state.live import LiveStateReader
+from cbt.state.planner import PUBLISH_GRACE_MS, Planner
+from cbt.testing.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc
 
 SRC, MODEL = "src.blocks", "out.minute"

@@ -7,15 +7,15 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from cbt.memory_state import MemoryCoverage, MemoryState
-from cbt.messages import IntervalCompleted, Message, TaskFailed, TaskRequested
+from cbt.contract.messages import IntervalCompleted, Message, TaskFailed, TaskRequested
+from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
-from cbt.ports import InFlightTask
 from cbt.scheduling.state import RawBounds
-from cbt.services.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
-from cbt.topics import Topics
+from cbt.state.ports import InFlightTask
+from cbt.testing.memory_state import MemoryCoverage, MemoryState
+from cbt.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
 from tests.unit.scheduling.factories import ext, inc, sched
 
 SRC, MODEL, REF = "src.blocks", "out.minute", "out.entities"

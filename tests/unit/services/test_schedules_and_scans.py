@@ -6,11 +6,11 @@ import asyncio
 
 import pytest
 
-from cbt.groupcommit import GroupCommitter
-from cbt.scanning import ScanResult, merge_scan, scan_kind_due
+from cbt.bounds_cache.scanner import parse_bounds_output
+from cbt.concurrency.groupcommit import GroupCommitter
+from cbt.coordinator.ticker import DueTracker, missed_run
+from cbt.scheduling.scanning import ScanResult, merge_scan, scan_kind_due
 from cbt.scheduling.state import RawBounds
-from cbt.services.bounds_cache.scanner import parse_bounds_output
-from cbt.services.coordinator.ticker import DueTracker, missed_run
 from tests.unit.scheduling.factories import inc, sched
 
 

@@ -1,0 +1,13 @@
+"""``python -m cbt.bounds_cache`` / ``cbt-bounds-cache``: run the bounds-cache service."""
+
+import sys
+
+from cbt.cli.run_cmd import service_main
+
+
+def main() -> int:
+    return service_main("bounds-cache")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,53 @@
+"""The bounds-cache process: one elected scanner keeps every external model's bounds in Redis."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from cbt.adapters import runtime
+from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.redis_state import RedisState
+from cbt.adapters.spark import connect
+from cbt.bounds_cache.query import SparkBoundsQuery
+from cbt.bounds_cache.scanner import BoundsScanner
+from cbt.config.settings import Config
+from cbt.models.dag import ModelSet
+from cbt.models.templates import RenderSettings
+
+log = logging.getLogger("cbt.bounds_cache")
+LEADER_LEASE = "bounds-cache-leader"
+POLL_S = 1.0
+
+
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    runtime.ensure_topics(config)
+    owner = runtime.instance_id("bounds-cache")
+    spark = connect(config.spark.remote or "")
+    broker = make_broker(config.kafka, owner)
+    redis = runtime.redis_client(config)
+    state = RedisState(redis, config.redis.key_prefix)
+    scanner = BoundsScanner(
+        externals=models.externals, store=state.bounds,
+        query=SparkBoundsQuery(spark, RenderSettings.from_config(config), workdir=str(config.base_dir)),
+        publisher=BrokerPublisher(broker), topics=runtime.topics(config),
+    )
+    ttl_ms = int(config.scheduler.leader_lease_ttl_s * 1000)
+    leading = False
+
+    async def step() -> None:
+        nonlocal leading
+        leading = (leading and state.leases.renew(LEADER_LEASE, owner, ttl_ms)) or (
+            state.leases.acquire(LEADER_LEASE, owner, ttl_ms) is not None)
+        if leading:
+            await scanner.scan_due()
+
+    async with broker:
+        await broker.start()
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
+        log.info("bounds-cache started", extra={"owner": owner, "externals": len(models.externals)})
+        await runtime.every(POLL_S, stop, step, log)
+        if health:
+            await health.stop()
+    state.leases.release(LEADER_LEASE, owner)
+    spark.stop()

@@ -1,0 +1,184 @@
+"""The coordinator process: cascades on events at once, ticks schedules as the elected leader."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+from faststream import AckPolicy
+from faststream.confluent import KafkaBroker, KafkaMessage
+from pydantic import ValidationError
+
+from cbt.adapters import hot_index, runtime
+from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
+from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.redis_marks import RedisMarks
+from cbt.adapters.redis_state import RedisState
+from cbt.config.settings import Config
+from cbt.contract.messages import BoundsUpdated, IntervalCompleted, decode
+from cbt.coordinator.ticker import DueTracker, missed_run
+from cbt.models.dag import ModelSet
+from cbt.models.spec import ScheduledModel
+from cbt.scheduling.cron import next_fire
+from cbt.state.live import LiveStateReader
+from cbt.state.planner import Planner
+
+log = logging.getLogger("cbt.coordinator")
+LEADER_LEASE = "coordinator-leader"
+
+
+@dataclass
+class Coordinator:
+    config: Config
+    models: ModelSet
+    state: RedisState
+    planner: Planner
+    marks: RedisMarks
+    owner: str
+    admin: Callable[[], DeltaAdmin]
+    """The admin tables, opened on first use (rebuilding the hot index, consolidation)."""
+    is_leader: bool = False
+    tracker: DueTracker | None = None
+    next_consolidation: int | None = None
+
+    async def on_event(self, raw: bytes) -> None:
+        """A completion or bounds change: re-plan the model's dependents now (and the model itself)."""
+        try:
+            message = decode(raw)
+        except ValidationError as e:
+            log.error("ignoring a malformed event", extra={"error": str(e)[:500]})
+            return
+        if isinstance(message, IntervalCompleted | BoundsUpdated):
+            await self.planner.replan_dependents(message.model)
+
+    async def tick(self) -> None:
+        """Renew or take leadership; as leader, run what the wall clock says is due."""
+        self.is_leader = self._hold_leadership()
+        if not self.is_leader:
+            return
+        now = int(time.time())
+        if not self.state.coverage.is_built():
+            async with self._leadership_kept():
+                await self._rebuild_hot_index(now)
+            self.tracker = None
+        if self.tracker is None:
+            self.tracker = DueTracker.for_models(self.models.incrementals, self.models.scheduled, now)
+            await self._recover(now)
+        for model_id, kind, fire_time in self.tracker.due(now):
+            if kind == "scheduled":
+                await self._run_scheduled(model_id, fire_time)
+            else:
+                await self.planner.replan([model_id], directions=(kind,))
+        await self._consolidate_when_due(now)
+
+    async def _rebuild_hot_index(self, now: int) -> None:
+        """Redis lost the hot index (emptied, or first start): reload it from the admin tables before planning."""
+        log.warning("hot coverage index missing in Redis; rebuilding it from the admin tables")
+        ids, scheduled = [m.id for m in self.models.incrementals], [m.id for m in self.models.scheduled]
+        ranges = await asyncio.to_thread(hot_index.rebuild, self.admin(), self.state.coverage, ids, scheduled, now)
+        log.info("hot coverage index rebuilt", extra={"ranges": sum(ranges.values()), "models": len(ranges)})
+
+    async def _consolidate_when_due(self, now: int) -> None:
+        schedule = self.config.scheduler.consolidation
+        if not schedule:
+            return
+        if self.next_consolidation is None:
+            self.next_consolidation = next_fire(schedule, now)
+        if now < self.next_consolidation:
+            return
+        self.next_consolidation = next_fire(schedule, now)
+        async with self._leadership_kept():
+            results = await asyncio.to_thread(self.admin().consolidate)
+        for result in results:
+            log.info("admin rows consolidated", extra={"model": result.model, "rows_before": result.rows_before,
+                                                       "rows_after": result.rows_after,
+                                                       "is_deferred": result.is_deferred})
+
+    async def _recover(self, now: int) -> None:
+        """On taking leadership: plan everything once, and run scheduled models whose run was missed."""
+        await self.planner.replan(m.id for m in self.models.incrementals)
+        for model in self.models.scheduled:
+            owed = missed_run(model.schedule, self.marks.get(f"scheduled:{model.id}"), now)
+            if owed is not None:
+                await self._run_scheduled(model.id, owed)
+
+    async def _run_scheduled(self, model_id: str, fire_time: int) -> None:
+        model = self.models.get(model_id)
+        assert isinstance(model, ScheduledModel)
+        await self.planner.run_scheduled(model, fire_time)
+        self.marks.put(f"scheduled:{model_id}", fire_time)
+
+    @contextlib.asynccontextmanager
+    async def _leadership_kept(self) -> AsyncIterator[None]:
+        """Keep renewing the leader lease while a long step (rebuild, consolidation) runs, so it is not lost."""
+
+        async def renew() -> None:
+            while True:
+                await asyncio.sleep(self.config.scheduler.leader_lease_renew_s)
+                self.is_leader = self._hold_leadership()
+
+        renewer = asyncio.create_task(renew())
+        try:
+            yield
+        finally:
+            renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await renewer
+
+    def _hold_leadership(self) -> bool:
+        ttl_ms = int(self.config.scheduler.leader_lease_ttl_s * 1000)
+        if self.is_leader and self.state.leases.renew(LEADER_LEASE, self.owner, ttl_ms):
+            return True
+        token = self.state.leases.acquire(LEADER_LEASE, self.owner, ttl_ms)
+        if token is not None:
+            log.info("leadership taken", extra={"fencing_token": token})
+            self.tracker = None
+        return token is not None
+
+
+def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> Coordinator:
+    client = runtime.redis_client(config)
+    state = RedisState(client, config.redis.key_prefix)
+    planner = Planner(
+        models=models, reader=LiveStateReader(models, state.coverage, state.bounds, state.ledger),
+        ledger=state.ledger, publisher=BrokerPublisher(broker), topics=runtime.topics(config),
+        pool_for=config.worker.pool_for, model_concurrency=config.worker.model_concurrency,
+        task_deadline_ms=int(config.worker.task_timeout_s * config.worker.retry.max_attempts * 1000),
+    )
+    marks = RedisMarks(client, config.redis.key_prefix)
+    return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)))
+
+
+def _admin(config: Config) -> DeltaAdmin:
+    from cbt.adapters.spark import connect
+
+    return admin_from_config(connect(config.spark.remote or ""), config)
+
+
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    runtime.ensure_topics(config)
+    owner = runtime.instance_id("coordinator")
+    broker = make_broker(config.kafka, owner)
+    coordinator = build(config, models, broker, owner)
+    topics = runtime.topics(config)
+    group = f"{config.kafka.topic_prefix}coordinator"
+
+    async def on_event(message: KafkaMessage) -> None:
+        await coordinator.on_event(message.body)
+
+    broker.subscriber(topics.interval_completed, topics.bounds_updated, group_id=group,
+                      auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
+                      polling_interval=0.01)(on_event)
+    async with broker:
+        await broker.start()
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(coordinator.marks.client))
+        log.info("coordinator started", extra={"owner": owner})
+        await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log)
+        if health:
+            await health.stop()
+    coordinator.state.leases.release(LEADER_LEASE, owner)

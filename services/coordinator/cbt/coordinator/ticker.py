@@ -1,0 +1,54 @@
+"""Wall-clock schedules: which models' forward fill, backfill or scheduled run is due (pure; times in unix s)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.scheduling.cron import next_fire, previous_fire
+
+Kind = Literal["forward", "backfill", "scheduled"]
+
+
+@dataclass
+class DueTracker:
+    """Next fire time per (model, kind), aligned to the schedule (not "every N from start-up")."""
+
+    next_at: dict[tuple[ModelId, Kind], int] = field(default_factory=dict)
+    schedules: dict[tuple[ModelId, Kind], str] = field(default_factory=dict)
+
+    @classmethod
+    def for_models(cls, incrementals: list[IncrementalModel], scheduled: list[ScheduledModel], now: int) -> DueTracker:
+        tracker = cls()
+        for model in incrementals:
+            fills: tuple[tuple[Kind, str], ...] = (("forward", model.schedules.forwardfill),
+                                                   ("backfill", model.schedules.backfill))
+            for kind, schedule in fills:
+                if schedule:
+                    tracker.add(model.id, kind, schedule, now)
+        for sched in scheduled:
+            tracker.add(sched.id, "scheduled", sched.schedule, now)
+        return tracker
+
+    def add(self, model_id: ModelId, kind: Kind, schedule: str, now: int) -> None:
+        self.schedules[(model_id, kind)] = schedule
+        self.next_at[(model_id, kind)] = next_fire(schedule, now)
+
+    def due(self, now: int) -> list[tuple[ModelId, Kind, int]]:
+        """Everything due at ``now`` with its (latest) fire time; each is advanced past ``now`` — missed fires
+        collapse into one."""
+        fired = []
+        for key, at in sorted(self.next_at.items()):
+            if at <= now:
+                fired.append((key[0], key[1], previous_fire(self.schedules[key], now)))
+                self.next_at[key] = next_fire(self.schedules[key], now)
+        return fired
+
+
+def missed_run(schedule: str, last_run: int | None, now: int) -> int | None:
+    """The fire time to run once on recovery when the service was down over a scheduled time, else None."""
+    latest = previous_fire(schedule, now)
+    if last_run is None or latest > last_run:
+        return latest
+    return None

@@ -1,0 +1,13 @@
+"""``python -m cbt.invalidator`` / ``cbt-invalidator``: run the invalidator service."""
+
+import sys
+
+from cbt.cli.run_cmd import service_main
+
+
+def main() -> int:
+    return service_main("invalidator")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""The invalidator process: consumes ``invalidation`` events one at a time and applies them (``handler``).
+
+The offset is committed only after the handler returned: an event whose effects were not all durable is
+redelivered, and every step is safe to repeat. Re-planning reuses the coordinator's ``Planner`` (planning is pure
+and ledger claims deduplicate tasks across processes), so the gaps an event leaves are enqueued at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from faststream import AckPolicy
+from faststream.confluent import KafkaMessage
+from redis import Redis
+
+from cbt.adapters import runtime
+from cbt.adapters.delta_admin import admin_from_config
+from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.redis_state import RedisState
+from cbt.adapters.spark import connect
+from cbt.config.settings import Config
+from cbt.invalidator.handler import InvalidationHandler, InvalidationLog
+from cbt.models.dag import ModelSet
+from cbt.state.live import LiveStateReader
+from cbt.state.planner import Planner
+
+log = logging.getLogger("cbt.invalidator")
+SEEN_TTL_S = 30 * 24 * 3600
+"""How long an applied event id is remembered as a duplicate (its admin-table record is kept for good)."""
+
+
+class RedisSeenEvents:
+    """``SeenEvents``: one key per applied event id, ``{prefix}invalidation:{id}``, expiring after ``ttl_s``."""
+
+    def __init__(self, client: Redis, prefix: str, ttl_s: int = SEEN_TTL_S) -> None:
+        self._client = client
+        self._prefix = f"{prefix}invalidation:"
+        self._ttl_s = ttl_s
+
+    def is_seen(self, event_id: str) -> bool:
+        return bool(self._client.exists(self._prefix + event_id))
+
+    def mark_seen(self, event_id: str) -> None:
+        self._client.set(self._prefix + event_id, 1, ex=self._ttl_s)
+
+
+def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: Redis,
+          admin: InvalidationLog) -> InvalidationHandler:
+    state = RedisState(client, config.redis.key_prefix)
+    topics = runtime.topics(config)
+    planner = Planner(
+        models=models, reader=LiveStateReader(models, state.coverage, state.bounds, state.ledger),
+        ledger=state.ledger, publisher=publisher, topics=topics, pool_for=config.worker.pool_for,
+        model_concurrency=config.worker.model_concurrency,
+        task_deadline_ms=int(config.worker.task_timeout_s * config.worker.retry.max_attempts * 1000),
+    )
+    return InvalidationHandler(
+        models=models, coverage=state.coverage, ledger=state.ledger, admin=admin,
+        seen=RedisSeenEvents(client, config.redis.key_prefix), publisher=publisher, topics=topics,
+        replan=planner.replan, max_range=config.invalidator.max_range,
+    )
+
+
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    runtime.ensure_topics(config)
+    owner = runtime.instance_id("invalidator")
+    spark = connect(config.spark.remote or "")
+    admin = admin_from_config(spark, config)
+    await asyncio.to_thread(admin.ensure_tables)  # safe when other services create them at the same moment
+    broker = make_broker(config.kafka, owner)
+    redis = runtime.redis_client(config)
+    handler = build(config, models, BrokerPublisher(broker), redis, admin)
+
+    async def on_event(message: KafkaMessage) -> None:
+        await handler.handle(message.body)
+
+    broker.subscriber(runtime.topics(config).invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",
+                      auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
+                      polling_interval=0.01)(on_event)
+    async with broker:
+        await broker.start()
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
+        log.info("invalidator started", extra={"owner": owner})
+        await stop.wait()
+        if health:
+            await health.stop()
+    log.info("invalidator stopped", extra={"counts": dict(handler.counts)})
+    spark.stop()

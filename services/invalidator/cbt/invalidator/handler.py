@@ -1,0 +1,153 @@
+"""The invalidator's use case: validate one event, apply it to coverage with cascade, record it, re-plan.
+
+Bad input is never retried and never stops the service: a body that is not a valid event, names no model, or
+spans an absurd range is published to ``invalidation-rejected`` with the reason and acknowledged. Infrastructure
+errors propagate, so the message is redelivered (at-least-once).
+
+Order of effects for an accepted event, each step safe to repeat after a crash at any point:
+
+1. skip the event when its id is marked done (a duplicate);
+2. map it to ranges per model (``cbt.scheduling.invalidation``: independent of coverage, so a redelivery maps it
+   the same);
+3. remove the ranges from the hot index and bump each model's invalidation sequence, atomically — from now on an
+   in-flight task that read the old sequence cannot mark any of these ranges covered (invalidation wins);
+4. record the event, the ranges and the new sequences in the admin table (known id: not recorded twice) — this
+   already hides the admin rows in-flight tasks write from now on;
+5. delete the ranges from the admin table's rows;
+6. mark the id done (a redelivery before this re-applies: one more harmless re-run), then re-plan the affected
+   models at once so their gaps are enqueued (the coordinator's backfill tick would find them too).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Awaitable, Callable, Collection
+from dataclasses import dataclass, field
+from typing import Literal, Protocol
+
+from pydantic import ValidationError
+
+from cbt.contract.messages import RAW_BODY_LIMIT, Invalidation, InvalidationRejected, decode_invalidation, now_ms
+from cbt.contract.topics import Topics
+from cbt.models.dag import ModelSet
+from cbt.models.spec import IncrementalModel, ModelId
+from cbt.scheduling.invalidation import Impact, impact, why_rejected
+from cbt.state.admin_records import InvalidationRecord
+from cbt.state.ports import CoverageWriter, Publisher, TaskLedger
+
+log = logging.getLogger("cbt.invalidator")
+
+Outcome = Literal["applied", "duplicate", "rejected"]
+
+
+class InvalidationLog(Protocol):
+    """The admin tables' side of an invalidation (``cbt.adapters.delta_admin.DeltaAdmin``)."""
+
+    def record_invalidation(self, record: InvalidationRecord) -> bool: ...
+    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int) -> tuple[int, int]: ...
+
+
+class SeenEvents(Protocol):
+    """Ids of events already applied (kept for a long time, not forever)."""
+
+    def is_seen(self, event_id: str) -> bool: ...
+    def mark_seen(self, event_id: str) -> None: ...
+
+
+@dataclass
+class InvalidationHandler:
+    models: ModelSet
+    coverage: CoverageWriter
+    ledger: TaskLedger
+    admin: InvalidationLog
+    seen: SeenEvents
+    publisher: Publisher
+    topics: Topics
+    replan: Callable[[Collection[ModelId]], Awaitable[int]]
+    max_range: int
+    counts: Counter[str] = field(default_factory=Counter)
+
+    async def handle(self, raw: bytes) -> Outcome:
+        """One message body from the ``invalidation`` topic."""
+        received_at_ms = now_ms()
+        try:
+            event = decode_invalidation(raw)
+        except ValidationError as e:
+            return await self._reject(raw, describe(e), _id_of(raw))
+        why = why_rejected(self.models, event, self.max_range)
+        if why is not None:
+            return await self._reject(raw, why, event.id)
+        if self.seen.is_seen(event.id):
+            self.counts["duplicate"] += 1
+            log.info("duplicate invalidation ignored", extra={"event_id": event.id, "counts": dict(self.counts)})
+            return "duplicate"
+        result = await self._apply(event, self.models.resolve(event.model), received_at_ms)
+        self.seen.mark_seen(event.id)
+        self.counts["applied"] += 1
+        log.info("invalidation applied", extra={
+            "event_id": event.id, "model": event.model, "start": event.start, "end": event.end,
+            "reason": event.reason, "affected": {m: list(r) for m, r in result.ranges.items()},
+            "scheduled_not_rerun": list(result.scheduled), "counts": dict(self.counts),
+        })
+        await self._replan(result)
+        return "applied"
+
+    async def _apply(self, event: Invalidation, model_id: ModelId, received_at_ms: int) -> Impact:
+        involved = [m for m in (model_id, *self.models.descendants(model_id))
+                    if isinstance(self.models.models[m], IncrementalModel)]
+        running = self.ledger.in_flight(involved, int(time.time() * 1000))
+        in_flight = {m: [t.range for t in tasks if t.range is not None] for m, tasks in running.items()}
+        result = impact(self.models, model_id, (event.start, event.end), cascade=event.cascade, in_flight=in_flight)
+        seqs = self.coverage.apply_invalidation(result.ranges)
+        record = InvalidationRecord(
+            id=event.id, model=model_id, start=event.start, end=event.end, reason=event.reason,
+            source=event.source, cascade=event.cascade, metadata=dict(event.metadata), affected=result.ranges,
+            seqs=seqs, received_at_ms=received_at_ms,
+        )
+        if not await asyncio.to_thread(self.admin.record_invalidation, record):
+            log.warning("invalidation already in the admin table (redelivered, or Redis lost its marker); "
+                        "applied again", extra={"event_id": event.id})
+        for model, ranges in result.ranges.items():
+            for start, end in ranges:
+                await asyncio.to_thread(self.admin.remove_range, model, start, end, seqs[model])
+        return result
+
+    async def _replan(self, result: Impact) -> None:
+        try:
+            published = await self.replan(result.models)
+        except Exception:  # the coordinator's backfill tick re-plans these gaps anyway
+            log.exception("re-planning after an invalidation failed; the backfill tick will pick it up")
+            return
+        log.info("re-planned after invalidation", extra={"tasks": published})
+
+    async def _reject(self, raw: bytes, reason: str, event_id: str | None) -> Outcome:
+        self.counts["rejected"] += 1
+        text = raw.decode("utf-8", errors="replace")[:RAW_BODY_LIMIT]
+        log.warning("invalidation rejected", extra={"event_id": event_id, "reason": reason[:500],
+                                                    "counts": dict(self.counts)})
+        message = InvalidationRejected(raw=text, reason=reason, id=event_id)
+        await self.publisher.publish(self.topics.invalidation_rejected, message, key=event_id or "rejected")
+        return "rejected"
+
+
+def describe(error: ValidationError) -> str:
+    """A pydantic error as one line per problem: ``field: message``."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "body"
+        problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)
+
+
+def _id_of(raw: bytes) -> str | None:
+    """The ``id`` of a body that is not a valid event, when it has a readable one."""
+    try:
+        body = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    value = body.get("id") if isinstance(body, dict) else None
+    return value[:200] if isinstance(value, str) else None

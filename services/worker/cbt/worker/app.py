@@ -1,0 +1,91 @@
+"""The worker process: consumes its pools' task topics with N consumers of one group, each pipelined.
+
+Each consumer (``consumer.PipelinedConsumer``) runs one task's work at a time; while it runs the next one, the
+previous task is recorded (admin table, hot index, completion event) in the background, so the recording's Delta
+commit is off the critical path. Offsets are committed per message, in arrival order, only once the message's
+recording is durable (``cbt.concurrency.ordered_acks``): a crash at any moment leaves every unrecorded task to be
+redelivered (at-least-once), and ``TaskRunner`` makes the redelivery harmless. Concurrency comes from several
+consumers over the topic's partitions (FastStream's own concurrent mode commits before handling, which would lose
+work on a crash). On SIGTERM the running tasks end and are recorded; messages not started stay for the next consumer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from faststream import AckPolicy
+from faststream.confluent import KafkaBroker, KafkaMessage
+
+from cbt.adapters import runtime
+from cbt.adapters.delta_admin import admin_from_config
+from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, make_broker, rewind_to
+from cbt.adapters.redis_state import RedisState
+from cbt.adapters.spark import connect
+from cbt.concurrency.ordered_acks import InOrderAcks
+from cbt.config.settings import Config
+from cbt.models.dag import ModelSet
+from cbt.models.templates import RenderSettings
+from cbt.worker.consumer import PipelinedConsumer
+from cbt.worker.executor import SparkExecutor
+from cbt.worker.recorder import AdminRecorder
+from cbt.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
+
+log = logging.getLogger("cbt.worker")
+
+
+PIPELINE_DEPTH = 1
+"""Tasks per consumer whose recording may still run while the consumer runs its next task."""
+
+
+def consumed_pools(config: Config) -> list[str]:
+    return config.worker.consume or ["default", *config.worker.pools]
+
+
+def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: PipelinedConsumer) -> None:
+    """Register one consumer of the pool's task topic (manual commits, done by the consumer's chain)."""
+
+    async def on_task(message: KafkaMessage) -> None:
+        await consumer.on_message(message)
+
+    broker.subscriber(
+        runtime.topics(config).task_requested(pool), group_id=f"{config.kafka.topic_prefix}worker.{pool}",
+        auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=0.01,
+        max_poll_interval_ms=int((config.worker.task_timeout_s + 120) * 1000),
+    )(on_task)
+
+
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
+    runtime.ensure_topics(config)
+    owner = runtime.instance_id("worker")
+    spark = connect(config.spark.remote or "")
+    broker = make_broker(config.kafka, owner)
+    redis = runtime.redis_client(config)
+    state = RedisState(redis, config.redis.key_prefix)
+    recorder = AdminRecorder(admin_from_config(spark, config), owner)
+    await asyncio.to_thread(recorder.admin.ensure_tables)
+    retry = config.worker.retry
+    runner = TaskRunner(
+        models=models,
+        ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, BrokerPublisher(broker), recorder),
+        executor=SparkExecutor(spark, RenderSettings.from_config(config), config.worker.task_timeout_s,
+                               str(config.base_dir)),
+        topics=runtime.topics(config), worker_id=owner,
+        retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
+    )
+    pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
+    consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, max_pending=PIPELINE_DEPTH), stop)
+                 for _ in pools]
+    for pool, consumer in zip(pools, consumers, strict=True):
+        subscribe(broker, config, pool, consumer)
+    async with broker:
+        await broker.start()
+        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
+        log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
+        await stop.wait()
+        for consumer in consumers:
+            await consumer.finish()  # the running task ends, and what ran is recorded and committed, before closing
+        if health:
+            await health.stop()
+    await recorder.close()
+    spark.stop()

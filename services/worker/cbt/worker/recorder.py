@@ -1,0 +1,42 @@
+"""Durable completion records: incremental intervals are group-committed to the admin table, one Delta commit
+for every completion that arrives while the previous commit runs; scheduled runs are appended as they finish."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from cbt.adapters.delta_admin import DeltaAdmin
+from cbt.concurrency.groupcommit import GroupCommitter
+from cbt.state.admin_records import CompletedInterval, ScheduledRun
+from cbt.worker.runner import CompletionRow
+
+
+@dataclass
+class AdminRecorder:
+    admin: DeltaAdmin
+    worker_id: str
+    _intervals: GroupCommitter[CompletedInterval] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._intervals = GroupCommitter(self._flush)
+
+    async def record(self, row: CompletionRow) -> None:
+        task = row.task
+        if task.position is not None and task.interval is not None:
+            await self._intervals.submit(CompletedInterval(
+                model=task.model, position=task.position, interval=task.interval, task_id=task.task_id,
+                direction=task.direction, invalidation_seq=row.invalidation_seq, worker=self.worker_id,
+                duration_ms=row.duration_ms,
+            ))
+        elif task.scheduled_unix is not None:
+            await asyncio.to_thread(self.admin.record_scheduled_run, ScheduledRun(
+                model=task.model, scheduled_unix=task.scheduled_unix, task_id=task.task_id, status=row.status,
+                error=row.error, duration_ms=row.duration_ms,
+            ))
+
+    async def close(self) -> None:
+        await self._intervals.close()
+
+    async def _flush(self, rows: list[CompletedInterval]) -> None:
+        await asyncio.to_thread(self.admin.record_completed, rows)

@@ -1,0 +1,263 @@
+"""The worker's use case: run one requested task at most once at a time, and record it only if still valid.
+
+Order of effects for an incremental task (each step makes a crash at any point safe):
+0. while the hot index is being rebuilt (Redis emptied) → wait: "not covered" cannot be trusted yet;
+1. already covered in the hot index → acknowledge without running (a redelivered duplicate);
+2. take the task's lease (a duplicate running elsewhere waits for it or for its coverage);
+3. read the model's invalidation sequence, then re-check every dependency (never fail open);
+4. run the statements (retried with backoff; after the last attempt publish ``task-failed``);
+5. append the completion to the admin table (group commit) — durable before anything says it happened;
+6. add the range to the hot index unless a newer invalidation overlaps it (atomic; invalidation wins — the task is
+   then requeued to run again on the new data); for a scheduled run, flag the model as having run;
+7. publish ``interval-completed``, release the ledger entry and the lease; then the offset is committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from cbt.contract.messages import IntervalCompleted, TaskFailed, TaskRequested, now_ms
+from cbt.contract.topics import Topics
+from cbt.models.dag import ModelSet
+from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
+from cbt.models.templates import TaskContext
+from cbt.scheduling import bounds as bnd
+from cbt.scheduling.coverage import Range, covers
+from cbt.scheduling.state import StateSnapshot
+from cbt.state.live import read_models_state
+from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, Leases, Publisher, TaskLedger
+
+log = logging.getLogger("cbt.worker")
+
+Outcome = Literal["completed", "already-covered", "not-ready", "superseded", "busy", "failed", "unknown-model"]
+
+
+def task_range(task: TaskRequested) -> Range | None:
+    """``[position, position + interval)`` of an incremental task; ``None`` for a scheduled one."""
+    return None if task.position is None or task.end is None else (task.position, task.end)
+
+
+class Executor(Protocol):
+    async def run(self, model: Transformation, task: TaskContext) -> None: ...
+
+
+@dataclass(frozen=True)
+class Executed:
+    """A task's work done; what recording it needs."""
+
+    invalidation_seq: int
+    duration_ms: int
+
+
+def _finished(outcome: Outcome) -> asyncio.Future[Outcome]:
+    future: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
+    future.set_result(outcome)
+    return future
+
+
+@dataclass(frozen=True)
+class CompletionRow:
+    task: TaskRequested
+    invalidation_seq: int
+    duration_ms: int
+    status: Literal["success", "failed"] = "success"
+    error: str = ""
+
+
+class CompletionRecorder(Protocol):
+    async def record(self, row: CompletionRow) -> None:
+        """Returns once the row is durable in the admin tables."""
+        ...
+
+
+class CoverageStore(CoverageReader, CoverageWriter, Protocol):
+    pass
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    max_attempts: int = 3
+    backoff_initial_s: float = 1.0
+    backoff_max_s: float = 60.0
+    multiplier: float = 2.0
+
+    def delay_s(self, attempt: int) -> float:
+        return float(min(self.backoff_initial_s * self.multiplier ** (attempt - 1), self.backoff_max_s))
+
+
+@dataclass(frozen=True)
+class WorkerPorts:
+    coverage: CoverageStore
+    bounds: BoundsStore
+    ledger: TaskLedger
+    leases: Leases
+    publisher: Publisher
+    recorder: CompletionRecorder
+
+
+@dataclass
+class TaskRunner:
+    models: ModelSet
+    ports: WorkerPorts
+    executor: Executor
+    topics: Topics
+    worker_id: str
+    retry: RetryPolicy = RetryPolicy()
+    lease_ttl_s: float = 30.0
+    index_poll_s: float = 0.5
+
+    async def handle(self, task: TaskRequested) -> Outcome:
+        """Run one task to the end (steps 0 to 7)."""
+        return await (await self.begin(task))
+
+    async def begin(self, task: TaskRequested) -> asyncio.Future[Outcome]:
+        """Do the task's work (steps 0 to 4) and return the rest — recording it, steps 5 to 7 — as a running future, so
+        a consumer can start its next task meanwhile. Outcomes decided early come back as finished futures."""
+        model = self.models.models.get(task.model)
+        if not isinstance(model, IncrementalModel | ScheduledModel):
+            await self._fail(task, 0, f"no transformation {task.model!r} in the loaded models")
+            return _finished("unknown-model")
+        await self._wait_for_index()
+        if self._is_covered(model, task):
+            self.ports.ledger.release(task.model, task.task_id)
+            return _finished("already-covered")
+        lease = f"task:{task.task_id}"
+        if not await self._acquire(lease, model, task):
+            return _finished("already-covered" if self._is_covered(model, task) else "busy")
+        heartbeat = asyncio.create_task(self._renew(lease))
+        try:
+            executed = await self._execute_leased(model, task)
+        except BaseException:
+            await self._end_lease(lease, heartbeat)
+            raise
+        if not isinstance(executed, Executed):
+            await self._end_lease(lease, heartbeat)
+            return _finished(executed)
+        return asyncio.ensure_future(self._record_then_end_lease(model, task, executed, lease, heartbeat))
+
+    async def _execute_leased(self, model: IncrementalModel | ScheduledModel,
+                              task: TaskRequested) -> Executed | Outcome:
+        seq = self.ports.coverage.invalidation_seq(model.id)
+        why = self._why_not_ready(model, task)
+        if why is not None:
+            log.info("task not ready at execution time", extra={"task_id": task.task_id, "reason": why})
+            self.ports.ledger.release(model.id, task.task_id)
+            return "not-ready"
+        started = time.monotonic()
+        error = await self._execute_with_retries(model, task)
+        duration_ms = int((time.monotonic() - started) * 1000)
+        if error is not None:
+            if isinstance(model, ScheduledModel):
+                await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, "failed", error))
+            await self._fail(task, self.retry.max_attempts, error)
+            return "failed"
+        return Executed(seq, duration_ms)
+
+    async def _record_then_end_lease(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
+                                     executed: Executed, lease: str, heartbeat: asyncio.Task[None]) -> Outcome:
+        try:
+            return await self._record(model, task, executed)
+        finally:
+            await self._end_lease(lease, heartbeat)
+
+    async def _record(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
+                      executed: Executed) -> Outcome:
+        seq, duration_ms = executed.invalidation_seq, executed.duration_ms
+        await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
+        if isinstance(model, ScheduledModel):
+            self.ports.coverage.record_scheduled_run(model.id)
+        done = task_range(task) if isinstance(model, IncrementalModel) else None
+        if done is not None and not self.ports.coverage.record_completed(model.id, done, seq):
+            # It may have read data the invalidation declared stale: run it again now, on the new data (its ledger
+            # claim stays, so the coordinator does not enqueue it a second time).
+            log.info("completion superseded by an invalidation; task requeued", extra={"task_id": task.task_id})
+            await self.ports.publisher.publish(self.topics.task_requested(task.pool),
+                                               task.model_copy(update={"enqueued_at_ms": now_ms()}), key=task.task_id)
+            return "superseded"
+        await self.ports.publisher.publish(self.topics.interval_completed, IntervalCompleted(
+            task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
+            scheduled_unix=task.scheduled_unix, direction=task.direction, duration_ms=duration_ms,
+            enqueued_at_ms=task.enqueued_at_ms, worker=self.worker_id,
+        ), key=task.model)
+        self.ports.ledger.release(model.id, task.task_id)
+        return "completed"
+
+    async def _end_lease(self, lease: str, heartbeat: asyncio.Task[None]) -> None:
+        heartbeat.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await heartbeat
+        self.ports.leases.release(lease, self.worker_id)
+
+    async def _execute_with_retries(self, model: Transformation, task: TaskRequested) -> str | None:
+        """``None`` on success, else the last error."""
+        error = ""
+        for attempt in range(1, self.retry.max_attempts + 1):
+            context = TaskContext(
+                model_id=model.id, task_start_unix=int(time.time()), start=task.position, end=task.end,
+                direction=task.direction, attempt=attempt,
+            ) if task.scheduled_unix is None else TaskContext(
+                model_id=model.id, task_start_unix=task.scheduled_unix, direction=task.direction, attempt=attempt,
+            )
+            try:
+                await self.executor.run(model, context)
+                return None
+            except Exception as e:  # a model's failure must never take the worker down
+                error = str(e) or type(e).__name__
+                log.warning("task attempt failed", extra={"task_id": task.task_id, "attempt": attempt,
+                                                          "error": error[:500]})
+            if attempt < self.retry.max_attempts:
+                await asyncio.sleep(self.retry.delay_s(attempt))
+        return error
+
+    def _why_not_ready(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> str | None:
+        wanted = task_range(task)
+        if not isinstance(model, IncrementalModel) or wanted is None:
+            return None
+        snapshot = self._dependency_state(model)
+        return bnd.why_not_ready(bnd.readiness(model, self.models.models, snapshot), wanted)
+
+    def _dependency_state(self, model: IncrementalModel) -> StateSnapshot:
+        deps = self.models.dependencies(model.id)
+        return read_models_state(self.models, deps, self.ports.coverage, self.ports.bounds)
+
+    async def _wait_for_index(self) -> None:
+        """Hold the task (its offset uncommitted) until the coordinator has rebuilt the hot index."""
+        if self.ports.coverage.is_built():
+            return
+        log.warning("waiting for the coordinator to rebuild the hot coverage index before running tasks")
+        while not self.ports.coverage.is_built():
+            await asyncio.sleep(self.index_poll_s)
+
+    def _is_covered(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> bool:
+        wanted = task_range(task)
+        if not isinstance(model, IncrementalModel) or wanted is None:
+            return False
+        return covers(self.ports.coverage.coverage(model.id), wanted)
+
+    async def _acquire(self, lease: str, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> bool:
+        """Take the lease, waiting while a duplicate holds it (it may finish, or its holder may have died)."""
+        deadline = time.monotonic() + self.lease_ttl_s * 2
+        ttl_ms = int(self.lease_ttl_s * 1000)
+        while self.ports.leases.acquire(lease, self.worker_id, ttl_ms) is None:
+            if time.monotonic() > deadline or self._is_covered(model, task):
+                return False
+            await asyncio.sleep(0.2)
+        return True
+
+    async def _renew(self, lease: str) -> None:
+        while True:
+            await asyncio.sleep(self.lease_ttl_s / 3)
+            self.ports.leases.renew(lease, self.worker_id, int(self.lease_ttl_s * 1000))
+
+    async def _fail(self, task: TaskRequested, attempts: int, error: str) -> None:
+        log.error("task failed", extra={"task_id": task.task_id, "error": error[:500]})
+        await self.ports.publisher.publish(self.topics.task_failed, TaskFailed(
+            task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
+            scheduled_unix=task.scheduled_unix, attempts=attempts, error=error[-4000:], worker=self.worker_id,
+        ), key=task.model)
+        self.ports.ledger.release(task.model, task.task_id)

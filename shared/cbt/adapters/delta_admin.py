@@ -1,0 +1,331 @@
+"""The Delta admin tables (SPEC §7): the durable, SQL-queryable record of completed intervals, scheduled runs and
+invalidations, and the source the Redis hot index is rebuilt from.
+
+Everything goes through Spark Connect with SQL and the DataFrame API. Each public write is one Delta commit:
+appends are blind (they never conflict); a rewrite of one model's rows (``remove_range``, ``consolidate``) reads
+and writes that model's partition in one transaction and is retried when a concurrent append to the same model
+makes Delta refuse the commit. Coverage is read as merged half-open ranges of the *live* rows only: a row is
+stale once an invalidation with a higher sequence overlapping it is recorded (``cbt.state.ports``).
+
+Order the invalidator should follow: bump the sequences, ``record_invalidation``, then ``remove_range`` for each
+affected model. Recorded first, the invalidation already hides rows that in-flight tasks write after the removal.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from pyspark.errors import PySparkException
+from pyspark.sql import Row, SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
+
+from cbt.adapters import delta_admin_sql as q
+from cbt.adapters.spark import quote_identifier
+from cbt.config.settings import Config
+from cbt.errors import CbtError
+from cbt.models.spec import ModelId
+from cbt.scheduling.coverage import EMPTY, Coverage, Range, merge
+from cbt.state.admin_records import (
+    CompletedInterval,
+    Consolidation,
+    InvalidationRecord,
+    ScheduledRun,
+    decode_metadata,
+    decode_ranges,
+    decode_seqs,
+    encode_metadata,
+    encode_ranges,
+    encode_seqs,
+    split_model_id,
+)
+
+log = logging.getLogger("cbt.admin")
+TableName = tuple[str, str]
+"""``(database, table)``."""
+
+_CONFLICTS = ("DELTA_CONCURRENT", "ConcurrentAppendException", "ConcurrentDeleteReadException")
+
+
+class AdminTableError(CbtError):
+    """A statement on an admin table failed; the Spark error is chained."""
+
+
+_TYPES: dict[str, Any] = {"TIMESTAMP": TimestampType(), "STRING": StringType(), "BIGINT": LongType()}
+
+
+ALL_SEQS = 2**62
+"""``remove_range``'s default bound: rows of every sequence."""
+
+
+def _struct(columns: Iterable[tuple[str, str]]) -> StructType:
+    return StructType([StructField(name, _TYPES[kind], nullable=True) for name, kind in columns])
+
+
+_INCREMENTAL_SCHEMA = _struct(q.INCREMENTAL_COLUMNS)
+_SCHEDULED_SCHEMA = _struct(q.SCHEDULED_COLUMNS)
+
+
+def _utc(ms: int) -> datetime:
+    return datetime.fromtimestamp(ms / 1000, tz=UTC)
+
+
+def is_conflict(error: BaseException) -> bool:
+    """Whether Delta refused a commit because another one changed what this one read (safe to retry)."""
+    text = str(error)
+    return any(marker in text for marker in _CONFLICTS)
+
+
+_CREATE_ATTEMPTS = 6
+_CREATE_RACES = ("ALREADY_EXISTS", "already exists", "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION",
+                 "DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED")
+
+
+class DeltaAdmin:
+    """The three admin tables of one installation; table names are ``(database, table)`` pairs."""
+
+    def __init__(
+        self,
+        spark: SparkSession,
+        incremental: TableName = ("admin", "cbt_incremental"),
+        scheduled: TableName = ("admin", "cbt_scheduled"),
+        invalidations: TableName = ("admin", "cbt_invalidations"),
+        *,
+        conflict_retries: int = 8,
+    ) -> None:
+        self._spark = spark
+        self._databases = sorted({incremental[0], scheduled[0], invalidations[0]})
+        self._inc, self._sched, self._inv = (self._qualified(n) for n in (incremental, scheduled, invalidations))
+        self._conflict_retries = conflict_retries
+
+    @staticmethod
+    def _qualified(name: TableName) -> str:
+        return ".".join(quote_identifier(part) for part in name)
+
+    # -- plumbing -------------------------------------------------------------------------------------------------
+
+    def _sql(self, what: str, statement: str, params: Mapping[str, object] | None = None) -> list[Row]:
+        try:
+            rows: list[Row] = self._spark.sql(statement, args=dict(params or {})).collect()
+        except PySparkException as e:
+            raise AdminTableError(f"admin tables: {what} failed: {e}") from e
+        return rows
+
+    def _rewrite(self, what: str, statement: str, params: Mapping[str, object]) -> list[Row]:
+        """Run a read-then-rewrite commit, again when Delta reports a concurrent change to what it read."""
+        for attempt in range(1, self._conflict_retries):
+            try:
+                return self._sql(what, statement, params)
+            except AdminTableError as e:
+                if not is_conflict(e):
+                    raise
+                log.info("admin tables: %s conflicted with a concurrent commit, retry %d", what, attempt)
+                time.sleep(random.uniform(0.0, min(0.05 * 2**attempt, 1.0)))
+        return self._sql(what, statement, params)
+
+    def _append(self, what: str, table: str, schema: StructType, rows: Sequence[tuple[object, ...]]) -> None:
+        try:
+            self._spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(table)
+        except PySparkException as e:
+            raise AdminTableError(f"admin tables: {what} failed: {e}") from e
+
+    # -- tables ---------------------------------------------------------------------------------------------------
+
+    def ensure_tables(self) -> None:
+        """Create the databases and tables when missing, and check existing ones have the columns this code uses.
+
+        Safe to call from every service at start-up.
+        """
+        for database in self._databases:
+            self._create("create database", q.create_database(quote_identifier(database)))
+        tables = (
+            (self._inc, q.create_incremental(self._inc), q.INCREMENTAL_COLUMNS),
+            (self._sched, q.create_scheduled(self._sched), q.SCHEDULED_COLUMNS),
+            (self._inv, q.create_invalidations(self._inv), q.INVALIDATION_COLUMNS),
+        )
+        for table, statement, columns in tables:
+            self._create(f"create {table}", statement)
+            self._check_columns(table, [name for name, _ in columns])
+
+    def _check_columns(self, table: str, expected: list[str]) -> None:
+        try:
+            present = set(self._spark.table(table).columns)
+        except PySparkException as e:
+            raise AdminTableError(f"admin tables: read the schema of {table} failed: {e}") from e
+        missing = [name for name in expected if name not in present]
+        if missing:
+            raise AdminTableError(
+                f"admin table {table}: missing columns {', '.join(missing)}; expected {', '.join(expected)}. "
+                "It was created by something else or an older version: migrate it, or configure another admin table."
+            )
+
+    def _create(self, what: str, statement: str) -> None:
+        # Two services creating the same object at once: the loser sees "already exists", or — while the winner's
+        # first commit is written but not yet in the catalog — a non-empty location. Wait a moment and try again.
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                self._sql(what, statement)
+                return
+            except AdminTableError as e:
+                if not any(marker in str(e) for marker in _CREATE_RACES) or attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+            time.sleep(0.5 * (attempt + 1))
+
+    # -- incremental coverage -------------------------------------------------------------------------------------
+
+    def record_completed(self, rows: Iterable[CompletedInterval]) -> None:
+        """Append completed intervals, any number of models, in one Delta commit (the worker's group commit)."""
+        values = [
+            (_utc(r.completed_at_ms), *split_model_id(r.model), r.position, r.interval, r.task_id, r.direction,
+             r.invalidation_seq, r.worker, r.duration_ms)
+            for r in rows
+        ]  # fmt: skip
+        if values:
+            self._append("record completed intervals", self._inc, _INCREMENTAL_SCHEMA, values)
+
+    def coverage(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, Coverage]:
+        """Live coverage per model (every requested model, empty when it has none; all models when ``None``)."""
+        if model_ids is not None and not model_ids:
+            return {}
+        where, params = q.model_filter(model_ids)
+        rows = self._sql("read coverage", q.coverage_query(self._inc, self._inv, where), params)
+        ranges: dict[ModelId, list[Range]] = {m: [] for m in model_ids or ()}
+        for row in rows:
+            ranges.setdefault(f"{row['database']}.{row['table']}", []).append((row["range_start"], row["range_end"]))
+        return {model: merge(rs) if rs else EMPTY for model, rs in ranges.items()}
+
+    def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
+        """The highest recorded invalidation sequence per model; models never invalidated are absent."""
+        statement, params = q.seqs_query(self._inv, model_ids)
+        return {row["model"]: int(row["seq"]) for row in self._sql("read invalidation sequences", statement, params)}
+
+    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int = ALL_SEQS) -> tuple[int, int]:
+        """Delete ``[start, end)`` from a model's rows written before invalidation sequence ``below_seq`` (an
+        invalidation passes its own: rows of re-runs that already read the new data stay), in one commit, keeping
+        the parts of rows outside the range.
+
+        Returns ``(rows deleted, remainder rows inserted)``.
+        """
+        if start >= end:
+            return (0, 0)
+        database, table = split_model_id(model_id)
+        params = {"db": database, "tbl": table, "start": start, "end": end, "below_seq": below_seq}
+        statement = q.remove_range_statement(self._inc)
+        rows = self._rewrite(f"remove {model_id} [{start}, {end})", statement, params)
+        metrics = rows[0] if rows else None
+        return (int(metrics["num_deleted_rows"]), int(metrics["num_inserted_rows"])) if metrics else (0, 0)
+
+    def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
+        """Rewrite each model's rows as its merged live ranges, one commit per model that has anything to merge.
+
+        Coverage is unchanged; stale rows are dropped (they cover nothing); models already minimal are not touched.
+        A model whose appends keep winning over the rewrite is left as it is (``is_deferred``) for the next run.
+        """
+        where, params = q.model_filter(None if model_id is None else [model_id])
+        counts = self._sql("count rows to consolidate", q.row_counts_query(self._inc, self._inv, where), params)
+        done: list[Consolidation] = []
+        for row in sorted(counts, key=lambda r: (r["database"], r["table"])):
+            model = f"{row['database']}.{row['table']}"
+            before, after = int(row["row_count"]), int(row["island_count"])
+            if after >= before:
+                done.append(Consolidation(model, before, before))
+                continue
+            try:
+                self._consolidate_one(model, row["database"], row["table"])
+            except AdminTableError as e:
+                if not is_conflict(e):
+                    raise
+                log.warning("admin tables: consolidation of %s deferred: concurrent appends kept winning", model)
+                done.append(Consolidation(model, before, before, is_deferred=True))
+                continue
+            done.append(Consolidation(model, before, after))
+        return done
+
+    def _consolidate_one(self, model: ModelId, database: str, table: str) -> None:
+        params = {"db": database, "tbl": table, "model": model}
+        self._rewrite(f"consolidate {model}", q.consolidate_statement(self._inc, self._inv), params)
+
+    # -- scheduled runs -------------------------------------------------------------------------------------------
+
+    def record_scheduled_run(self, run: ScheduledRun) -> None:
+        """Append one run (history is kept: every run, successful or failed)."""
+        database, table = split_model_id(run.model)
+        value = (_utc(run.updated_at_ms), database, table, run.scheduled_unix, run.task_id, run.status, run.error,
+                 run.duration_ms)  # fmt: skip
+        self._append("record scheduled run", self._sched, _SCHEDULED_SCHEMA, [value])
+
+    def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None,
+                            successful_only: bool = False) -> dict[ModelId, ScheduledRun]:
+        """Each model's latest run (highest scheduled time, then latest write), or latest successful one."""
+        where, params = q.model_filter(model_ids)
+        if successful_only:
+            where = f"({where}) AND status = 'success'"
+        rows = self._sql("read last scheduled runs", q.scheduled_runs_query(self._sched, where, True), params)
+        runs = (_scheduled_run(row) for row in rows)
+        return {run.model: run for run in runs}
+
+    def scheduled_runs(self, model_id: ModelId, limit: int = 100) -> list[ScheduledRun]:
+        """One model's runs, newest first."""
+        where, params = q.model_filter([model_id])
+        statement = q.scheduled_runs_query(self._sched, where, False)
+        return [_scheduled_run(row) for row in self._sql("read scheduled runs", statement, {**params, "limit": limit})]
+
+    # -- invalidations --------------------------------------------------------------------------------------------
+
+    def record_invalidation(self, record: InvalidationRecord) -> bool:
+        """Record an accepted invalidation; False when one with the same id was already recorded."""
+        database, table = split_model_id(record.model)
+        params: dict[str, object] = {
+            "received_ms": record.received_at_ms, "id": record.id, "db": database, "tbl": table,
+            "start": record.start, "end": record.end, "reason": record.reason, "source": record.source,
+            "cascade": record.cascade, "metadata": encode_metadata(record.metadata),
+            "affected": encode_ranges(record.affected), "seq": encode_seqs(record.seqs),
+        }  # fmt: skip
+        statement = q.insert_invalidation_statement(self._inv)
+        rows = self._rewrite(f"record invalidation {record.id}", statement, params)
+        return bool(rows) and int(rows[0]["num_inserted_rows"]) > 0
+
+    def invalidations(self, limit: int = 100) -> list[InvalidationRecord]:
+        """Recorded invalidations, newest first."""
+        rows = self._sql("read invalidations", q.invalidations_query(self._inv), {"limit": limit})
+        return [_invalidation(row) for row in rows]
+
+
+def _scheduled_run(row: Row) -> ScheduledRun:
+    return ScheduledRun(
+        model=f"{row['database']}.{row['table']}",
+        scheduled_unix=int(row["scheduled_unix"]),
+        task_id=row["task_id"] or "",
+        status="success" if row["status"] == "success" else "failed",
+        error=row["error"] or "",
+        duration_ms=int(row["duration_ms"] or 0),
+        updated_at_ms=int(row["updated_ms"]),
+    )
+
+
+def _invalidation(row: Row) -> InvalidationRecord:
+    return InvalidationRecord(
+        id=row["id"],
+        model=f"{row['database']}.{row['table']}",
+        start=int(row["start"]),
+        end=int(row["end"]),
+        reason=row["reason"] or "",
+        source=row["source"] or "",
+        cascade=bool(row["cascade"]),
+        metadata=decode_metadata(row["metadata"]),
+        affected=decode_ranges(row["affected"]),
+        seqs=decode_seqs(row["seq"]),
+        received_at_ms=int(row["received_ms"]),
+    )
+
+
+def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin:
+    """The admin tables named in ``config.admin``."""
+    names = config.admin
+    return DeltaAdmin(spark, (names.incremental.database, names.incremental.table),
+                      (names.scheduled.database, names.scheduled.table),
+                      (names.invalidations.database, names.invalidations.table))

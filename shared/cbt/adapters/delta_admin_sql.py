@@ -1,0 +1,257 @@
+"""Spark SQL for the Delta admin tables: DDL, live coverage, range removal and consolidation.
+
+Table names arrive back-quoted (``quote_identifier``); values are always bound as named parameters (``:name``),
+never spliced into the text. Ranges are half-open ``[position, position + interval)``.
+
+The stale-row rule lives here once, in ``_LIVE``: a row of model M with ``invalidation_seq`` s is stale when an
+invalidation recorded for M with a sequence above s overlaps the row (``cbt.state.ports``). Coverage, consolidation and
+users' own queries all start from the live rows, so they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from cbt.models.spec import ModelId
+from cbt.state.admin_records import CONSOLIDATED, split_model_id
+
+Params = dict[str, object]
+
+INCREMENTAL_COLUMNS = (
+    ("updated_date_time", "TIMESTAMP"),
+    ("database", "STRING"),
+    ("table", "STRING"),
+    ("position", "BIGINT"),
+    ("interval", "BIGINT"),
+    ("task_id", "STRING"),
+    ("direction", "STRING"),
+    ("invalidation_seq", "BIGINT"),
+    ("worker", "STRING"),
+    ("duration_ms", "BIGINT"),
+)
+"""Name and Spark SQL type of each ``cbt_incremental`` column, in table order."""
+SCHEDULED_COLUMNS = (
+    ("updated_date_time", "TIMESTAMP"),
+    ("database", "STRING"),
+    ("table", "STRING"),
+    ("scheduled_unix", "BIGINT"),
+    ("task_id", "STRING"),
+    ("status", "STRING"),
+    ("error", "STRING"),
+    ("duration_ms", "BIGINT"),
+)
+
+INVALIDATION_COLUMNS = (
+    ("received_date_time", "TIMESTAMP"),
+    ("id", "STRING"),
+    ("database", "STRING"),
+    ("table", "STRING"),
+    ("start", "BIGINT"),
+    ("end", "BIGINT"),
+    ("reason", "STRING"),
+    ("source", "STRING"),
+    ("cascade", "BOOLEAN"),
+    ("metadata", "STRING"),
+    ("affected", "STRING"),
+    ("seq", "STRING"),
+)
+
+
+def create_database(database: str) -> str:
+    return f"CREATE DATABASE IF NOT EXISTS {database}"
+
+
+def create_incremental(table: str) -> str:
+    # Partitioned by model so a rewrite of one model's rows conflicts only with appends to that same model.
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+  updated_date_time TIMESTAMP COMMENT 'when the row was written',
+  `database` STRING, `table` STRING,
+  position BIGINT COMMENT 'first covered position', `interval` BIGINT COMMENT 'covers [position, position + interval)',
+  task_id STRING, direction STRING COMMENT 'forward | backfill | rerun | consolidated',
+  invalidation_seq BIGINT COMMENT 'model invalidation sequence read before the task ran',
+  worker STRING, duration_ms BIGINT
+) USING DELTA PARTITIONED BY (`database`, `table`)
+COMMENT 'cbt: completed intervals; live coverage excludes rows superseded by cbt_invalidations'"""
+
+
+def create_scheduled(table: str) -> str:
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+  updated_date_time TIMESTAMP, `database` STRING, `table` STRING,
+  scheduled_unix BIGINT COMMENT 'the cron time this run was for', task_id STRING,
+  status STRING COMMENT 'success | failed', error STRING, duration_ms BIGINT
+) USING DELTA
+COMMENT 'cbt: every run of every scheduled model'"""
+
+
+def create_invalidations(table: str) -> str:
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+  received_date_time TIMESTAMP, id STRING, `database` STRING, `table` STRING,
+  `start` BIGINT, `end` BIGINT COMMENT 'invalidated [start, end)', reason STRING, source STRING, cascade BOOLEAN,
+  metadata STRING COMMENT 'JSON object', affected STRING COMMENT 'JSON: model -> [[start, end], ...] removed',
+  seq STRING COMMENT 'JSON: model -> invalidation sequence after this event'
+) USING DELTA
+COMMENT 'cbt: every accepted invalidation and what it affected'"""
+
+
+def model_filter(models: Collection[ModelId] | None, prefix: str = "m") -> tuple[str, Params]:
+    """A predicate on ``database``/``table`` selecting ``models`` (all when ``None``), with its parameters."""
+    if models is None:
+        return "TRUE", {}
+    if not models:
+        return "FALSE", {}
+    terms: list[str] = []
+    params: Params = {}
+    for i, model in enumerate(sorted(models)):
+        params[f"{prefix}d{i}"], params[f"{prefix}t{i}"] = split_model_id(model)
+        terms.append(f"(`database` = :{prefix}d{i} AND `table` = :{prefix}t{i})")
+    return "(" + " OR ".join(terms) + ")", params
+
+
+def _live(incremental: str, invalidations: str, where: str) -> str:
+    """CTEs ``inv_seqs`` (model, seq), ``inv_ranges`` (model, seq, range) and ``live`` (the non-stale rows)."""
+    return f"""inv_seqs AS (
+  SELECT s.key AS model, s.value AS seq,
+         from_json(i.affected, 'map<string,array<array<bigint>>>')[s.key] AS ranges
+  FROM {invalidations} i LATERAL VIEW explode(from_json(i.seq, 'map<string,bigint>')) s AS key, value
+),
+inv_ranges AS (
+  SELECT model, seq, r[0] AS range_start, r[1] AS range_end FROM inv_seqs LATERAL VIEW explode(ranges) x AS r
+),
+model_rows AS (SELECT * FROM {incremental} WHERE {where} AND position IS NOT NULL AND `interval` > 0),
+live AS (
+  SELECT r.* FROM model_rows r LEFT ANTI JOIN inv_ranges v
+    ON v.model = concat(r.`database`, '.', r.`table`)
+   AND v.seq > coalesce(r.invalidation_seq, 0)
+   AND v.range_start < r.position + r.`interval` AND v.range_end > r.position
+)"""
+
+
+# Gaps and islands: a live row starts a new island unless it overlaps or touches the furthest end seen so far.
+_ISLANDS = """marked AS (
+  SELECT *, position + `interval` AS row_end,
+    CASE WHEN position <= max(position + `interval`) OVER (PARTITION BY `database`, `table`
+      ORDER BY position, `interval` ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) THEN 0 ELSE 1 END AS is_first
+  FROM live
+),
+numbered AS (
+  SELECT *, sum(is_first) OVER (PARTITION BY `database`, `table` ORDER BY position, `interval`
+    ROWS UNBOUNDED PRECEDING) AS island
+  FROM marked
+),
+islands AS (
+  SELECT `database`, `table`, min(position) AS range_start, max(row_end) AS range_end,
+         min(coalesce(invalidation_seq, 0)) AS min_seq, sum(coalesce(duration_ms, 0)) AS duration_ms
+  FROM numbered GROUP BY `database`, `table`, island
+)"""
+
+
+def coverage_query(incremental: str, invalidations: str, where: str) -> str:
+    """Merged live ranges: columns ``database, table, range_start, range_end``."""
+    return f"""WITH {_live(incremental, invalidations, where)},
+{_ISLANDS}
+SELECT `database`, `table`, range_start, range_end FROM islands"""
+
+
+def seqs_query(invalidations: str, models: Collection[ModelId] | None) -> tuple[str, Params]:
+    """Highest recorded invalidation sequence per model: columns ``model, seq``."""
+    params: Params = {}
+    where = "TRUE"
+    if models is not None:
+        params = {f"s{i}": m for i, m in enumerate(sorted(models))}
+        where = "s.key IN (" + ", ".join(f":{k}" for k in params) + ")" if params else "FALSE"
+    query = f"""SELECT s.key AS model, max(s.value) AS seq
+FROM {invalidations} i LATERAL VIEW explode(from_json(i.seq, 'map<string,bigint>')) s AS key, value
+WHERE {where} GROUP BY s.key"""
+    return query, params
+
+
+def row_counts_query(incremental: str, invalidations: str, where: str) -> str:
+    """Per model: ``row_count`` stored and ``island_count``, the rows it would have after consolidation."""
+    return f"""WITH {_live(incremental, invalidations, where)},
+{_ISLANDS},
+stored AS (SELECT `database`, `table`, count(*) AS row_count FROM {incremental} WHERE {where} GROUP BY 1, 2),
+merged AS (SELECT `database`, `table`, count(*) AS island_count FROM islands GROUP BY 1, 2)
+SELECT s.`database`, s.`table`, s.row_count, coalesce(m.island_count, 0) AS island_count
+FROM stored s LEFT JOIN merged m ON s.`database` = m.`database` AND s.`table` = m.`table`"""
+
+
+def consolidate_statement(incremental: str, invalidations: str) -> str:
+    """Rewrite one model's rows (``:db``, ``:tbl``, ``:model``) as its merged live ranges in one Delta commit.
+
+    The rows are read inside the same transaction that replaces them, so a row appended concurrently either is
+    read and merged or makes the commit fail with a conflict; it is never dropped. A merged row carries a sequence
+    at least as high as every invalidation already recorded for the model, so none of those can make it stale,
+    and no higher than its own rows' lowest unless recorded invalidations force it, so a later one still can.
+    """
+    where = "`database` = :db AND `table` = :tbl"
+    return f"""INSERT INTO {incremental} REPLACE WHERE {where}
+WITH {_live(incremental, invalidations, where)},
+{_ISLANDS},
+seq_floor AS (SELECT coalesce(max(seq), 0) AS seq FROM inv_seqs WHERE model = :model)
+SELECT current_timestamp() AS updated_date_time, i.`database`, i.`table`,
+  i.range_start AS position, i.range_end - i.range_start AS `interval`,
+  concat(:model, ':', i.range_start, ':', i.range_end - i.range_start) AS task_id,
+  '{CONSOLIDATED}' AS direction, greatest(i.min_seq, f.seq) AS invalidation_seq,
+  '{CONSOLIDATED}' AS worker, i.duration_ms
+FROM islands i CROSS JOIN seq_floor f"""
+
+
+_OVERLAP = "position < :end AND position + `interval` > :start AND invalidation_seq < :below_seq"
+
+
+def _remainder(table: str, edge: str, position: str, interval: str) -> str:
+    """The part of each row overlapping ``[:start, :end)`` that lies beyond ``edge`` (``start`` or ``end``)."""
+    return (
+        "SELECT 'insert' AS op, current_timestamp() AS updated_date_time, `database`, `table`, "
+        f"{position} AS position, {interval} AS `interval`, task_id, direction, invalidation_seq, worker, duration_ms "
+        f"FROM {table} WHERE `database` = :db AND `table` = :tbl AND {_OVERLAP} "
+        f"AND position < :{edge} AND position + `interval` > :{edge}"
+    )
+
+
+def remove_range_statement(incremental: str) -> str:
+    """Delete one model's coverage over ``[:start, :end)`` keeping the outside parts of rows that straddle it.
+
+    Only rows computed before the invalidation (``invalidation_seq < :below_seq``) go: a re-run that completed
+    after the invalidation was applied read the new data and stays. One MERGE, so one Delta commit: the source is
+    a single 'delete' marker matched against every overlapping row, plus the left and right remainders computed
+    from those same rows inside the transaction.
+    """
+    marker = ", ".join(f"CAST(NULL AS {kind}) AS `{name}`" for name, kind in INCREMENTAL_COLUMNS)
+    left = _remainder(incremental, "start", "position", ":start - position")
+    right = _remainder(incremental, "end", ":end", "position + `interval` - :end")
+    columns = ", ".join(f"`{name}`" for name, _ in INCREMENTAL_COLUMNS)
+    values = ", ".join(f"s.`{name}`" for name, _ in INCREMENTAL_COLUMNS)
+    return f"""MERGE INTO {incremental} AS t
+USING (SELECT 'delete' AS op, {marker} UNION ALL {left} UNION ALL {right}) AS s
+ON s.op = 'delete' AND t.`database` = :db AND t.`table` = :tbl
+   AND t.position < :end AND t.position + t.`interval` > :start AND t.invalidation_seq < :below_seq
+WHEN MATCHED THEN DELETE
+WHEN NOT MATCHED AND s.op = 'insert' THEN INSERT ({columns}) VALUES ({values})"""
+
+
+def insert_invalidation_statement(invalidations: str) -> str:
+    """Record one invalidation unless one with the same ``id`` is already recorded (events are redelivered)."""
+    return f"""MERGE INTO {invalidations} AS t
+USING (SELECT timestamp_millis(:received_ms) AS received_date_time, :id AS id, :db AS `database`,
+  :tbl AS `table`, :start AS `start`, :end AS `end`, :reason AS reason, :source AS source,
+  :cascade AS cascade, :metadata AS metadata, :affected AS affected, :seq AS seq) AS s
+ON t.id = s.id
+WHEN NOT MATCHED THEN INSERT *"""
+
+
+def invalidations_query(invalidations: str) -> str:
+    return f"""SELECT unix_millis(received_date_time) AS received_ms, id, `database`, `table`, `start`, `end`,
+  reason, source, cascade, metadata, affected, seq
+FROM {invalidations} ORDER BY received_date_time DESC, id LIMIT :limit"""
+
+
+def scheduled_runs_query(scheduled: str, where: str, latest_only: bool) -> str:
+    """Runs newest first (by scheduled time, then write time); with ``latest_only`` one per model."""
+    order = "scheduled_unix DESC, updated_date_time DESC"
+    keep = "WHERE rn = 1" if latest_only else "WHERE rn <= :limit"
+    return f"""SELECT * FROM (
+  SELECT unix_millis(updated_date_time) AS updated_ms, `database`, `table`, scheduled_unix, task_id, status,
+    error, duration_ms, row_number() OVER (PARTITION BY `database`, `table` ORDER BY {order}) AS rn
+  FROM {scheduled} WHERE {where}
+) {keep} ORDER BY `database`, `table`, rn"""

@@ -1,0 +1,56 @@
+"""FastStream on confluent-kafka: the broker every service builds from config, and the publisher port."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+from confluent_kafka import Message as RawMessage
+from faststream.confluent import KafkaBroker, KafkaMessage
+
+from cbt.config.settings import KafkaConfig
+from cbt.contract.messages import Message
+
+JSON_HEADERS = {"content-type": "application/json"}
+
+
+def make_broker(config: KafkaConfig, client_id: str) -> KafkaBroker:
+    """A broker for one service process; ``kafka.client`` settings (security, SASL…) pass through unchanged."""
+    extra: Any = dict(config.client)  # ConfluentConfig is a TypedDict of librdkafka keys; ours are user-given
+    return KafkaBroker(
+        config.bootstrap_servers, client_id=client_id, acks="all", linger_ms=0, enable_idempotence=True,
+        config=extra or None, logger=None,
+    )
+
+
+class BrokerPublisher:
+    """``Publisher`` port over a started FastStream broker; returns after the broker acknowledged the write."""
+
+    def __init__(self, broker: KafkaBroker) -> None:
+        self.broker = broker
+
+    async def publish(self, topic: str, message: Message, key: str) -> None:
+        await self.broker.publish(message.encode(), topic, key=key.encode(), headers=JSON_HEADERS)
+
+
+async def commit_through(message: KafkaMessage) -> None:
+    """Commit ``message``'s partition up to and including it — not the consumer's whole position, which may
+    already include later messages still being worked on (``cbt.concurrency.ordered_acks``). Synchronous: returns
+    once the broker stored the offset."""
+    raw = _single(message)
+    offsets = [TopicPartition(raw.topic(), raw.partition(), raw.offset() + 1)]
+    consumer: Consumer = message.consumer.consumer  # type: ignore[attr-defined]  # the confluent consumer inside
+    await asyncio.to_thread(consumer.commit, offsets=offsets, asynchronous=False)
+
+
+async def rewind_to(message: KafkaMessage) -> None:
+    """Make the consumer deliver ``message`` (and everything after it in its partition) again."""
+    raw = _single(message)
+    await message.consumer.seek(topic=raw.topic(), partition=raw.partition(), offset=raw.offset())
+
+
+def _single(message: KafkaMessage) -> RawMessage:
+    raw = message.raw_message
+    assert isinstance(raw, RawMessage), "batch subscribers are not used for tasks"
+    return raw

@@ -1,0 +1,371 @@
+"""The hot state in Redis: coverage index, invalidation sequences, bounds cache, task ledger and leases.
+
+Implements the ports of ``cbt.state.ports`` with the same contract as ``cbt.testing.memory_state`` (one contract
+test suite runs against both; the invalidation bookkeeping — sequence, log, floor, fail-closed rules — is
+described there).
+Every check-and-write is one Lua script, so it is atomic and costs one round trip; multi-model reads are one
+pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a lease name)::
+
+    {prefix}cov:{m}          zset  member "start:end", score start   merged half-open ranges
+    {prefix}seq:{m}          int   invalidation sequence (missing = 0)
+    {prefix}inv:{m}          zset  member "seq:start:end", score seq  applied invalidations with seq > floor
+    {prefix}invfloor:{m}     int   floor of that log (missing = 0)
+    {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
+    {prefix}scheduled-ran    set   scheduled models with at least one successful run
+    {prefix}bounds           hash  model -> {"min": int, "max": int}
+    {prefix}ledger:{m}       zset  member task id, score deadline_ms
+    {prefix}ledger-task:{m}  hash  task id -> {"range": [start, end] | null, "deadline_ms": int}
+    {prefix}lease:{n}        str   owner, with a PX expiry
+    {prefix}lease-token:{n}  int   last fencing token handed out for that name
+
+Positions travel through Lua as doubles and are formatted with ``%d``: exact up to 2**53. A multi-model
+invalidation touches several keys in one script, which needs a single Redis (not Redis Cluster).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any, cast
+
+from redis import Redis
+
+from cbt.models.spec import ModelId
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.state import RawBounds
+from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, InFlightTask
+
+_LUA_RANGES = """
+local function fmt(n) return string.format('%d', n) end
+local function parse(m)
+  local s, e = string.match(m, '(-?%d+):(-?%d+)$')
+  return tonumber(s), tonumber(e)
+end
+-- members of zset `key` with start <= `hi` (a score bound string), highest start first, while keep(end) holds
+local function collect(key, hi, keep)
+  local out, offset = {}, 0
+  while true do
+    local batch = redis.call('ZREVRANGEBYSCORE', key, hi, '-inf', 'LIMIT', offset, 64)
+    for _, m in ipairs(batch) do
+      local s, e = parse(m)
+      if not keep(e) then return out end
+      out[#out + 1] = {m, s, e}
+    end
+    if #batch < 64 then return out end
+    offset = offset + 64
+  end
+end
+local function add_range(key, s, e)
+  for _, r in ipairs(collect(key, fmt(e), function(re) return re >= s end)) do
+    redis.call('ZREM', key, r[1])
+    if r[2] < s then s = r[2] end
+    if r[3] > e then e = r[3] end
+  end
+  redis.call('ZADD', key, fmt(s), fmt(s) .. ':' .. fmt(e))
+end
+local function remove_range(key, s, e)
+  for _, r in ipairs(collect(key, '(' .. fmt(e), function(re) return re > s end)) do
+    redis.call('ZREM', key, r[1])
+    if r[2] < s then redis.call('ZADD', key, fmt(r[2]), fmt(r[2]) .. ':' .. fmt(s)) end
+    if r[3] > e then redis.call('ZADD', key, fmt(e), fmt(e) .. ':' .. fmt(r[3])) end
+  end
+end
+"""
+
+# KEYS: cov, seq, inv, floor. ARGV: start, end, observed_seq. Returns 1 when added.
+_RECORD_COMPLETED = (
+    _LUA_RANGES
+    + """
+local s, e, observed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
+local floor = tonumber(redis.call('GET', KEYS[4]) or '0')
+if observed > seq or observed < floor then return 0 end
+for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[3], '+inf')) do
+  local is, ie = parse(m)
+  if is < e and s < ie then return 0 end
+end
+add_range(KEYS[1], s, e)
+return 1
+"""
+)
+
+# KEYS: cov, seq, inv, floor per model. ARGV: keep, then per model: n, start1, end1, ... Returns new sequences.
+_APPLY_INVALIDATION = (
+    _LUA_RANGES
+    + """
+local keep, argi, out = tonumber(ARGV[1]), 2, {}
+for k = 1, #KEYS, 4 do
+  local seq = redis.call('INCR', KEYS[k + 1])
+  local n = tonumber(ARGV[argi])
+  for i = 1, n do
+    local s, e = tonumber(ARGV[argi + 2 * i - 1]), tonumber(ARGV[argi + 2 * i])
+    if s < e then
+      remove_range(KEYS[k], s, e)
+      redis.call('ZADD', KEYS[k + 2], seq, fmt(seq) .. ':' .. fmt(s) .. ':' .. fmt(e))
+    end
+  end
+  argi = argi + 1 + 2 * n
+  local cut = seq - keep
+  if cut > tonumber(redis.call('GET', KEYS[k + 3]) or '0') then
+    redis.call('ZREMRANGEBYSCORE', KEYS[k + 2], '-inf', cut)
+    redis.call('SET', KEYS[k + 3], cut)
+  end
+  out[#out + 1] = seq
+end
+return out
+"""
+)
+
+# KEYS: ledger zset, task hash. ARGV: deadline_ms, task id, task JSON. Returns 1 when claimed.
+_CLAIM = """
+if redis.call('ZADD', KEYS[1], 'NX', ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+
+# KEYS: ledger zset, task hash. ARGV: deadline_ms, task id, task JSON. Only a task still claimed is moved.
+_EXTEND = """
+if not redis.call('ZSCORE', KEYS[1], ARGV[2]) then return 0 end
+redis.call('ZADD', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[3])
+return 1
+"""
+
+# KEYS: ledger zset, task hash per model. ARGV: now_ms. Returns per model the live tasks' JSON, by deadline.
+_IN_FLIGHT = """
+local out = {}
+for k = 1, #KEYS, 2 do
+  for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[k], '-inf', '(' .. ARGV[1])) do
+    redis.call('HDEL', KEYS[k + 1], id)
+  end
+  redis.call('ZREMRANGEBYSCORE', KEYS[k], '-inf', '(' .. ARGV[1])
+  local live = redis.call('ZRANGE', KEYS[k], 0, -1)
+  out[#out + 1] = #live > 0 and redis.call('HMGET', KEYS[k + 1], unpack(live)) or {}
+end
+return out
+"""
+
+# KEYS: lease, token counter. ARGV: owner, ttl_ms. Returns the fencing token, or nil when held.
+_ACQUIRE = """
+if not redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return nil end
+return redis.call('INCR', KEYS[2])
+"""
+
+# KEYS: lease. ARGV: owner, ttl_ms. Returns 1 when renewed.
+_RENEW = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+
+# KEYS: lease. ARGV: owner.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+
+def _text(value: bytes | str) -> str:
+    """A reply as text, whether or not the client decodes responses."""
+    return value.decode() if isinstance(value, bytes) else value
+
+
+def _parse_range(member: bytes | str) -> Range:
+    start, end = _text(member).split(":")
+    return (int(start), int(end))
+
+
+class RedisCoverage:
+    """``CoverageReader`` and ``CoverageWriter``: merged ranges per model, completion checked against invalidations."""
+
+    def __init__(self, client: Redis, prefix: str, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> None:
+        self._client = client
+        self._prefix = prefix
+        self._keep = keep_invalidations
+        self._record = client.register_script(_RECORD_COMPLETED)
+        self._invalidate = client.register_script(_APPLY_INVALIDATION)
+
+    def _keys(self, model: ModelId) -> list[str]:
+        """The model's coverage, sequence, invalidation log and log floor keys, in the scripts' order."""
+        return [f"{self._prefix}{kind}:{model}" for kind in ("cov", "seq", "inv", "invfloor")]
+
+    def is_built(self) -> bool:
+        return bool(self._client.exists(f"{self._prefix}index-built"))
+
+    def mark_built(self, built_at: int) -> None:
+        self._client.set(f"{self._prefix}index-built", built_at)
+
+    def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
+        ordered = list(models)
+        if not ordered:
+            return set()
+        flags = cast("list[int]", self._client.smismember(f"{self._prefix}scheduled-ran", ordered))
+        return {model for model, flag in zip(ordered, flags, strict=True) if flag}
+
+    def record_scheduled_run(self, model: ModelId) -> None:
+        self._client.sadd(f"{self._prefix}scheduled-ran", model)
+
+    def coverage(self, model: ModelId) -> Coverage:
+        return self.coverages([model])[model]
+
+    def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]:
+        """Every requested model's coverage (empty when none), read in one transaction."""
+        ordered = list(models)
+        pipe = self._client.pipeline(transaction=True)
+        for model in ordered:
+            pipe.zrange(self._keys(model)[0], 0, -1)
+        replies = pipe.execute()
+        return {m: tuple(_parse_range(x) for x in reply) for m, reply in zip(ordered, replies, strict=True)}
+
+    def invalidation_seq(self, model: ModelId) -> int:
+        value = cast("bytes | str | None", self._client.get(self._keys(model)[1]))
+        return 0 if value is None else int(value)
+
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int) -> bool:
+        """Add ``done`` unless an invalidation newer than ``observed_seq`` overlaps it; True when added."""
+        if done[0] >= done[1]:
+            return True
+        return bool(self._record(keys=self._keys(model), args=[done[0], done[1], observed_seq]))
+
+    def apply_invalidation(self, ranges: Mapping[ModelId, Sequence[Range]]) -> dict[ModelId, int]:
+        """Remove the ranges from each model's coverage and bump each model's sequence, all in one script."""
+        if not ranges:
+            return {}
+        keys: list[str] = []
+        args: list[int] = [self._keep]
+        for model, model_ranges in ranges.items():
+            keys.extend(self._keys(model))
+            args.append(len(model_ranges))
+            args.extend(position for r in model_ranges for position in r)
+        seqs = self._invalidate(keys=keys, args=args)
+        return {model: int(seq) for model, seq in zip(ranges, seqs, strict=True)}
+
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int) -> None:
+        """Overwrite one model's coverage and sequence; the invalidation log restarts empty at ``seq``."""
+        cov_key, seq_key, inv_key, floor_key = self._keys(model)
+        pipe = self._client.pipeline(transaction=True)
+        pipe.delete(cov_key, inv_key)
+        members = {f"{s}:{e}": s for s, e in cov.merge(coverage)}
+        if members:
+            pipe.zadd(cov_key, members)
+        pipe.set(seq_key, seq)
+        pipe.set(floor_key, seq)
+        pipe.execute()
+
+
+class RedisBounds:
+    """``BoundsStore``: one hash of model id to raw bounds."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        self._client = client
+        self._key = f"{prefix}bounds"
+
+    def bounds(self, models: Collection[ModelId]) -> dict[ModelId, RawBounds]:
+        """Stored bounds of the given models; models never stored are missing (not scanned yet)."""
+        ordered = list(models)
+        if not ordered:
+            return {}
+        values = cast("list[bytes | str | None]", self._client.hmget(self._key, ordered))
+        return {m: _decode_bounds(v) for m, v in zip(ordered, values, strict=True) if v is not None}
+
+    def put_bounds(self, model: ModelId, bounds: RawBounds) -> RawBounds | None:
+        """Store new bounds and return the previous ones, read and written in one transaction."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hget(self._key, model)
+        pipe.hset(self._key, model, json.dumps({"min": bounds.min, "max": bounds.max}))
+        previous, _ = pipe.execute()
+        return None if previous is None else _decode_bounds(previous)
+
+
+def _decode_bounds(value: bytes | str) -> RawBounds:
+    data = json.loads(value)
+    return RawBounds(min=int(data["min"]), max=int(data["max"]))
+
+
+class RedisTaskLedger:
+    """``TaskLedger``: per model, task ids by deadline plus each task's range.
+
+    A claim is refused while the same id is registered; an entry past its deadline stays registered until
+    ``in_flight`` drops it (the planner reads in-flight tasks before it claims new ones).
+    """
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        self._prefix = prefix
+        self._client = client
+        self._claim = client.register_script(_CLAIM)
+        self._extend = client.register_script(_EXTEND)
+        self._in_flight = client.register_script(_IN_FLIGHT)
+
+    def _keys(self, model: ModelId) -> list[str]:
+        return [f"{self._prefix}ledger:{model}", f"{self._prefix}ledger-task:{model}"]
+
+    def claim(self, model: ModelId, task: InFlightTask) -> bool:
+        return bool(self._claim(keys=self._keys(model), args=[task.deadline_ms, task.task_id, _encode_task(task)]))
+
+    def extend(self, model: ModelId, task: InFlightTask) -> bool:
+        return bool(self._extend(keys=self._keys(model), args=[task.deadline_ms, task.task_id, _encode_task(task)]))
+
+    def release(self, model: ModelId, task_id: str) -> None:
+        ledger_key, task_key = self._keys(model)
+        pipe = self._client.pipeline(transaction=True)
+        pipe.zrem(ledger_key, task_id)
+        pipe.hdel(task_key, task_id)
+        pipe.execute()
+
+    def in_flight(self, models: Collection[ModelId], now_ms: int) -> dict[ModelId, tuple[InFlightTask, ...]]:
+        """Every requested model's live tasks, by deadline then id; those with ``deadline_ms < now_ms`` are dropped."""
+        ordered = list(models)
+        if not ordered:
+            return {}
+        keys = [key for model in ordered for key in self._keys(model)]
+        replies = self._in_flight(keys=keys, args=[now_ms])
+        return {m: _decode_tasks(reply) for m, reply in zip(ordered, replies, strict=True)}
+
+
+def _encode_task(task: InFlightTask) -> str:
+    return json.dumps({"task_id": task.task_id, "range": task.range, "deadline_ms": task.deadline_ms})
+
+
+def _decode_tasks(bodies: Sequence[bytes | str | None]) -> tuple[InFlightTask, ...]:
+    """Tasks from their JSON bodies; a body missing next to its id (never written that way) is skipped."""
+    return tuple(_decode_task(json.loads(body)) for body in bodies if body is not None)
+
+
+def _decode_task(data: Mapping[str, Any]) -> InFlightTask:
+    r = data["range"]
+    task_range = None if r is None else (int(r[0]), int(r[1]))
+    return InFlightTask(task_id=str(data["task_id"]), range=task_range, deadline_ms=int(data["deadline_ms"]))
+
+
+class RedisLeases:
+    """``Leases``: the owner under a key with a PX expiry, fencing tokens from a per-name counter."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        self._prefix = prefix
+        self._acquire = client.register_script(_ACQUIRE)
+        self._renew = client.register_script(_RENEW)
+        self._release = client.register_script(_RELEASE)
+
+    def _key(self, name: str) -> str:
+        return f"{self._prefix}lease:{name}"
+
+    def acquire(self, name: str, owner: str, ttl_ms: int) -> int | None:
+        """A fencing token (strictly increasing per name) when acquired, else None (held, even by ``owner``)."""
+        token = self._acquire(keys=[self._key(name), f"{self._prefix}lease-token:{name}"], args=[owner, ttl_ms])
+        return None if token is None else int(token)
+
+    def renew(self, name: str, owner: str, ttl_ms: int) -> bool:
+        return bool(self._renew(keys=[self._key(name)], args=[owner, ttl_ms]))
+
+    def release(self, name: str, owner: str) -> None:
+        self._release(keys=[self._key(name)], args=[owner])
+
+
+class RedisState:
+    """The four Redis ports over one client and key prefix, like ``MemoryState``."""
+
+    def __init__(self, client: Redis, prefix: str, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> None:
+        self.coverage = RedisCoverage(client, prefix, keep_invalidations)
+        self.bounds = RedisBounds(client, prefix)
+        self.ledger = RedisTaskLedger(client, prefix)
+        self.leases = RedisLeases(client, prefix)

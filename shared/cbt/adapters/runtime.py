@@ -1,0 +1,119 @@
+"""What every service process shares: logging, the stop signal, the health endpoint and the connections.
+
+Services are built in functions from settings (never at import time) and run until ``stop`` is set, or — for
+deterministic tests — until idle.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import signal
+import socket
+import sys
+import uuid
+from collections.abc import Awaitable, Callable
+
+from redis import Redis
+
+from cbt.adapters import kafka_admin
+from cbt.adapters.health import HealthServer
+from cbt.adapters.redis_state import RedisState
+from cbt.config.settings import Config
+from cbt.contract.topics import Topics
+
+_STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
+
+
+class JsonFormatter(logging.Formatter):
+    """One JSON object per line, with the record's extra fields (model, task_id, …) as keys."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        body = {"ts": round(record.created, 3), "level": record.levelname.lower(), "logger": record.name,
+                "msg": record.getMessage()}
+        body.update({k: v for k, v in vars(record).items() if k not in _STANDARD})
+        if record.exc_info:
+            body["exc"] = self.formatException(record.exc_info)
+        return json.dumps(body, default=str)
+
+
+class ConsoleFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        extra = " ".join(f"{k}={v}" for k, v in vars(record).items() if k not in _STANDARD)
+        return f"{self.formatTime(record, '%H:%M:%S')} {record.levelname:<7} {record.name}: {record.getMessage()}" + (
+            f"  {extra}" if extra else "") + (f"\n{self.formatException(record.exc_info)}" if record.exc_info else "")
+
+
+def setup_logging(config: Config) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter() if config.logging.format == "json" else ConsoleFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(config.logging.level.upper())
+    for noisy in ("faststream", "py4j", "grpc", "urllib3"):
+        logging.getLogger(noisy).setLevel(logging.WARNING)
+
+
+def instance_id(service: str) -> str:
+    """A unique name for this process: lease owner, Kafka client id, log field."""
+    return f"{service}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+
+
+def redis_client(config: Config) -> Redis:
+    return Redis.from_url(config.redis.url, health_check_interval=30)
+
+
+def redis_state(config: Config) -> RedisState:
+    return RedisState(redis_client(config), config.redis.key_prefix)
+
+
+def topics(config: Config) -> Topics:
+    return Topics(config.kafka.topic_prefix)
+
+
+def ensure_topics(config: Config) -> None:
+    """Create every topic of this installation (one task topic per configured pool) if missing."""
+    pools = ("default", *config.worker.pools)
+    names = topics(config).all(pools)
+    kafka_admin.ensure_topics(config.kafka.bootstrap_servers, names, extra=dict(config.kafka.client))
+
+
+def install_stop_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+
+def redis_answers(client: Redis) -> Callable[[], bool]:
+    """A readiness check: Redis (hot state, leases) answers a PING."""
+
+    def check() -> bool:
+        try:
+            return bool(client.ping())
+        except Exception:  # any client error means not ready
+            return False
+
+    return check
+
+
+async def serve_health(addr: str | None, is_ready: Callable[[], bool]) -> HealthServer | None:
+    if not addr:
+        return None
+    server = HealthServer(addr, is_ready)
+    await server.start()
+    return server
+
+
+async def every(interval_s: float, stop: asyncio.Event, step: Callable[[], Awaitable[object]],
+                log: logging.Logger) -> None:
+    """Run ``step`` every ``interval_s`` until ``stop``; a failing step is logged and retried next time."""
+    while not stop.is_set():
+        try:
+            await step()
+        except Exception:
+            log.exception("periodic step failed")
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval_s)

@@ -1,0 +1,47 @@
+"""The ``cbt`` command line: one entry point, one module per group of sub-commands.
+
+Every installed distribution adds its groups through the ``cbt.commands`` entry points (module = name), so ``cbt dev``
+exists only where the local-stack tooling (``cbt-dev``) is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+
+from cbt.errors import CbtError
+
+COMMAND_GROUP = "cbt.commands"
+"""Entry-point group: each entry names a module exposing ``register(subparsers)``; sub-parsers set ``func(args)``."""
+
+
+def command_modules() -> list[str]:
+    """The modules of every installed distribution's command groups, in the order of their entry names."""
+    return [entry.value for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda entry: entry.name)]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="cbt", description=(__doc__ or "").split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in command_modules():
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except CbtError as e:
+        print(f"cbt {args.command}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,200 @@
+"""``cbt validate``, ``cbt dag`` and ``cbt render``: the model files as the user sees them."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from cbt.config.settings import Config, ConfigProblems, load_config
+from cbt.errors import CbtError, Problem
+from cbt.models.dag import ModelSet
+from cbt.models.dagformat import FORMATS, format_dag
+from cbt.models.loader import ModelProblems, load_models
+from cbt.models.render import (
+    exec_argv,
+    exec_environment,
+    external_exec_environment,
+    redact_env,
+    render_bounds_query,
+)
+from cbt.models.spec import ExternalModel, IncrementalModel, Transformation, model_kind
+from cbt.models.templates import RenderSettings, ScanContext, TaskContext
+from cbt.models.writes import task_statements
+
+
+class UsageError(CbtError):
+    """The command line does not fit the model (e.g. no --start for an incremental model)."""
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("validate", help="check config and every model file; list every problem as path:line")
+    _config_arg(p)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("dag", help="print the model dependency graph")
+    _config_arg(p)
+    p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
+    p.set_defaults(func=cmd_dag)
+
+    p = sub.add_parser("render", help="print exactly what a worker runs for one task of MODEL")
+    _config_arg(p)
+    p.add_argument("model", metavar="MODEL", help="database.table (or a unique table name)")
+    p.add_argument("--start", type=int, help="first position of the interval (incremental models)")
+    p.add_argument("--end", type=int, help="end position, exclusive (incremental models)")
+    p.add_argument("--direction", choices=("forward", "backfill", "rerun"), default="forward")
+    p.add_argument("--attempt", type=int, default=1)
+    p.add_argument("--task-start", type=int, help="task wall-clock start, unix seconds (default: now)")
+    p.add_argument("--scan", choices=("full", "incremental"), default="full", help="external models: scan kind")
+    p.add_argument("--previous-min", type=int, help="external models: previously known min (incremental scan)")
+    p.add_argument("--previous-max", type=int, help="external models: previously known max (incremental scan)")
+    p.add_argument("--show-secrets", action="store_true", help="exec models: print secret-looking values")
+    p.set_defaults(func=cmd_render)
+
+
+def _config_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
+
+
+def _print_problems(problems: Sequence[Problem], warnings: Sequence[Problem]) -> None:
+    _print_warnings(warnings)
+    for problem in problems:
+        print(problem)
+    count = len(problems)
+    print(f"{count} problem{'s' if count != 1 else ''} found", file=sys.stderr)
+
+
+def _print_warnings(warnings: Sequence[Problem]) -> None:
+    for w in warnings:
+        print(f"{w.path}:{w.line}: {w.field}: warning: {w.message}", file=sys.stderr)
+
+
+def _load(args: argparse.Namespace) -> tuple[Config, ModelSet] | None:
+    """Config and models, or None after printing every problem."""
+    try:
+        config = load_config(args.config)
+    except ConfigProblems as e:
+        _print_problems(e.problems, [])
+        return None
+    try:
+        return config, load_models(config)
+    except ModelProblems as e:
+        _print_problems(e.problems, e.warnings)
+        return None
+    except CbtError:
+        raise
+    except Exception as e:  # a bug of ours must still not show the user a traceback
+        raise CbtError(f"internal error while loading models: {type(e).__name__}: {e}") from e
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    if loaded is None:
+        return 1
+    _, models = loaded
+    _print_warnings(models.warnings)
+    counts = {
+        kind: sum(1 for m in models if model_kind(m) == kind) for kind in ("external", "incremental", "scheduled")
+    }
+    detail = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    print(f"ok: {len(models)} models ({detail})")
+    return 0
+
+
+def cmd_dag(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    if loaded is None:
+        return 1
+    print(format_dag(loaded[1], args.format))
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    loaded = _load(args)
+    if loaded is None:
+        return 1
+    config, models = loaded
+    model = models.get(models.resolve(args.model))
+    settings = RenderSettings.from_config(config)
+    if isinstance(model, ExternalModel):
+        print(_render_external(model, args, settings, config))
+        return 0
+    task = _task_for(model, args)
+    if model.exec is not None:
+        print(_render_exec(model, task, settings, config, args.show_secrets))
+    else:
+        print(_render_sql(model, task, settings))
+    return 0
+
+
+def _task_for(model: Transformation, args: argparse.Namespace) -> TaskContext:
+    task_start = args.task_start if args.task_start is not None else int(time.time())
+    if isinstance(model, IncrementalModel):
+        if args.start is None or args.end is None:
+            raise UsageError(f"{model.id} is incremental: give --start and --end (positions, end exclusive)")
+        if args.end <= args.start:
+            raise UsageError(f"--end ({args.end}) must be greater than --start ({args.start})")
+        return TaskContext(model.id, task_start, args.start, args.end, args.direction, args.attempt)
+    if args.start is not None or args.end is not None:
+        raise UsageError(f"{model.id} is scheduled: it has no interval; use --task-start for the run time")
+    return TaskContext(model.id, task_start, direction=args.direction, attempt=args.attempt)
+
+
+def _task_line(model: Transformation, task: TaskContext) -> str:
+    where = f" [{task.start}, {task.end})" if task.start is not None else ""
+    return f"task {task.task_id}{where}, direction {task.direction}, attempt {task.attempt}"
+
+
+def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettings) -> str:
+    """The statements exactly as the worker runs them: the write strategy's wrapping included."""
+    statements = task_statements(model, task, settings)
+    header = [f"-- model {model.id} ({model_kind(model)}), {_task_line(model, task)}"]
+    if isinstance(model, IncrementalModel) and model.write.strategy == "replace":
+        header.append("-- write strategy replace: the body's SELECT replaces the interval's rows in one Delta commit")
+    elif isinstance(model, IncrementalModel) and model.write.strategy == "append":
+        keys = ", ".join(model.write.unique_key)
+        header.append(f"-- write strategy append: rows whose ({keys}) already exists are not inserted again")
+    else:
+        header.append("-- write strategy sql: the statements run in order as written")
+    return "\n".join(header) + "\n" + "\n\n".join(s + ";" for s in statements)
+
+
+def _render_exec(
+    model: Transformation, task: TaskContext, settings: RenderSettings, config: Config, show_secrets: bool
+) -> str:
+    assert model.exec is not None
+    env = exec_environment(model, task, settings)
+    shown = env if show_secrets else redact_env(env)
+    lines = [
+        f"# model {model.id} ({model_kind(model)}, exec), {_task_line(model, task)}",
+        f"# working directory: {config.base_dir}",
+        f"# command: {shlex.join(exec_argv(model.exec))}",
+        "# environment (added to the worker's own):",
+    ]
+    lines += [f"{name}={shlex.quote(value)}" for name, value in shown.items()]
+    return "\n".join(lines)
+
+
+def _render_external(model: ExternalModel, args: argparse.Namespace, settings: RenderSettings, config: Config) -> str:
+    if args.start is not None or args.end is not None:
+        raise UsageError(f"{model.id} is external: use --scan, --previous-min and --previous-max, not --start/--end")
+    is_incremental = args.scan == "incremental"
+    if is_incremental and (args.previous_min is None or args.previous_max is None):
+        raise UsageError("--scan incremental needs --previous-min and --previous-max")
+    scan = ScanContext(is_incremental, args.previous_min, args.previous_max)
+    header = f"model {model.id} (external), {args.scan} bounds scan"
+    if model.exec is not None:
+        env = external_exec_environment(model, scan, settings)
+        shown = env if args.show_secrets else redact_env(env)
+        lines = [
+            f"# {header}",
+            f"# working directory: {config.base_dir}",
+            f"# command: {shlex.join(exec_argv(model.exec))}",
+            "# environment (added to the worker's own):",
+        ]
+        return "\n".join(lines + [f"{k}={shlex.quote(v)}" for k, v in shown.items()])
+    statements = render_bounds_query(model, scan, settings)
+    return f"-- {header}\n" + "\n\n".join(s + ";" for s in statements)

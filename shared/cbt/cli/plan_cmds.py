@@ -1,0 +1,210 @@
+"""``cbt plan`` (what would be enqueued now, and why not) and ``cbt status`` (coverage, gaps, lag per model).
+
+Both compute from one ``StateSnapshot``: ``--state FILE`` reads it from JSON (see ``cbt.scheduling.state``);
+without it the live state would come from the services (Redis hot index, bounds cache), which these commands do
+not reach yet, so they say so and exit 1. Ranges print half-open: ``[start, end)``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from cbt.config.settings import Config, load_config
+from cbt.errors import CbtError
+from cbt.models.dag import ModelSet
+from cbt.models.loader import load_models
+from cbt.models.spec import Model, ModelId
+from cbt.scheduling.coverage import Range
+from cbt.scheduling.plan import ModelPlan, incremental_models, plan_all
+from cbt.scheduling.state import StateFileError, StateSnapshot, snapshot_from_json
+from cbt.scheduling.status import ModelStatus, model_status
+
+LIVE_STATE_HELP = (
+    "start Redis (cbt dev up) or pass --state FILE with a JSON snapshot: "
+    '{"bounds": {"db.table": {"min": int, "max": int}}, "coverage": {"db.table": [[start, end], ...]}, "now": int}'
+)
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    plan = sub.add_parser("plan", help="what would be enqueued now for each incremental model, and why not more")
+    _common_arguments(plan)
+    plan.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="per-model concurrency limit (default: worker.model_concurrency from the config)",
+    )
+    plan.set_defaults(func=run_plan)
+    status = sub.add_parser("status", help="coverage, gaps and lag behind the valid range per incremental model")
+    _common_arguments(status)
+    status.set_defaults(func=run_status)
+
+
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
+    parser.add_argument(
+        "--state", default=None, metavar="FILE", help="JSON state snapshot to use instead of live state"
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--model", action="append", default=None, metavar="ID", help="only this model (repeatable)")
+
+
+def run_plan(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    concurrency = args.concurrency if args.concurrency is not None else config.worker.model_concurrency
+    model_set = _load_models(config)
+    models = model_set.models
+    state = read_state(args.state) if args.state else read_live_state(config, model_set)
+    _check_selection(args, models)
+    plans = [p for p in plan_all(models, state, concurrency=concurrency) if _selected(args, p.model_id)]
+    print(json.dumps(plans_to_json(plans), indent=2) if args.json else render_plans(plans))
+    return 0
+
+
+def run_status(args: argparse.Namespace) -> int:
+    config = load_config(args.config)
+    model_set = _load_models(config)
+    models = model_set.models
+    state = read_state(args.state) if args.state else read_live_state(config, model_set)
+    _check_selection(args, models)
+    if not state.coverage_known:
+        print("warning: the hot coverage index is being rebuilt from the admin tables (Redis was emptied); "
+              "coverage below may be incomplete", file=sys.stderr)
+    statuses = [model_status(m, models, state) for m in incremental_models(models.values()) if _selected(args, m.id)]
+    print(json.dumps(statuses_to_json(statuses, state), indent=2) if args.json else render_statuses(statuses))
+    return 0
+
+
+def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
+    """What the services see now: bounds cache, hot coverage index and in-flight tasks in Redis."""
+    from cbt.adapters.runtime import redis_state
+    from cbt.state.live import LiveStateReader
+
+    state = redis_state(config)
+    reader = LiveStateReader(model_set, state.coverage, state.bounds, state.ledger)
+    try:
+        return reader.read_snapshot([m.id for m in model_set.incrementals])
+    except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
+        raise CbtError(f"cannot read live state from {config.redis.url} ({e}); {LIVE_STATE_HELP}") from e
+
+
+def read_state(path: str) -> StateSnapshot:
+    """The snapshot in ``path``; warnings (unknown keys) go to stderr."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as e:
+        raise StateFileError(f"{path}: cannot read the state file: {e.strerror or e}") from e
+    except json.JSONDecodeError as e:
+        raise StateFileError(f"{path}:{e.lineno}:{e.colno}: not valid JSON: {e.msg}") from e
+    try:
+        snapshot, warnings = snapshot_from_json(data)
+    except StateFileError as e:
+        raise StateFileError(f"{path}: {e}") from e
+    for warning in warnings:
+        print(f"cbt: warning: {path}: {warning}", file=sys.stderr)
+    return snapshot
+
+
+def plans_to_json(plans: list[ModelPlan]) -> dict[str, Any]:
+    """The ``cbt plan --json`` document; ``valid_range`` is ``[min, max]`` with ``max`` exclusive."""
+    return {
+        "models": [
+            {
+                "id": p.model_id,
+                "valid_range": list(p.valid) if p.valid is not None else None,
+                "tasks": [{"position": t.position, "interval": t.interval, "direction": t.direction} for t in p.tasks],
+                "waiting": p.waiting,
+            }
+            for p in plans
+        ]
+    }
+
+
+def statuses_to_json(statuses: list[ModelStatus], state: StateSnapshot) -> dict[str, Any]:
+    """The ``cbt status --json`` document."""
+    return {
+        "now": state.now,
+        "models": [
+            {
+                "id": s.model_id,
+                "valid_range": list(s.valid) if s.valid is not None else None,
+                "coverage": [list(r) for r in s.coverage],
+                "gaps": [list(r) for r in s.gaps],
+                "in_flight": [list(r) for r in s.in_flight],
+                "lag": s.lag,
+                "waiting": s.reason,
+            }
+            for s in statuses
+        ],
+    }
+
+
+def render_plans(plans: list[ModelPlan]) -> str:
+    """A readable plan: one block per model, one line per task."""
+    if not plans:
+        return "no incremental models"
+    lines: list[str] = []
+    for p in plans:
+        lines.append(f"{p.model_id}  valid {_fmt(p.valid)}  {len(p.tasks)} task(s)")
+        lines.extend(f"  {t.direction:<8}  {_fmt((t.position, t.end)):<24}  {t.id}" for t in p.tasks)
+        if p.waiting:
+            lines.append(f"  waiting: {p.waiting}")
+    return "\n".join(lines)
+
+
+def render_statuses(statuses: list[ModelStatus]) -> str:
+    """A readable status table."""
+    if not statuses:
+        return "no incremental models"
+    header = ("MODEL", "VALID RANGE", "COVERED", "RANGES", "GAPS", "IN FLIGHT", "LAG")
+    rows = [header] + [
+        (
+            s.model_id,
+            _fmt(s.valid),
+            _fmt((s.coverage[0][0], s.coverage[-1][1])) if s.coverage else "-",
+            str(len(s.coverage)),
+            str(len(s.gaps)),
+            str(len(s.in_flight)),
+            "-" if s.lag is None else str(s.lag),
+        )
+        for s in statuses
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines.extend(f"{s.model_id}: {s.reason}" for s in statuses if s.reason)
+    return "\n".join(lines)
+
+
+def _fmt(r: Range | None) -> str:
+    return "-" if r is None else f"[{r[0]}, {r[1]})"
+
+
+def _selected(args: argparse.Namespace, model_id: ModelId) -> bool:
+    return not args.model or model_id in args.model
+
+
+def _check_selection(args: argparse.Namespace, models: Mapping[ModelId, Model]) -> None:
+    unknown = sorted(set(args.model or ()) - {m.id for m in incremental_models(models.values())})
+    if unknown:
+        raise CbtError(f"--model: not an incremental model: {', '.join(unknown)}")
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text}")
+    return value
+
+
+def _load_models(config: Config) -> ModelSet:
+    """Every enabled model; load warnings (e.g. overrides naming no model) go to stderr."""
+    model_set = load_models(config)
+    for w in model_set.warnings:
+        print(f"{w.path}:{w.line}: {w.field}: warning: {w.message}", file=sys.stderr)
+    return model_set

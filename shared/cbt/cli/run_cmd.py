@@ -1,0 +1,116 @@
+"""``cbt run <service>``: one service per process; ``cbt run all`` supervises one of each installed service.
+
+Each service is its own distribution (``cbt-worker``, …) and announces itself through the ``cbt.services`` entry
+points (name = module with ``serve``); it also has its own command, ``cbt-<service>``, with the same options.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import importlib
+import signal
+import subprocess
+import sys
+from collections.abc import Sequence
+from importlib.metadata import entry_points
+from types import ModuleType
+from typing import Any
+
+from cbt.errors import CbtError
+from cbt.models.loader import load_project
+
+SERVICE_GROUP = "cbt.services"
+HEALTH_PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3}
+"""Every service this project has, with the offset of its health port from ``health_addr``."""
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("run", help="run a service: coordinator, worker, bounds-cache, invalidator, or all")
+    p.add_argument("service", choices=[*HEALTH_PORT_OFFSET, "all"])
+    add_run_options(p)
+    p.set_defaults(func=cmd_run)
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
+    p.add_argument("--health-addr", metavar="HOST:PORT",
+                   help="where /healthz and /readyz answer (default: health_addr, port offset per service; :0 picks)")
+
+
+def service_main(service: str, argv: Sequence[str] | None = None) -> int:
+    """``cbt-<service> [--config FILE] [--health-addr HOST:PORT]``: the service's own command."""
+    parser = argparse.ArgumentParser(prog=f"cbt-{service}", description=f"Run the {service} service (SPEC §6).")
+    add_run_options(parser)
+    args = parser.parse_args(argv)
+    args.service = service
+    try:
+        return cmd_run(args)
+    except CbtError as e:
+        print(f"cbt-{service}: {e}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def installed_services() -> dict[str, str]:
+    """Service name -> module with ``serve``, for every service distribution installed in this environment."""
+    return {entry.name: entry.value for entry in entry_points(group=SERVICE_GROUP)}
+
+
+def service_module(service: str) -> ModuleType:
+    module = installed_services().get(service)
+    if module is None:
+        raise CbtError(f"the {service} service is not installed in this environment (its distribution: cbt-{service})")
+    return importlib.import_module(module)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    config, models = load_project(args.config)
+    if args.service == "all":
+        return _supervise(args)
+    module = service_module(args.service)
+    from cbt.adapters.runtime import install_stop_signals, setup_logging
+
+    setup_logging(config)
+    health_addr = args.health_addr or _offset_addr(config.health_addr, HEALTH_PORT_OFFSET[args.service])
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        install_stop_signals(stop)
+        await module.serve(config, models, stop, health_addr)
+
+    asyncio.run(main())
+    return 0
+
+
+def _offset_addr(addr: str, offset: int) -> str:
+    host, _, port = addr.rpartition(":")
+    return f"{host}:{int(port) + offset}"
+
+
+def _supervise(args: argparse.Namespace) -> int:
+    """Start one process per service; stop them all when one exits or on SIGINT/SIGTERM."""
+    base = [sys.executable, "-m", "cbt.cli", "run"]
+    extra = ["--config", args.config] if args.config else []
+    names = [name for name in HEALTH_PORT_OFFSET if name in installed_services()]
+    if not names:
+        raise CbtError("no service is installed in this environment (cbt-coordinator, cbt-worker, …)")
+    children = [subprocess.Popen([*base, name, *extra]) for name in names]
+    stopping = False
+
+    def stop(*_: object) -> None:
+        nonlocal stopping
+        stopping = True
+        for child in children:
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGTERM, stop)
+    signal.signal(signal.SIGINT, stop)
+    while not stopping and all(child.poll() is None for child in children):
+        signal.sigtimedwait([signal.SIGCHLD], 1.0)
+    stop()
+    codes = [child.wait() for child in children]
+    return max((c for c in codes if c and c > 0), default=0)
+

@@ -1,0 +1,423 @@
+"""``config.yaml``: one file for every service (SPEC §3).
+
+Every key has a default, so an empty file is a working local setup. Keys are documented in snake_case; the original
+CBT's camelCase spellings (``defaultDatabase``, ``metricsAddr``…) are accepted as aliases. Unknown keys are errors
+naming the key and its line. ``${VAR}`` / ``${VAR:-default}`` are expanded inside values and ``CBT__SECTION__KEY``
+variables set any key. Relative model paths are resolved against the config file's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar
+
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
+
+from cbt.config.env import apply_env_overrides, expand_references
+from cbt.errors import ConfigError, Problem
+from cbt.models.crossfield import reserved_env_problem
+from cbt.models.problems import pydantic_problems
+from cbt.models.yamldoc import SourceMap, parse_yaml
+from cbt.scheduling.cron import parse_duration_s, parse_schedule
+
+DEFAULT_CONFIG_FILE = "config.yaml"
+CONFIG_ENV_VAR = "CBT_CONFIG"
+_POOL_NAME = re.compile(r"[a-z0-9][a-z0-9_-]*")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+_LEVEL_ALIASES = {"warn": "warning", "trace": "debug", "fatal": "critical", "panic": "critical"}
+
+
+class ConfigProblems(ConfigError):
+    """Every problem found in the configuration, printed one per line as ``path:line: field: problem``."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        self.problems = sorted(problems, key=lambda p: (p.path, p.line, p.field, p.message))
+        super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def _duration(value: Any) -> Any:
+    return parse_duration_s(value) if isinstance(value, str | int) and not isinstance(value, bool) else value
+
+
+def _schedule(value: str) -> str:
+    parse_schedule(value)
+    return value
+
+
+def _env_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, int | float) else value
+
+
+DurationS = Annotated[int, BeforeValidator(_duration), Field(ge=0)]
+"""Seconds; accepts ``30``, ``"30s"``, ``"5m"``, ``"1h30m"``."""
+EnvValue = Annotated[str, BeforeValidator(_env_value)]
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(
+        frozen=True, extra="forbid", alias_generator=to_camel, validate_by_name=True, validate_by_alias=True
+    )
+
+
+class LoggingConfig(Section):
+    level: Literal["debug", "info", "warning", "error", "critical"] = "info"
+    format: Literal["json", "console"] = "console"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        """``logging: info`` (the original's form) means ``logging: {level: info}``."""
+        return {"level": data} if isinstance(data, str) else data
+
+    @field_validator("level", mode="before")
+    @classmethod
+    def _level(cls, value: Any) -> Any:
+        return _LEVEL_ALIASES.get(value.lower(), value.lower()) if isinstance(value, str) else value
+
+
+class KafkaConfig(Section):
+    bootstrap_servers: str = "127.0.0.1:9092"
+    topic_prefix: str = "cbt."
+    client: dict[str, str | int | float | bool] = {}
+    """Passed to the Kafka client as-is (``security.protocol``, ``sasl.mechanism``…)."""
+
+
+class RedisConfig(Section):
+    url: str = "redis://127.0.0.1:6379/0"
+    key_prefix: str = "cbt:"
+
+
+class SparkConfig(Section):
+    remote: str | None = "sc://127.0.0.1:15002"
+    """Spark Connect URL. Unset when ``master`` is given (embedded session for tests and small installs)."""
+    master: str | None = None
+    conf: dict[str, EnvValue] = {}
+    query_timeout_s: DurationS = Field(default=600, validation_alias=AliasChoices("query_timeout", "queryTimeout"))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _remote_or_master(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("master") and "remote" not in data:
+            return {**data, "remote": None}
+        if isinstance(data, dict) and data.get("master") and data.get("remote"):
+            raise ValueError("set either spark.remote (Spark Connect) or spark.master (embedded), not both")
+        return data
+
+    @field_validator("remote")
+    @classmethod
+    def _connect_url(cls, value: str | None) -> str | None:
+        if value is not None and not value.startswith("sc://"):
+            raise ValueError(f"expected a Spark Connect URL such as sc://host:15002, got {value!r}")
+        return value
+
+
+class TableRef(Section):
+    database: str
+    table: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.database}.{self.table}"
+
+
+_ADMIN_DEFAULTS = {
+    "incremental": {"database": "admin", "table": "cbt_incremental"},
+    "scheduled": {"database": "admin", "table": "cbt_scheduled"},
+    "invalidations": {"database": "admin", "table": "cbt_invalidations"},
+}
+
+
+class AdminConfig(Section):
+    """Admin tables (created by the tool when missing); setting only ``database`` keeps the default table name."""
+
+    incremental: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["incremental"])
+    scheduled: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["scheduled"])
+    invalidations: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["invalidations"])
+
+    @model_validator(mode="before")
+    @classmethod
+    def _partial(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        return {
+            k: {**_ADMIN_DEFAULTS[k], **v} if k in _ADMIN_DEFAULTS and isinstance(v, dict) else v
+            for k, v in data.items()
+        }
+
+
+class SchedulerConfig(Section):
+    tick_s: DurationS = Field(default=1, gt=0)
+    consolidation: Annotated[str, BeforeValidator(_schedule)] = "@every 10m"
+    leader_lease_ttl_s: DurationS = Field(default=15, gt=0)
+    leader_lease_renew_s: DurationS = Field(default=5, gt=0)
+
+    @model_validator(mode="after")
+    def _renew_before_expiry(self) -> SchedulerConfig:
+        if self.leader_lease_renew_s >= self.leader_lease_ttl_s:
+            raise ValueError("leader_lease_renew_s must be shorter than leader_lease_ttl_s")
+        return self
+
+
+class PoolConfig(Section):
+    """A tag selector: a model goes to the first pool whose selector matches (``any`` or ``all`` of ``tags``)."""
+
+    tags: list[str] = Field(min_length=1)
+    match: Literal["any", "all"] = "any"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _shorthand(cls, data: Any) -> Any:
+        return {"tags": data} if isinstance(data, list) else data
+
+    def selects(self, tags: Sequence[str]) -> bool:
+        wanted = set(self.tags)
+        return wanted <= set(tags) if self.match == "all" else bool(wanted & set(tags))
+
+
+class RetryConfig(Section):
+    max_attempts: int = Field(default=3, ge=1)
+    backoff_initial_s: DurationS = 1
+    backoff_max_s: DurationS = 60
+    backoff_multiplier: float = Field(default=2.0, ge=1.0)
+
+
+class WorkerConfig(Section):
+    pools: dict[str, PoolConfig] = {}
+    consume: list[str] = []
+    """Pools this worker consumes; empty means every pool (``default`` included)."""
+    concurrency: int = Field(default=4, ge=1)
+    model_concurrency: int = Field(default=4, ge=1)
+    """At most this many tasks of one model in flight at once (also caps how many intervals one tick enqueues)."""
+    retry: RetryConfig = RetryConfig()
+    task_timeout_s: DurationS = Field(default=3600, gt=0, validation_alias=AliasChoices("task_timeout", "taskTimeout"))
+    shutdown_timeout_s: DurationS = Field(
+        default=30, validation_alias=AliasChoices("shutdown_timeout", "shutdownTimeout")
+    )
+
+    @field_validator("pools")
+    @classmethod
+    def _pool_names(cls, pools: dict[str, PoolConfig]) -> dict[str, PoolConfig]:
+        for name in pools:
+            if name == "default":
+                raise ValueError("'default' is the fallback pool for models no selector matches; rename it")
+            if not _POOL_NAME.fullmatch(name):
+                raise ValueError(f"pool name {name!r} must be lower-case letters, digits, '_' or '-'")
+        return pools
+
+    @model_validator(mode="after")
+    def _known_consumed_pools(self) -> WorkerConfig:
+        unknown = sorted(set(self.consume) - set(self.pools) - {"default"})
+        if unknown:
+            raise ValueError(f"consume names undefined pools: {', '.join(unknown)}")
+        return self
+
+    def pool_for(self, tags: Sequence[str]) -> str:
+        """The first pool (in config order) whose selector matches ``tags``, else ``default``."""
+        return next((name for name, pool in self.pools.items() if pool.selects(tags)), "default")
+
+
+class ModelPaths(Section):
+    paths: list[str] = Field(min_length=1)
+    default_database: str | None = None
+
+
+_P = TypeVar("_P", bound=ModelPaths)
+
+
+class ExternalPaths(ModelPaths):
+    paths: list[str] = Field(default_factory=lambda: ["models/external"], min_length=1)
+
+
+class TransformationPaths(ModelPaths):
+    paths: list[str] = Field(default_factory=lambda: ["models/transformations"], min_length=1)
+
+
+class OverrideInterval(Section):
+    max: int | None = None
+    min: int | None = None
+
+
+class OverrideSchedules(Section):
+    forwardfill: str | None = None
+    backfill: str | None = None
+
+
+class OverrideLimits(Section):
+    min: int | None = None
+    max: int | None = None
+
+
+class OverrideCache(Section):
+    incremental_scan_interval: str | int | None = None
+    full_scan_interval: str | int | None = None
+
+
+class OverrideFields(Section):
+    """What an override may change; checked against the model's own rules when applied (SPEC §4.6)."""
+
+    interval: OverrideInterval | None = None
+    schedules: OverrideSchedules | None = None
+    limits: OverrideLimits | None = None
+    schedule: str | None = None
+    tags: list[str] | None = None
+    lag: int | None = None
+    cache: OverrideCache | None = None
+
+
+class Override(Section):
+    enabled: bool = True
+    config: OverrideFields | None = None
+
+
+class ModelsConfig(Section):
+    external: ExternalPaths = ExternalPaths()
+    transformations: TransformationPaths = TransformationPaths()
+    env: dict[str, EnvValue] = {}
+    overrides: dict[str, Override] = {}
+
+    @field_validator("env")
+    @classmethod
+    def _env_names(cls, env: dict[str, str]) -> dict[str, str]:
+        for name in env:
+            if not _ENV_NAME.fullmatch(name):
+                raise ValueError(f"env name {name!r} must match [A-Za-z_][A-Za-z0-9_]*")
+            reserved = reserved_env_problem(name)
+            if reserved:
+                raise ValueError(reserved)
+        return env
+
+
+class ApiAuth(Section):
+    tokens: list[str] = []
+    """Bearer tokens accepted on mutating endpoints; empty means mutating endpoints are refused."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _single_token(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "token" in data:
+            rest = {k: v for k, v in data.items() if k != "token"}
+            return {**rest, "tokens": [data["token"], *rest.get("tokens", [])]}
+        return data
+
+
+class InvalidatorConfig(Section):
+    max_range: int = Field(default=10**12, gt=0)
+    """Invalidations wider than this many positions are rejected (a typo, not a reorg)."""
+
+
+class ApiConfig(Section):
+    addr: str = "127.0.0.1:8080"
+    auth: ApiAuth = ApiAuth()
+    cors_origins: list[str] = []
+
+
+class Config(Section):
+    """The whole configuration. ``base_dir`` is the config file's folder; model paths are already absolute."""
+
+    logging: LoggingConfig = LoggingConfig()
+    kafka: KafkaConfig = KafkaConfig()
+    redis: RedisConfig = RedisConfig()
+    spark: SparkConfig = SparkConfig()
+    admin: AdminConfig = AdminConfig()
+    scheduler: SchedulerConfig = SchedulerConfig()
+    worker: WorkerConfig = WorkerConfig()
+    models: ModelsConfig = ModelsConfig()
+    invalidator: InvalidatorConfig = InvalidatorConfig()
+    api: ApiConfig = ApiConfig()
+    metrics_addr: str = "127.0.0.1:9090"
+    health_addr: str = Field(
+        default="127.0.0.1:8081", validation_alias=AliasChoices("health_addr", "healthAddr", "healthCheckAddr")
+    )
+
+    _path: str = PrivateAttr(default="")
+    _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
+    _source: SourceMap = PrivateAttr(default_factory=lambda: SourceMap(path=DEFAULT_CONFIG_FILE))
+
+    @property
+    def path(self) -> str:
+        """The file this came from ("" for pure defaults)."""
+        return self._path
+
+    @property
+    def base_dir(self) -> Path:
+        """The config file's folder: relative paths (model paths, exec commands) are resolved against it."""
+        return self._base_dir
+
+    @property
+    def source(self) -> SourceMap:
+        """Where each key was written, for errors about the config found later (e.g. overrides)."""
+        return self._source
+
+
+def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:
+    """Read, expand and validate the config; raise ConfigProblems listing every problem.
+
+    With no ``path``: ``$CBT_CONFIG`` else ``./config.yaml``; a missing default file means all defaults.
+    """
+    env = os.environ if environ is None else environ
+    explicit = path is not None or CONFIG_ENV_VAR in env
+    file = Path(path if path is not None else env.get(CONFIG_ENV_VAR, DEFAULT_CONFIG_FILE))
+    if not file.is_file():
+        if explicit:
+            raise ConfigProblems([Problem(str(file), 0, "config", "file not found")])
+        return _finish(Config(), SourceMap(path=str(file)), Path.cwd(), "")
+    text = _read(file)
+    data, smap, problems = parse_yaml(text, str(file))
+    if data is None and not problems:
+        data = {}
+    if not problems and not isinstance(data, dict):
+        problems = [Problem(str(file), 1, "(root)", "expected a mapping of sections at the top level")]
+    if problems:
+        raise ConfigProblems(problems)
+    problems = apply_env_overrides(data, env, smap)
+    problems += expand_references(data, env, smap)
+    try:
+        config = Config.model_validate(data)
+    except ValidationError as e:
+        problems += pydantic_problems(e, smap, Config)
+    if problems:
+        raise ConfigProblems(problems)
+    return _finish(config, smap, file.resolve().parent, str(file))
+
+
+def _read(file: Path) -> str:
+    try:
+        return file.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise ConfigProblems([Problem(str(file), 0, "config", f"cannot read: {e}")]) from e
+
+
+def _finish(config: Config, smap: SourceMap, base_dir: Path, path: str) -> Config:
+    models = config.models
+    resolved = models.model_copy(
+        update={
+            "external": _resolve(models.external, base_dir),
+            "transformations": _resolve(models.transformations, base_dir),
+        }
+    )
+    out = config.model_copy(update={"models": resolved})
+    out._path = path
+    out._base_dir = base_dir
+    out._source = smap
+    return out
+
+
+def _resolve(paths: _P, base_dir: Path) -> _P:
+    absolute = [str(p if Path(p).is_absolute() else base_dir / p) for p in paths.paths]
+    return paths.model_copy(update={"paths": absolute})

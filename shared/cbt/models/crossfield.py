@@ -1,0 +1,162 @@
+"""Rules that tie a model's fields together (SPEC §4.2, §7), checked on the raw fields.
+
+They run on the raw YAML values, not on the validated schema, so they are reported even when another field of the
+same file is broken: one run lists every problem. A rule only compares values that are individually well-formed;
+the schema reports the malformed ones.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from cbt.errors import Problem
+from cbt.models.discovery import RawDoc
+from cbt.models.spec import Dependency
+from cbt.models.yamldoc import Loc
+from cbt.scheduling.cron import ScheduleError, parse_duration_s
+
+_ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\.[A-Za-z0-9_][A-Za-z0-9_-]*")
+RESERVED_ENV = {"SPARK_REMOTE", "SPARK_MASTER", "SPARK_CONF_JSON", "BOUNDS_START", "BOUNDS_END"}
+RESERVED_ENV_PREFIXES = ("TASK_", "SELF_", "CACHE_")
+_DEP_ENV = re.compile(r"DEP_.+_(DATABASE|TABLE)")
+Found = list[tuple[Loc, str]]
+
+
+def reserved_env_problem(name: str) -> str | None:
+    """Why ``name`` may not be set by users (cbt sets it for exec models), or None."""
+    if name in RESERVED_ENV or name.startswith(RESERVED_ENV_PREFIXES) or _DEP_ENV.fullmatch(name):
+        return f"{name} is set by cbt for exec models; choose another name"
+    return None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def parse_dependencies(raw: Any, doc: RawDoc) -> tuple[tuple[Dependency, ...], list[Problem]]:
+    """Strings are required (AND); a list is an OR group of ids. Each id is ``database.table``, listed once."""
+    if not isinstance(raw, list):
+        return (), []  # absent or not a list: the schema reports it
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    out: list[Dependency] = []
+
+    def check(value: Any, loc: Loc) -> str | None:
+        if not isinstance(value, str) or not _ID.fullmatch(value):
+            expected = "expected 'database.table' (or '{{external}}.table')"
+            problems.append(doc.smap.problem(loc, f"{expected}, got {value!r}"))
+            return None
+        if value in seen:
+            problems.append(doc.smap.problem(loc, f"{value} is listed more than once"))
+        seen.add(value)
+        return value
+
+    for index, item in enumerate(raw):
+        if isinstance(item, list):
+            if not item:
+                problems.append(doc.smap.problem(("dependencies", index), "an OR group needs at least one member"))
+            members = [check(m, ("dependencies", index, j)) for j, m in enumerate(item)]
+            out.append(tuple(m for m in members if m is not None))
+        else:
+            dep = check(item, ("dependencies", index))
+            if dep is not None:
+                out.append(dep)
+    return tuple(out), problems
+
+
+def body_rules(doc: RawDoc) -> list[Problem]:
+    """Exactly one of: an ``exec`` command, or a SQL body (``.sql`` files only)."""
+    has_exec = (doc.data or {}).get("exec") is not None
+    has_body = doc.body is not None and doc.body.strip() != ""
+    if not doc.is_sql_file and not has_exec:
+        message = "required field is missing: a .yml model runs a command; SQL models are .sql files"
+        return [doc.smap.problem(("exec",), message)]
+    if has_exec and has_body:
+        return [doc.smap.problem(("exec",), "set either exec or a SQL body after the frontmatter, not both")]
+    if doc.is_sql_file and not has_exec and not has_body:
+        return [Problem(doc.path, doc.body_line, "sql", "the SQL body after the frontmatter is empty")]
+    return []
+
+
+def field_rules(doc: RawDoc, kind: str) -> list[Problem]:
+    """Every cross-field rule for a model of ``kind`` (external, incremental or scheduled)."""
+    data = doc.data or {}
+    found: Found = [
+        (("env", name), message)
+        for name in _dict(data.get("env"))
+        if isinstance(name, str) and (message := reserved_env_problem(name)) is not None
+    ]
+    if kind == "external":
+        found += _cache_rules(_dict(data.get("cache")))
+    elif kind == "incremental":
+        found += _interval_rules(data) + _schedule_rules(data) + _write_rules(data)
+        if data.get("dependencies") == []:
+            found.append((("dependencies",), "an incremental model needs at least one dependency"))
+    return [doc.smap.problem(loc, message) for loc, message in found]
+
+
+def _cache_rules(cache: dict[str, Any]) -> Found:
+    try:
+        incremental = parse_duration_s(cache.get("incremental_scan_interval", 60))
+        full = parse_duration_s(cache.get("full_scan_interval", 3600))
+    except (ScheduleError, TypeError):
+        return []
+    if full < incremental:
+        message = f"full_scan_interval ({full}s) must be >= incremental_scan_interval ({incremental}s)"
+        return [(("cache", "full_scan_interval"), message)]
+    return []
+
+
+def _interval_rules(data: dict[str, Any]) -> Found:
+    found: Found = []
+    interval = _dict(data.get("interval"))
+    top, low = _int(interval.get("max")), _int(interval.get("min", 0))
+    if top is not None and low is not None and top > 0 and low > top:
+        found.append((("interval", "min"), f"interval.min ({low}) must be <= interval.max ({top})"))
+    limits = _dict(data.get("limits"))
+    first, last = _int(limits.get("min")), _int(limits.get("max"))
+    if first is not None and last and first > last:  # limits.max 0 means "no upper limit"
+        found.append((("limits", "min"), f"limits.min ({first}) must be <= limits.max ({last})"))
+    return found
+
+
+def _schedule_rules(data: dict[str, Any]) -> Found:
+    schedules = data.get("schedules")
+    if not isinstance(schedules, dict):
+        return []
+    forward, back = schedules.get("forwardfill", ""), schedules.get("backfill", "")
+    if forward == "" and back == "":
+        return [(("schedules",), "at least one of forwardfill or backfill must be set ('' disables one)")]
+    return []
+
+
+def _write_rules(data: dict[str, Any]) -> Found:
+    write = data.get("write")
+    if not isinstance(write, dict):
+        return []
+    if data.get("exec") is not None:
+        return [(("write",), "write applies to SQL models; an exec model writes its own output")]
+    strategy = write.get("strategy", "sql")
+    if strategy not in ("sql", "replace", "append"):
+        return []
+    found: Found = []
+    if strategy == "append" and not write.get("unique_key"):
+        message = "write strategy append requires unique_key (the columns identifying a row, so a re-run does not "
+        found.append((("write", "unique_key"), message + "insert it twice)"))
+    if strategy != "append" and write.get("unique_key"):
+        found.append((("write", "unique_key"), f"unique_key is only used by write strategy append, not {strategy}"))
+    if strategy == "replace" and write.get("replace_where") is None:
+        message = (
+            "write strategy replace requires replace_where: the predicate selecting the interval's rows, e.g. "
+            "ts >= timestamp_seconds({{ bounds.start }}) AND ts < timestamp_seconds({{ bounds.end }})"
+        )
+        found.append((("write", "replace_where"), message))
+    if strategy != "replace" and write.get("replace_where") is not None:
+        message = f"replace_where is only used by write strategy replace, not {strategy}"
+        found.append((("write", "replace_where"), message))
+    return found

@@ -1,0 +1,151 @@
+"""The fields a model file may contain (SPEC §4.2), as strict pydantic schemas: unknown fields are errors.
+
+These check each field on its own; rules that tie fields together (``interval.min <= interval.max``, ``append``
+needs ``unique_key``…) are in ``rules.py`` so each can point at the exact key it is about.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+
+from cbt.scheduling.cron import parse_duration_s, parse_schedule
+
+_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+def _name(value: str) -> str:
+    if not _NAME.fullmatch(value):
+        raise ValueError(f"expected a name of letters, digits, '_' or '-' (no dots or spaces), got {value!r}")
+    return value
+
+
+def _non_empty(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty")
+    return value
+
+
+def _schedule(value: str) -> str:
+    parse_schedule(value)
+    return value
+
+
+def _optional_schedule(value: str) -> str:
+    return _schedule(value) if value != "" else value
+
+
+def _duration(value: Any) -> Any:
+    if isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool)):
+        return parse_duration_s(value)
+    return value
+
+
+def _env_value(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, int | float) else value
+
+
+def _env(env: dict[str, str]) -> dict[str, str]:
+    for name in env:
+        if not ENV_NAME.fullmatch(name):
+            raise ValueError(f"env name {name!r} must match [A-Za-z_][A-Za-z0-9_]*")
+    return env
+
+
+def _one_or_many(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+Name = Annotated[str, AfterValidator(_name)]
+Text = Annotated[str, AfterValidator(_non_empty)]
+CronText = Annotated[str, AfterValidator(_schedule)]
+OptionalCronText = Annotated[str, AfterValidator(_optional_schedule)]
+DurationS = Annotated[int, BeforeValidator(_duration), Field(gt=0)]
+Env = Annotated[dict[str, Annotated[str, BeforeValidator(_env_value)]], AfterValidator(_env)]
+Position = Annotated[int, Field(ge=0)]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+class ExternalInterval(Strict):
+    type: Text
+
+
+class CacheFields(Strict):
+    incremental_scan_interval: DurationS = 60
+    full_scan_interval: DurationS = 3600
+
+
+class ExternalFields(Strict):
+    type: Literal["external"] = "external"
+    database: Name | None = None
+    table: Name
+    interval: ExternalInterval
+    cache: CacheFields = CacheFields()
+    lag: Position = 0
+    exec: Text | None = None
+    env: Env = {}
+
+
+class IntervalFields(Strict):
+    max: int = Field(gt=0)
+    min: Position = 0
+    type: Text
+
+
+class SchedulesFields(Strict):
+    forwardfill: OptionalCronText = ""
+    backfill: OptionalCronText = ""
+
+
+class LimitsFields(Strict):
+    min: Position | None = None
+    max: Position | None = None
+
+
+class FillFields(Strict):
+    direction: Literal["head", "tail"] = "head"
+    allow_gap_skipping: bool = False
+    buffer: Position = 0
+
+
+class WriteFields(Strict):
+    strategy: Literal["sql", "replace", "append"] = "sql"
+    unique_key: Annotated[list[Text], BeforeValidator(_one_or_many)] = []
+    replace_where: Text | None = None
+
+
+class IncrementalFields(Strict):
+    type: Literal["incremental"]
+    database: Name | None = None
+    table: Name
+    interval: IntervalFields
+    schedules: SchedulesFields
+    dependencies: list[Any]
+    limits: LimitsFields = LimitsFields()
+    fill: FillFields = FillFields()
+    tags: list[Text] = []
+    env: Env = {}
+    exec: Text | None = None
+    write: WriteFields | None = None
+
+
+class ScheduledFields(Strict):
+    type: Literal["scheduled"]
+    database: Name | None = None
+    table: Name
+    schedule: CronText
+    dependencies: list[Any] = []
+    tags: list[Text] = []
+    env: Env = {}
+    exec: Text | None = None
+
+
+Fields = ExternalFields | IncrementalFields | ScheduledFields

@@ -1,0 +1,169 @@
+"""Rows of the admin tables (SPEC §7) as values, and the JSON forms some of their columns hold.
+
+Ranges are half-open ``[start, end)``. Times are unix milliseconds (UTC), like the messages. These are plain
+values: the Delta adapter (``cbt.adapters.delta_admin``) reads and writes them, services build them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from cbt.errors import CbtError
+from cbt.models.spec import ModelId
+from cbt.scheduling.coverage import Range
+
+RunStatus = Literal["success", "failed"]
+CONSOLIDATED = "consolidated"
+"""``direction`` (and ``worker``) of a row written by consolidation rather than by a task."""
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class AdminRecordError(CbtError):
+    """A value cannot be stored in, or was not understood from, an admin table."""
+
+
+def split_model_id(model: ModelId) -> tuple[str, str]:
+    """``database.table`` → ``(database, table)``; the database part is everything before the first dot."""
+    database, dot, table = model.partition(".")
+    if not dot or not database or not table:
+        raise AdminRecordError(f"model id: expected 'database.table', got {model!r}")
+    return database, table
+
+
+@dataclass(frozen=True)
+class CompletedInterval:
+    """One completed task of an incremental model: ``[position, position + interval)`` is covered.
+
+    ``invalidation_seq`` is the model's invalidation sequence the worker read before running the task; the row is
+    stale (ignored) once an invalidation with a higher sequence overlapping it is recorded (``cbt.state.ports``).
+    """
+
+    model: ModelId
+    position: int
+    interval: int
+    task_id: str
+    direction: str = "forward"
+    invalidation_seq: int = 0
+    worker: str = ""
+    duration_ms: int = 0
+    completed_at_ms: int = field(default_factory=now_ms)
+
+    def __post_init__(self) -> None:
+        split_model_id(self.model)
+        if self.position < 0 or self.interval <= 0:
+            raise AdminRecordError(
+                f"{self.task_id}: expected position >= 0 and interval > 0, got {self.position}, {self.interval}"
+            )
+
+    @property
+    def range(self) -> Range:
+        return (self.position, self.position + self.interval)
+
+
+@dataclass(frozen=True)
+class ScheduledRun:
+    """One run of a scheduled model (every run is kept, successful or not)."""
+
+    model: ModelId
+    scheduled_unix: int
+    task_id: str
+    status: RunStatus
+    error: str = ""
+    duration_ms: int = 0
+    updated_at_ms: int = field(default_factory=now_ms)
+
+    def __post_init__(self) -> None:
+        split_model_id(self.model)
+
+
+@dataclass(frozen=True)
+class InvalidationRecord:
+    """An accepted invalidation event and what applying it did.
+
+    ``affected`` holds the ranges removed per model (the named model and, with cascade, its descendants, each on
+    its own interval grid); ``seqs`` the invalidation sequence each of those models got.
+    """
+
+    id: str
+    model: ModelId
+    start: int
+    end: int
+    reason: str
+    source: str
+    cascade: bool = True
+    metadata: Mapping[str, object] = field(default_factory=dict)
+    affected: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
+    seqs: Mapping[ModelId, int] = field(default_factory=dict)
+    received_at_ms: int = field(default_factory=now_ms)
+
+    def __post_init__(self) -> None:
+        split_model_id(self.model)
+
+
+@dataclass(frozen=True)
+class Consolidation:
+    """Rows one model had before consolidation and has after it (equal when nothing was merged)."""
+
+    model: ModelId
+    rows_before: int
+    rows_after: int
+    is_deferred: bool = False
+    """Concurrent appends to the model kept conflicting with the rewrite; nothing changed, try again later."""
+
+
+def encode_ranges(affected: Mapping[ModelId, Sequence[Range]]) -> str:
+    """``{"db.t": [[start, end], …]}``, keys sorted so equal values give equal text."""
+    return json.dumps({m: [[s, e] for s, e in rs] for m, rs in sorted(affected.items())}, separators=(",", ":"))
+
+
+def encode_seqs(seqs: Mapping[ModelId, int]) -> str:
+    return json.dumps(dict(sorted(seqs.items())), separators=(",", ":"))
+
+
+def encode_metadata(metadata: Mapping[str, object]) -> str:
+    try:
+        return json.dumps(dict(metadata), sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError) as e:
+        raise AdminRecordError(f"invalidation metadata: expected JSON-serialisable values: {e}") from e
+
+
+def _json_object(text: str | None, column: str) -> dict[str, object]:
+    if not text:
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise AdminRecordError(f"{column}: expected a JSON object, got {text[:80]!r}") from e
+    if not isinstance(value, dict):
+        raise AdminRecordError(f"{column}: expected a JSON object, got {text[:80]!r}")
+    return value
+
+
+def _as_int(value: object, column: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise AdminRecordError(f"{column}: expected integers, got {value!r}")
+    return value
+
+
+def decode_ranges(text: str | None) -> dict[ModelId, tuple[Range, ...]]:
+    out: dict[ModelId, tuple[Range, ...]] = {}
+    for model, ranges in _json_object(text, "affected").items():
+        if not isinstance(ranges, list) or not all(isinstance(r, list) and len(r) == 2 for r in ranges):
+            raise AdminRecordError(f"affected: {model}: expected [[start, end], …], got {ranges!r}")
+        out[model] = tuple((_as_int(r[0], "affected"), _as_int(r[1], "affected")) for r in ranges)
+    return out
+
+
+def decode_seqs(text: str | None) -> dict[ModelId, int]:
+    return {model: _as_int(seq, "seq") for model, seq in _json_object(text, "seq").items()}
+
+
+def decode_metadata(text: str | None) -> dict[str, object]:
+    return _json_object(text, "metadata")
