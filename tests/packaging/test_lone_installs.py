@@ -1,24 +1,34 @@
 """Each service's distribution installs alone into an empty virtualenv and runs there.
 
-``uv pip install ./shared ./services/<name>`` into a fresh environment, constrained by the workspace lock: the
-service's own command and ``cbt run <name>`` answer ``--help``, every module of the library and the service imports
-with only the declared dependencies, no Spark jars come along (services reach Spark through Spark Connect with
-``pyspark-client``), and that client really talks to the test stack's Spark Connect server.
+``uv pip install ./shared ./services/<name>`` (wheels, as outside this workspace) into a fresh environment,
+constrained by the workspace lock: every module of the library and the service imports with only the declared
+dependencies, no Spark jars come along (services reach Spark through Spark Connect with ``pyspark-client``), that
+client talks to the test stack's Spark Connect server, and ``cbt-<name>`` starts the service on the real stack: it
+answers ``/readyz`` and stops cleanly on SIGTERM.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import subprocess
 import sys
+import time
+import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from pyspark.sql import SparkSession
 
+from cbt.config.settings import load_config
+from cbt.dev.demo_ops import Namespace, clear
 from tests.conftest import Endpoints
+from tests.e2e.harness import CONFIG, overrides_for
 
 ROOT = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"
@@ -39,10 +49,12 @@ class LoneEnv:
     service: str
     path: Path
 
+    def env(self, **extra: str) -> dict[str, str]:
+        return {**{k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}, **extra}
+
     def run(self, *argv: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
         return subprocess.run([str(self.path / "bin" / argv[0]), *argv[1:]], capture_output=True, text=True,
-                              check=check, env=env, cwd=self.path, timeout=300)
+                              check=check, env=self.env(), cwd=self.path, timeout=300)
 
     def size_mb(self) -> int:
         return int(subprocess.run(["du", "-sm", str(self.path)], capture_output=True, text=True, check=True)
@@ -111,3 +123,48 @@ def test_the_spark_connect_client_reaches_the_server(lone_env: LoneEnv, endpoint
              "print(s.sql('SELECT 40 + 2 AS answer').collect()[0]['answer'])\n"
              "s.stop()\n")
     assert lone_env.run("python", "-c", probe).stdout.strip() == "42"
+
+
+def test_the_service_runs_on_the_stack_and_stops_on_sigterm(lone_env: LoneEnv, endpoints: Endpoints,
+                                                             spark: SparkSession) -> None:
+    tag = f"tlone{uuid.uuid4().hex[:8]}"
+    overrides = overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote)
+    port = _free_port()
+    log = lone_env.path / f"{lone_env.service}.log"
+    with log.open("wb") as out:
+        proc = subprocess.Popen([str(lone_env.path / "bin" / f"cbt-{lone_env.service}"), "--config", str(CONFIG),
+                                 "--health-addr", f"127.0.0.1:{port}"], env=lone_env.env(**overrides),
+                                stdout=out, stderr=subprocess.STDOUT, cwd=CONFIG.parent)
+    try:
+        ready = _wait_ready(f"http://127.0.0.1:{port}/readyz", proc, timeout_s=120)
+        proc.send_signal(signal.SIGTERM)
+        code = proc.wait(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        config = load_config(CONFIG, environ={**os.environ, **overrides})
+        clear(Namespace.from_config(config), spark, config)
+    output = log.read_text(errors="replace")[-3000:]
+    assert ready, output
+    assert code == 0, output
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.5)
+    return False

@@ -109,3 +109,27 @@ def test_the_check_catches_an_undeclared_portion_and_the_test_doubles(tmp_path: 
         "cbt/lonely/app.py:2: cbt.dev is cbt-dev's, which cbt-lonely does not declare",
         "cbt/lonely/app.py:3: production code imports the test doubles in cbt.testing",
     ]
+
+
+def entry_points_declared(group: str) -> list[tuple[str, str, str]]:
+    """(distribution, name, module) of every entry in ``group`` across the workspace's pyproject files."""
+    found = []
+    for dist in DISTRIBUTIONS:
+        project = tomllib.loads((dist.root / "pyproject.toml").read_text())["project"]
+        found += [(dist.name, name, module) for name, module in project.get("entry-points", {}).get(group, {}).items()]
+    return found
+
+
+@pytest.mark.parametrize(("group", "attribute", "expected"), [
+    ("cbt.commands", "register", {"admin", "dev", "models", "plan", "rerun", "run"}),
+    ("cbt.services", "serve", {"coordinator", "worker", "bounds-cache", "invalidator"}),
+])
+def test_every_entry_point_names_a_module_of_its_own_distribution(group: str, attribute: str,
+                                                                   expected: set[str]) -> None:
+    import importlib
+
+    entries = entry_points_declared(group)
+    assert {name for _, name, _ in entries} == expected
+    for dist_name, _, module in entries:
+        assert PROVIDERS[module.split(".")[1]] == dist_name, module
+        assert callable(getattr(importlib.import_module(module), attribute)), module

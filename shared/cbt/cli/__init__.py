@@ -1,6 +1,6 @@
 """The ``cbt`` command line: one entry point, one module per group of sub-commands.
 
-Every installed distribution adds its groups through the ``cbt.commands`` entry points (module = name), so ``cbt dev``
+Every installed distribution adds its groups through the ``cbt.commands`` entry points (name = module), so ``cbt dev``
 exists only where the local-stack tooling (``cbt-dev``) is installed.
 """
 

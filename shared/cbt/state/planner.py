@@ -1,4 +1,5 @@
-"""The coordinator's use cases: plan models now and enqueue exactly the tasks the plan allows.
+"""Plan models now and enqueue exactly the tasks the plan allows: the coordinator's cascade and ticks, and the
+invalidator's re-plan after an event (its log lines keep the logger name ``cbt.coordinator``).
 
 Planning itself is pure (``cbt.scheduling.plan``); this module reads a live snapshot, claims each task id in the
 ledger (dedup among in-flight tasks, across coordinators) and publishes the claimed ones to their pool's topic.
