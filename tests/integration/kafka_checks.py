@@ -5,11 +5,11 @@ from __future__ import annotations
 from confluent_kafka import Consumer, TopicPartition
 
 
-def committed_offset(bootstrap: str, group: str, topic: str) -> int:
-    """The group's committed offset on partition 0 of ``topic`` (negative when nothing was committed)."""
+def committed_offset(bootstrap: str, group: str, topic: str, partition: int = 0) -> int:
+    """The group's committed offset on one partition of ``topic`` (negative when nothing was committed)."""
     consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": group})
     try:
-        (tp,) = consumer.committed([TopicPartition(topic, 0)], timeout=10)
+        (tp,) = consumer.committed([TopicPartition(topic, partition)], timeout=10)
         return int(tp.offset)
     finally:
         consumer.close()

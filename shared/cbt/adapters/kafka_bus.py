@@ -50,6 +50,12 @@ async def rewind_to(message: KafkaMessage) -> None:
     await message.consumer.seek(topic=raw.topic(), partition=raw.partition(), offset=raw.offset())
 
 
+def partition_of(message: KafkaMessage) -> tuple[str, int]:
+    """The topic partition a message came from: the unit of ordering, commits and rewinds."""
+    raw = _single(message)
+    return raw.topic(), raw.partition()
+
+
 def _single(message: KafkaMessage) -> RawMessage:
     raw = message.raw_message
     assert isinstance(raw, RawMessage), "batch subscribers are not used for tasks"

@@ -19,7 +19,7 @@ from faststream.confluent import KafkaBroker, KafkaMessage
 
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, make_broker, rewind_to
+from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, make_broker, partition_of, rewind_to
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
 from cbt.concurrency.ordered_acks import InOrderAcks
@@ -74,7 +74,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
     )
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
-    consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, max_pending=PIPELINE_DEPTH), stop)
+    consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, PIPELINE_DEPTH, partition_of), stop)
                  for _ in pools]
     for pool, consumer in zip(pools, consumers, strict=True):
         subscribe(broker, config, pool, consumer)

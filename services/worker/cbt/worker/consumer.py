@@ -44,7 +44,7 @@ class PipelinedConsumer:
         if self.stopping.is_set():
             return
         async with self._working:
-            generation = self.chain.generation
+            generation = self.chain.generation_of(message)
             recording = await _work(self.runner, message.body)
         await self.chain.submit(message, recording, generation)  # enters the chain before anything else runs
 
