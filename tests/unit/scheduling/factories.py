@@ -34,9 +34,9 @@ def ext(model_id: str, lag: int = 0) -> ExternalModel:
     return ExternalModel(database=database, table=table, interval_type="block", source=SOURCE, lag=lag)
 
 
-def sched(model_id: str) -> ScheduledModel:
+def sched(model_id: str, schedule: str = "@hourly") -> ScheduledModel:
     database, table = _split(model_id)
-    return ScheduledModel(database=database, table=table, schedule="@hourly", source=SOURCE)
+    return ScheduledModel(database=database, table=table, schedule=schedule, source=SOURCE)
 
 
 def inc(

@@ -22,6 +22,26 @@ def test_ticks_are_aligned_to_the_wall_clock_and_missed_fires_collapse_into_one(
     assert tracker.due(1059) == []
 
 
+def test_a_scheduled_fire_whose_enqueue_failed_runs_at_the_next_tick() -> None:
+    """The publish of a due scheduled run fails once (broker unavailable): the same fire runs one tick later,
+    instead of being lost with the tracker already past it."""
+    tracker = DueTracker.for_models([], [sched("a.s", schedule="* * * * *")], now=1_000)
+    runs: list[tuple[str, int]] = []
+
+    async def publish_fails_once(model_id: str, kind: str, fire_time: int) -> None:
+        if not runs:
+            runs.append(("failed", fire_time))
+            raise ConnectionError("broker unavailable")
+        runs.append(("enqueued", fire_time))
+
+    async def ticks() -> None:
+        for now in (1_020, 1_021, 1_022, 1_079, 1_080):
+            await tracker.run_due(now, publish_fails_once)
+
+    asyncio.run(ticks())
+    assert runs == [("failed", 1_020), ("enqueued", 1_020), ("enqueued", 1_080)]
+
+
 def test_a_disabled_schedule_never_fires() -> None:
     tracker = DueTracker.for_models([inc("a.m", forward="", backfill="@every 60s")], [], now=0)
     assert [kind for _, kind, _ in tracker.due(10_000)] == ["backfill"]

@@ -21,9 +21,9 @@ from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, decode
-from cbt.coordinator.ticker import DueTracker, missed_run
+from cbt.coordinator.ticker import DueTracker, Kind, missed_run
 from cbt.models.dag import ModelSet
-from cbt.models.spec import ScheduledModel
+from cbt.models.spec import ModelId, ScheduledModel
 from cbt.scheduling.cron import next_fire
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
@@ -67,14 +67,17 @@ class Coordinator:
                 await self._rebuild_hot_index(now)
             self.tracker = None
         if self.tracker is None:
-            self.tracker = DueTracker.for_models(self.models.incrementals, self.models.scheduled, now)
-            await self._recover(now)
-        for model_id, kind, fire_time in self.tracker.due(now):
-            if kind == "scheduled":
-                await self._run_scheduled(model_id, fire_time)
-            else:
-                await self.planner.replan([model_id], directions=(kind,))
+            tracker = DueTracker.for_models(self.models.incrementals, self.models.scheduled, now)
+            await self._recover(now)  # when it raises, the next tick recovers again (it is idempotent)
+            self.tracker = tracker
+        await self.tracker.run_due(now, self._run_due)
         await self._consolidate_when_due(now)
+
+    async def _run_due(self, model_id: ModelId, kind: Kind, fire_time: int) -> None:
+        if kind == "scheduled":
+            await self._run_scheduled(model_id, fire_time)
+        else:
+            await self.planner.replan([model_id], directions=(kind,))
 
     async def _rebuild_hot_index(self, now: int) -> None:
         """Redis lost the hot index (emptied, or first start): reload it from the admin tables before planning."""

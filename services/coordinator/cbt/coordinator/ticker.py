@@ -1,7 +1,9 @@
-"""Wall-clock schedules: which models' forward fill, backfill or scheduled run is due (pure; times in unix s)."""
+"""Wall-clock schedules: which models' forward fill, backfill or scheduled run is due (times in unix s)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -9,6 +11,7 @@ from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.scheduling.cron import next_fire, previous_fire
 
 Kind = Literal["forward", "backfill", "scheduled"]
+log = logging.getLogger("cbt.coordinator")
 
 
 @dataclass
@@ -44,6 +47,23 @@ class DueTracker:
                 fired.append((key[0], key[1], previous_fire(self.schedules[key], now)))
                 self.next_at[key] = next_fire(self.schedules[key], now)
         return fired
+
+    def retry(self, model_id: ModelId, kind: Kind, now: int) -> None:
+        """A due run could not be enqueued: make it due again at the next tick (same fire time, unless a newer
+        one has passed by then)."""
+        key = (model_id, kind)
+        self.next_at[key] = min(self.next_at[key], now)
+
+    async def run_due(self, now: int, run: Callable[[ModelId, Kind, int], Awaitable[object]]) -> None:
+        """Run everything due at ``now``; a run that raises (a publish failed, Redis blinked) is retried at the
+        next tick instead of waiting for the schedule's next fire time — or never, for a scheduled model."""
+        for model_id, kind, fire_time in self.due(now):
+            try:
+                await run(model_id, kind, fire_time)
+            except Exception:
+                log.warning("a due run could not be enqueued; retrying at the next tick", exc_info=True,
+                            extra={"model": model_id, "kind": kind, "fire_time": fire_time})
+                self.retry(model_id, kind, now)
 
 
 def missed_run(schedule: str, last_run: int | None, now: int) -> int | None:
