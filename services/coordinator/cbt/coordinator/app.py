@@ -45,6 +45,8 @@ class Coordinator:
     is_leader: bool = False
     tracker: DueTracker | None = None
     next_consolidation: int | None = None
+    consolidation: asyncio.Task[None] | None = None
+    """The consolidation running in the background, if any: the leader's ticks go on meanwhile."""
 
     async def on_event(self, raw: bytes) -> None:
         """A completion or bounds change: re-plan the model's dependents now (and the model itself)."""
@@ -92,11 +94,20 @@ class Coordinator:
             return
         if self.next_consolidation is None:
             self.next_consolidation = next_fire(schedule, now)
-        if now < self.next_consolidation:
+        if now < self.next_consolidation or (self.consolidation is not None and not self.consolidation.done()):
             return
         self.next_consolidation = next_fire(schedule, now)
-        async with self._leadership_kept():
-            results = await asyncio.to_thread(self.admin().consolidate)
+        self.consolidation = asyncio.create_task(self._consolidate())
+
+    async def _consolidate(self) -> None:
+        """Merge the admin rows, off the tick: schedules, fills and recoveries keep their times meanwhile (a long
+        consolidation used to hold the tick, and every fire inside it collapsed into one late run)."""
+        try:
+            async with self._leadership_kept():
+                results = await asyncio.to_thread(self.admin().consolidate)
+        except Exception:
+            log.exception("consolidation failed; it runs again at its next fire time")
+            return
         for result in results:
             log.info("admin rows consolidated", extra={"model": result.model, "rows_before": result.rows_before,
                                                        "rows_after": result.rows_after,
@@ -182,6 +193,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         health = await runtime.serve_health(health_addr, runtime.redis_answers(coordinator.marks.client))
         log.info("coordinator started", extra={"owner": owner})
         await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log)
+        if coordinator.consolidation is not None:  # finish it while still leader: no second one may overlap it
+            await coordinator.consolidation
         if health:
             await health.stop()
     coordinator.state.leases.release(LEADER_LEASE, owner)

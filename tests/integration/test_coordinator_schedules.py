@@ -1,0 +1,83 @@
+"""The leader's schedules keep firing while the admin tables are consolidated (issue 10, scenario 9).
+
+A real Redis holds the leader lease, the hot index's built flag and the scheduled-run marks; the admin tables are a
+stand-in whose consolidation takes seconds (on a large pipeline it takes minutes). Before: the tick awaited the
+consolidation, so every fire time inside it was missed and collapsed into one run afterwards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+
+import pytest
+from redis import Redis
+
+from cbt.adapters.redis_marks import RedisMarks
+from cbt.adapters.redis_state import RedisState
+from cbt.config.settings import load_config
+from cbt.contract.messages import Message, TaskRequested
+from cbt.contract.topics import Topics
+from cbt.coordinator.app import Coordinator
+from cbt.models.dag import ModelSet
+from cbt.state.live import LiveStateReader
+from cbt.state.planner import Planner
+from tests.e2e.harness import CONFIG
+from tests.unit.scheduling.factories import sched
+
+pytestmark = pytest.mark.integration
+EVERY_SECOND = "out.every_second"
+CONSOLIDATION_S = 4.0
+
+
+@dataclass
+class Publisher:
+    sent: list[Message] = field(default_factory=list)
+
+    async def publish(self, topic: str, message: Message, key: str) -> None:
+        self.sent.append(message)
+
+
+class SlowAdmin:
+    """Consolidation that holds its thread for a while, as merging many admin rows does."""
+
+    def __init__(self) -> None:
+        self.consolidating = threading.Event()
+
+    def consolidate(self) -> list[object]:
+        self.consolidating.set()
+        time.sleep(CONSOLIDATION_S)
+        self.consolidating.clear()
+        return []
+
+
+def test_scheduled_runs_fire_every_second_while_a_consolidation_runs(redis_client: Redis, redis_prefix: str) -> None:
+    config = load_config(CONFIG, environ={**os.environ, "CBT__SCHEDULER__CONSOLIDATION": "@every 1s"})
+    models = ModelSet({EVERY_SECOND: sched(EVERY_SECOND, schedule="@every 1s")})
+    state = RedisState(redis_client, redis_prefix)
+    state.coverage.mark_built(int(time.time()))
+    publisher = Publisher()
+    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+                      publisher, Topics("t."), lambda tags: "default", model_concurrency=1,
+                      task_deadline_ms=60_000)
+    admin = SlowAdmin()
+    coordinator = Coordinator(config, models, state, planner, RedisMarks(redis_client, redis_prefix), "c1",
+                              lambda: admin)
+
+    async def tick_while_consolidating() -> list[int]:
+        fired_during: list[int] = []
+        deadline = time.monotonic() + CONSOLIDATION_S + 6
+        while time.monotonic() < deadline:
+            before = len(publisher.sent)
+            await asyncio.wait_for(coordinator.tick(), timeout=CONSOLIDATION_S + 5)
+            if admin.consolidating.is_set():
+                fired_during += [m.scheduled_unix for m in publisher.sent[before:]
+                                 if isinstance(m, TaskRequested) and m.scheduled_unix is not None]
+            await asyncio.sleep(0.2)
+        return fired_during
+
+    fired_during = asyncio.run(tick_while_consolidating())
+    assert len(set(fired_during)) >= CONSOLIDATION_S - 1, fired_during
