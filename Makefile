@@ -8,7 +8,7 @@ UV := $(UV_HOME)/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-MEMBERS := shared services/coordinator services/worker services/bounds-cache services/invalidator dev
+MEMBERS := shared services/coordinator services/worker services/bounds-cache services/invalidator services/api dev
 
 .PHONY: install system-deps demo test test-unit lint up down status bench clean
 

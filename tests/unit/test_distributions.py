@@ -84,7 +84,7 @@ PROVIDERS = {portion: dist.name for dist in DISTRIBUTIONS for portion in dist.po
 
 
 def test_every_portion_of_the_namespace_has_one_owner() -> None:
-    assert len(DISTRIBUTIONS) == 6, [d.name for d in DISTRIBUTIONS]
+    assert len(DISTRIBUTIONS) == 7, [d.name for d in DISTRIBUTIONS]
     owners: dict[str, list[str]] = {}
     for dist in DISTRIBUTIONS:
         for portion in dist.portions:
