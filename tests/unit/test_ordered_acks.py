@@ -12,12 +12,12 @@ from cbt.concurrency.ordered_acks import InOrderAcks
 class Consumer:
     """What the chain did, in order: ("commit", n) or ("rewind", n)."""
 
-    actions: list[tuple[str, int]] = field(default_factory=list)
+    actions: list[tuple[str, object]] = field(default_factory=list)
 
-    async def commit(self, message: int) -> None:
+    async def commit(self, message: object) -> None:
         self.actions.append(("commit", message))
 
-    async def rewind(self, message: int) -> None:
+    async def rewind(self, message: object) -> None:
         self.actions.append(("rewind", message))
 
 
@@ -98,16 +98,10 @@ def test_a_failed_commit_does_not_stop_the_chain() -> None:
 
 def test_failures_on_two_partitions_rewind_both() -> None:
     """One consumer, two partitions: each failed message is delivered again, whatever failed before it elsewhere."""
-    actions: list[tuple[str, tuple[str, int]]] = []
-
-    async def commit(message: tuple[str, int]) -> None:
-        actions.append(("commit", message))
-
-    async def rewind(message: tuple[str, int]) -> None:
-        actions.append(("rewind", message))
+    consumer = Consumer()
 
     async def scenario() -> None:
-        acks: InOrderAcks[tuple[str, int]] = InOrderAcks(commit, rewind, max_pending=4,
+        acks: InOrderAcks[tuple[str, int]] = InOrderAcks(consumer.commit, consumer.rewind, max_pending=4,
                                                          partition_of=lambda message: message[0])
         arrivals = ((("a", 1), True), (("b", 1), True), (("b", 2), False), (("a", 2), False))
         received = [(message, fail, acks.generation_of(message)) for message, fail in arrivals]
@@ -119,20 +113,14 @@ def test_failures_on_two_partitions_rewind_both() -> None:
         await acks.drain()
 
     asyncio.run(scenario())
-    assert actions == [("rewind", ("a", 1)), ("rewind", ("b", 1)), ("commit", ("b", 1)), ("commit", ("a", 1))]
+    assert consumer.actions == [("rewind", ("a", 1)), ("rewind", ("b", 1)), ("commit", ("b", 1)), ("commit", ("a", 1))]
 
 
 def test_a_failure_on_one_partition_leaves_the_others_commits() -> None:
-    actions: list[tuple[str, tuple[str, int]]] = []
-
-    async def commit(message: tuple[str, int]) -> None:
-        actions.append(("commit", message))
-
-    async def rewind(message: tuple[str, int]) -> None:
-        actions.append(("rewind", message))
+    consumer = Consumer()
 
     async def scenario() -> None:
-        acks: InOrderAcks[tuple[str, int]] = InOrderAcks(commit, rewind, max_pending=4,
+        acks: InOrderAcks[tuple[str, int]] = InOrderAcks(consumer.commit, consumer.rewind, max_pending=4,
                                                          partition_of=lambda message: message[0])
         first, second = ("a", 1), ("b", 1)
         generations = acks.generation_of(first), acks.generation_of(second)
@@ -141,4 +129,4 @@ def test_a_failure_on_one_partition_leaves_the_others_commits() -> None:
         await acks.drain()
 
     asyncio.run(scenario())
-    assert actions == [("rewind", ("a", 1)), ("commit", ("b", 1))]
+    assert consumer.actions == [("rewind", ("a", 1)), ("commit", ("b", 1))]

@@ -93,7 +93,8 @@ def _supervise(args: argparse.Namespace) -> int:
     """Start one process per service; stop them all when one exits or on SIGINT/SIGTERM."""
     base = [sys.executable, "-m", "cbt.cli", "run"]
     extra = ["--config", args.config] if args.config else []
-    names = [name for name in HEALTH_PORT_OFFSET if name in installed_services()]
+    installed = installed_services()
+    names = [name for name in HEALTH_PORT_OFFSET if name in installed]
     if not names:
         raise CbtError("no service is installed in this environment (cbt-coordinator, cbt-worker, …)")
     children = [subprocess.Popen([*base, name, *extra]) for name in names]
