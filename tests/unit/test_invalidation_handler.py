@@ -16,6 +16,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId
 from cbt.state.admin_records import InvalidationRecord
 from cbt.state.ports import InFlightTask
+from cbt.testing.memory_record import MemoryRecord
 from cbt.testing.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc, models_of
 
@@ -24,23 +25,17 @@ MODELS = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], 
                             inc("an.two", ["an.minute"], imax=120)))
 
 
-@dataclass
-class FakeAdmin:
-    records: dict[str, InvalidationRecord] = field(default_factory=dict)
-    removed: list[tuple[str, int, int, int]] = field(default_factory=list)
-    fail_removal: bool = False
+class FlakyRecord(MemoryRecord):
+    """The durable record's twin, whose writes can be made to fail (Spark Connect down)."""
 
-    def record_invalidation(self, record: InvalidationRecord) -> bool:
-        if record.id in self.records:
-            return False
-        self.records[record.id] = record
-        return True
+    def __init__(self) -> None:
+        super().__init__()
+        self.is_down = False
 
-    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int) -> tuple[int, int]:
-        if self.fail_removal:
+    def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
+        if self.is_down:
             raise RuntimeError("spark is down")
-        self.removed.append((model_id, start, end, below_seq))
-        return (1, 0)
+        return super().record_invalidation(record)
 
 
 @dataclass
@@ -65,7 +60,7 @@ class FakePublisher:
 @dataclass
 class Rig:
     state: MemoryState = field(default_factory=MemoryState)
-    admin: FakeAdmin = field(default_factory=FakeAdmin)
+    admin: FlakyRecord = field(default_factory=FlakyRecord)
     seen: FakeSeen = field(default_factory=FakeSeen)
     publisher: FakePublisher = field(default_factory=FakePublisher)
     replanned: list[list[ModelId]] = field(default_factory=list)
@@ -112,7 +107,7 @@ def test_bad_events_are_published_as_rejected_with_the_reason_and_change_nothing
     assert rejected.raw == raw.decode()
     assert handler.counts["rejected"] == 1
     assert rig.state.coverage.coverage("an.minute") == ((0, 600),)
-    assert not rig.admin.records and not rig.replanned
+    assert not rig.admin.invalidations and not rig.replanned
 
 
 def test_rejection_carries_the_id_when_the_body_has_one() -> None:
@@ -130,11 +125,11 @@ def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> No
 
     assert rig.state.coverage.coverage("an.minute") == ((0, 120), (180, 600))
     assert rig.state.coverage.coverage("an.two") == ((0, 120), (240, 600))
-    record = rig.admin.records["e1"]
+    record = rig.admin.invalidations["e1"]
     assert dict(record.affected) == {"an.minute": ((120, 180),), "an.two": ((120, 240),)}
     assert dict(record.seqs) == {"an.minute": 1, "an.two": 1}
     assert (record.model, record.start, record.end, record.reason) == ("ext.blocks", 130, 150, "reorg")
-    assert rig.admin.removed == [("an.minute", 120, 180, 1), ("an.two", 120, 240, 1)], "rows older than seq 1 go"
+    assert rig.state.coverage.invalidation_seq("an.two") == 1
     assert rig.replanned == [["an.minute", "an.two"]]
     assert rig.seen.ids == {"e1"}
 
@@ -142,7 +137,7 @@ def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> No
 def test_a_table_name_is_resolved_to_the_model_id() -> None:
     rig = Rig()
     asyncio.run(rig.handler().handle(good(model="blocks")))
-    assert rig.admin.records["e1"].model == "ext.blocks"
+    assert rig.admin.invalidations["e1"].model == "ext.blocks"
 
 
 def test_duplicate_id_is_applied_once() -> None:
@@ -157,16 +152,52 @@ def test_duplicate_id_is_applied_once() -> None:
 def test_infrastructure_failure_raises_for_redelivery_and_the_redelivery_applies() -> None:
     rig = Rig()
     rig.state.coverage.record_completed("an.minute", (0, 600), 0)
-    rig.admin.fail_removal = True
+    rig.admin.is_down = True
     handler = rig.handler()
     with pytest.raises(RuntimeError, match="spark is down"):
         asyncio.run(handler.handle(good()))
     assert not rig.seen.ids, "not marked done: the event must come again"
+    assert rig.state.coverage.coverage("an.minute") == ((0, 600),), "recorded durably before Redis is touched"
 
-    rig.admin.fail_removal = False
+    rig.admin.is_down = False
     assert asyncio.run(handler.handle(good())) == "applied"
     assert rig.state.coverage.coverage("an.minute") == ((0, 120), (180, 600))
-    assert len(rig.admin.records) == 1
+    assert len(rig.admin.invalidations) == 1
+
+
+def test_a_redelivered_event_keeps_its_first_epoch_and_ranges() -> None:
+    """Scenario 4: the seen-marker was lost (Redis emptied and rebuilt, or a crash before marking), so the event is
+    handled again: the sequence must not move, and re-runs done since must not be removed again."""
+    rig = Rig()
+    rig.state.coverage.record_completed("an.minute", (0, 600), 0)
+    handler = rig.handler()
+    assert asyncio.run(handler.handle(good())) == "applied"
+    seq = rig.state.coverage.invalidation_seq("an.minute")
+    assert rig.state.coverage.record_completed("an.minute", (120, 180), seq), "the re-run of the range"
+
+    rig.seen.ids.clear()
+    rig.state.ledger.claim("an.minute", InFlightTask("an.minute:180:60", (180, 240), 2**62))  # would widen it
+    assert asyncio.run(handler.handle(good())) == "applied"
+
+    assert rig.state.coverage.invalidation_seq("an.minute") == seq == 1
+    assert rig.admin.invalidation_seqs(["an.minute"]) == {"an.minute": 1}
+    assert rig.state.coverage.coverage("an.minute") == ((0, 600),), "the re-run stays; nothing else was removed"
+
+
+def test_events_wait_while_the_hot_index_is_rebuilt() -> None:
+    """Scenario 1: Redis emptied. Applying now would work on an index the coming rebuild overwrites."""
+    rig = Rig(state=MemoryState(built=False))
+    handler = rig.handler()
+    handler.index_poll_s = 0.01
+
+    async def scenario() -> str:
+        pending = asyncio.create_task(handler.handle(good()))
+        await asyncio.sleep(0.1)
+        assert not pending.done() and not rig.admin.invalidations, "applied before the index was rebuilt"
+        rig.state.coverage.mark_built(0, rig.state.coverage.generation())
+        return await pending
+
+    assert asyncio.run(scenario()) == "applied"
 
 
 def test_in_flight_task_overlapping_the_range_cannot_record_its_completion() -> None:
@@ -178,7 +209,7 @@ def test_in_flight_task_overlapping_the_range_cannot_record_its_completion() -> 
     asyncio.run(rig.handler().handle(good()))
 
     assert not rig.state.coverage.record_completed("an.minute", (100, 170), observed)
-    assert rig.admin.records["e1"].affected["an.minute"] == ((100, 180),)
+    assert rig.admin.invalidations["e1"].affected["an.minute"] == ((100, 180),)
 
 
 def test_no_cascade_on_an_external_model_is_recorded_and_removes_nothing() -> None:
@@ -186,7 +217,7 @@ def test_no_cascade_on_an_external_model_is_recorded_and_removes_nothing() -> No
     rig.state.coverage.record_completed("an.minute", (0, 600), 0)
     asyncio.run(rig.handler().handle(good(cascade=False)))
     assert rig.state.coverage.coverage("an.minute") == ((0, 600),)
-    assert rig.admin.records["e1"].affected == {}
+    assert rig.admin.invalidations["e1"].affected == {}
 
 
 def test_event_built_by_the_message_class_is_accepted() -> None:

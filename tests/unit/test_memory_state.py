@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.scheduling.coverage import Range
-from cbt.testing.memory_state import MemoryCoverage, MemoryLeases, overlaps
+from cbt.state.ports import Fence
+from cbt.testing.memory_state import MemoryCoverage, MemoryLeases
 
 
 class FakeClock:
@@ -17,21 +17,6 @@ class FakeClock:
 
     def __call__(self) -> int:
         return self.now_ms
-
-
-@pytest.mark.parametrize(
-    ("a", "b", "expected"),
-    [
-        pytest.param((0, 10), (5, 15), True, id="overlapping"),
-        pytest.param((0, 10), (10, 20), False, id="touching-is-not-overlap"),
-        pytest.param((0, 10), (9, 10), True, id="last-position"),
-        pytest.param((0, 10), (3, 3), False, id="empty"),
-        pytest.param((0, 10), (20, 30), False, id="disjoint"),
-    ],
-)
-def test_overlaps(a: Range, b: Range, expected: bool) -> None:
-    assert overlaps(a, b) is expected
-    assert overlaps(b, a) is expected
 
 
 def test_lease_expires_exactly_at_its_ttl() -> None:
@@ -48,6 +33,17 @@ def test_lease_expires_exactly_at_its_ttl() -> None:
     assert leases.acquire("tick", "c", ttl_ms=100) is None, "the expired owner's release is a no-op"
 
 
+def test_a_fence_holds_only_for_the_owner_and_token_that_hold_the_lease() -> None:
+    clock = FakeClock()
+    leases = MemoryLeases(clock)
+    first = Fence("task:x", "a", leases.acquire("task:x", "a", ttl_ms=100) or 0)
+    assert leases.holds(first)
+    clock.now_ms = 100
+    assert not leases.holds(first), "expired"
+    second = Fence("task:x", "b", leases.acquire("task:x", "b", ttl_ms=100) or 0)
+    assert leases.holds(second) and not leases.holds(first)
+
+
 @pytest.mark.parametrize(
     ("keep", "invalidations", "observed", "is_accepted"),
     [
@@ -61,6 +57,6 @@ def test_pruned_log_refuses_completions_older_than_its_floor(
     keep: int, invalidations: int, observed: int, is_accepted: bool
 ) -> None:
     coverage = MemoryCoverage(keep_invalidations=keep)
-    for _ in range(invalidations):
-        coverage.apply_invalidation({"db.a": [(100, 200)]})
+    for epoch in range(1, invalidations + 1):
+        coverage.apply_invalidation(epoch, {"db.a": [(100, 200)]})
     assert coverage.record_completed("db.a", (0, 10), observed) is is_accepted

@@ -1,18 +1,18 @@
 """The Delta admin tables (SPEC §7): the durable, SQL-queryable record of completed intervals, scheduled runs and
 invalidations, and the source the Redis hot index is rebuilt from.
 
+Implements ``cbt.state.ports.DurableRecord``: the authority of the coverage protocol (``docs/protocol.md``).
 Everything goes through Spark Connect with SQL and the DataFrame API. Each public write is one Delta commit:
-appends are blind (they never conflict); a rewrite of one model's rows (``remove_range``, ``consolidate``) reads
-and writes that model's partition in one transaction and is retried when a concurrent append to the same model
-makes Delta refuse the commit. Coverage is read as merged half-open ranges of the *live* rows only: a row is
-stale once an invalidation with a higher sequence overlapping it is recorded (``cbt.state.ports``).
-
-Order the invalidator should follow: bump the sequences, ``record_invalidation``, then ``remove_range`` for each
-affected model. Recorded first, the invalidation already hides rows that in-flight tasks write after the removal.
+appends are blind (they never conflict); ``consolidate`` reads and rewrites one model's partition in one
+transaction and ``record_invalidation`` reads the invalidations table to allocate the next epoch; both are retried
+when a concurrent commit makes Delta refuse theirs. Coverage is read as merged half-open ranges of the rows' *live
+parts* (``cbt.state.protocol.live_part``): an invalidation hides exactly the ranges it names, from the rows written
+before it, the moment it is recorded.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 import time
@@ -40,7 +40,6 @@ from cbt.state.admin_records import (
     decode_seqs,
     encode_metadata,
     encode_ranges,
-    encode_seqs,
     split_model_id,
 )
 
@@ -56,10 +55,6 @@ class AdminTableError(CbtError):
 
 
 _TYPES: dict[str, Any] = {"TIMESTAMP": TimestampType(), "STRING": StringType(), "BIGINT": LongType()}
-
-
-ALL_SEQS = 2**62
-"""``remove_range``'s default bound: rows of every sequence."""
 
 
 def _struct(columns: Iterable[tuple[str, str]]) -> StructType:
@@ -203,22 +198,6 @@ class DeltaAdmin:
         statement, params = q.seqs_query(self._inv, model_ids)
         return {row["model"]: int(row["seq"]) for row in self._sql("read invalidation sequences", statement, params)}
 
-    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int = ALL_SEQS) -> tuple[int, int]:
-        """Delete ``[start, end)`` from a model's rows written before invalidation sequence ``below_seq`` (an
-        invalidation passes its own: rows of re-runs that already read the new data stay), in one commit, keeping
-        the parts of rows outside the range.
-
-        Returns ``(rows deleted, remainder rows inserted)``.
-        """
-        if start >= end:
-            return (0, 0)
-        database, table = split_model_id(model_id)
-        params = {"db": database, "tbl": table, "start": start, "end": end, "below_seq": below_seq}
-        statement = q.remove_range_statement(self._inc)
-        rows = self._rewrite(f"remove {model_id} [{start}, {end})", statement, params)
-        metrics = rows[0] if rows else None
-        return (int(metrics["num_deleted_rows"]), int(metrics["num_inserted_rows"])) if metrics else (0, 0)
-
     def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
         """Rewrite each model's rows as its merged live ranges, one commit per model that has anything to merge.
 
@@ -276,18 +255,21 @@ class DeltaAdmin:
 
     # -- invalidations --------------------------------------------------------------------------------------------
 
-    def record_invalidation(self, record: InvalidationRecord) -> bool:
-        """Record an accepted invalidation; False when one with the same id was already recorded."""
+    def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
+        """Record an accepted invalidation under a new epoch and return it as stored: an id already recorded comes
+        back as first recorded (its epoch and ranges), so a redelivered event is applied exactly as the first time."""
         database, table = split_model_id(record.model)
         params: dict[str, object] = {
             "received_ms": record.received_at_ms, "id": record.id, "db": database, "tbl": table,
             "start": record.start, "end": record.end, "reason": record.reason, "source": record.source,
             "cascade": record.cascade, "metadata": encode_metadata(record.metadata),
-            "affected": encode_ranges(record.affected), "seq": encode_seqs(record.seqs),
+            "affected": encode_ranges(record.affected), "models": json.dumps(sorted(record.affected)),
         }  # fmt: skip
-        statement = q.insert_invalidation_statement(self._inv)
-        rows = self._rewrite(f"record invalidation {record.id}", statement, params)
-        return bool(rows) and int(rows[0]["num_inserted_rows"]) > 0
+        self._rewrite(f"record invalidation {record.id}", q.insert_invalidation_statement(self._inv), params)
+        rows = self._sql(f"read invalidation {record.id}", q.invalidation_query(self._inv), {"id": record.id})
+        if len(rows) != 1:
+            raise AdminTableError(f"admin tables: invalidation {record.id}: expected one record, found {len(rows)}")
+        return _invalidation(rows[0])
 
     def invalidations(self, limit: int = 100) -> list[InvalidationRecord]:
         """Recorded invalidations, newest first."""

@@ -3,9 +3,9 @@
 Table names arrive back-quoted (``quote_identifier``); values are always bound as named parameters (``:name``),
 never spliced into the text. Ranges are half-open ``[position, position + interval)``.
 
-The stale-row rule lives here once, in ``_LIVE``: a row of model M with ``invalidation_seq`` s is stale when an
-invalidation recorded for M with a sequence above s overlaps the row (``cbt.state.ports``). Coverage, consolidation and
-users' own queries all start from the live rows, so they cannot disagree.
+The live-part rule (``cbt.state.protocol``) lives here once, in ``_live``: what an invalidation recorded for a model
+under an epoch above a row's ``invalidation_seq`` overlaps is not covered by that row; the rest of the row is.
+Coverage and consolidation both start from the live parts, so they cannot disagree.
 """
 
 from __future__ import annotations
@@ -108,7 +108,12 @@ def model_filter(models: Collection[ModelId] | None, prefix: str = "m") -> tuple
 
 
 def _live(incremental: str, invalidations: str, where: str) -> str:
-    """CTEs ``inv_seqs`` (model, seq), ``inv_ranges`` (model, seq, range) and ``live`` (the non-stale rows)."""
+    """CTEs ending in ``live``: every row's live part (``cbt.state.protocol.live_part``) as rows with the columns
+    ``database, table, position, interval, invalidation_seq, duration_ms``.
+
+    A row no newer invalidation overlaps is live whole. A row that some do overlap is cut at its own ends and at
+    theirs (clipped to it), and each piece between two consecutive cuts that none of them covers is kept.
+    """
     return f"""inv_seqs AS (
   SELECT s.key AS model, s.value AS seq,
          from_json(i.affected, 'map<string,array<array<bigint>>>')[s.key] AS ranges
@@ -117,12 +122,43 @@ def _live(incremental: str, invalidations: str, where: str) -> str:
 inv_ranges AS (
   SELECT model, seq, r[0] AS range_start, r[1] AS range_end FROM inv_seqs LATERAL VIEW explode(ranges) x AS r
 ),
-model_rows AS (SELECT * FROM {incremental} WHERE {where} AND position IS NOT NULL AND `interval` > 0),
-live AS (
-  SELECT r.* FROM model_rows r LEFT ANTI JOIN inv_ranges v
-    ON v.model = concat(r.`database`, '.', r.`table`)
-   AND v.seq > coalesce(r.invalidation_seq, 0)
+model_rows AS (
+  SELECT `database`, `table`, position, `interval`, coalesce(invalidation_seq, 0) AS invalidation_seq,
+         coalesce(duration_ms, 0) AS duration_ms
+  FROM {incremental} WHERE {where} AND position IS NOT NULL AND `interval` > 0
+),
+hits AS (
+  SELECT r.`database`, r.`table`, r.position, r.`interval`, r.invalidation_seq,
+         greatest(v.range_start, r.position) AS cut_start, least(v.range_end, r.position + r.`interval`) AS cut_end
+  FROM model_rows r JOIN inv_ranges v
+    ON v.model = concat(r.`database`, '.', r.`table`) AND v.seq > r.invalidation_seq
    AND v.range_start < r.position + r.`interval` AND v.range_end > r.position
+),
+cuts AS (
+  SELECT DISTINCT `database`, `table`, position, `interval`, invalidation_seq, cut
+  FROM hits LATERAL VIEW explode(array(position, position + `interval`, cut_start, cut_end)) c AS cut
+),
+pieces AS (
+  SELECT `database`, `table`, position, `interval`, invalidation_seq, cut AS piece_start,
+         lead(cut) OVER (PARTITION BY `database`, `table`, position, `interval`, invalidation_seq ORDER BY cut)
+           AS piece_end
+  FROM cuts
+),
+kept AS (
+  SELECT p.* FROM pieces p LEFT ANTI JOIN hits h
+    ON h.`database` = p.`database` AND h.`table` = p.`table` AND h.position = p.position
+   AND h.`interval` = p.`interval` AND h.invalidation_seq = p.invalidation_seq
+   AND h.cut_start <= p.piece_start AND h.cut_end >= p.piece_end
+  WHERE p.piece_end IS NOT NULL
+),
+live AS (
+  SELECT r.* FROM model_rows r LEFT ANTI JOIN hits h
+    ON h.`database` = r.`database` AND h.`table` = r.`table` AND h.position = r.position
+   AND h.`interval` = r.`interval` AND h.invalidation_seq = r.invalidation_seq
+  UNION ALL
+  SELECT `database`, `table`, piece_start AS position, piece_end - piece_start AS `interval`, invalidation_seq,
+         0 AS duration_ms
+  FROM kept
 )"""
 
 
@@ -140,7 +176,7 @@ numbered AS (
 ),
 islands AS (
   SELECT `database`, `table`, min(position) AS range_start, max(row_end) AS range_end,
-         min(coalesce(invalidation_seq, 0)) AS min_seq, sum(coalesce(duration_ms, 0)) AS duration_ms
+         min(invalidation_seq) AS min_seq, sum(duration_ms) AS duration_ms
   FROM numbered GROUP BY `database`, `table`, island
 )"""
 
@@ -179,9 +215,9 @@ def consolidate_statement(incremental: str, invalidations: str) -> str:
     """Rewrite one model's rows (``:db``, ``:tbl``, ``:model``) as its merged live ranges in one Delta commit.
 
     The rows are read inside the same transaction that replaces them, so a row appended concurrently either is
-    read and merged or makes the commit fail with a conflict; it is never dropped. A merged row carries a sequence
-    at least as high as every invalidation already recorded for the model, so none of those can make it stale,
-    and no higher than its own rows' lowest unless recorded invalidations force it, so a later one still can.
+    read and merged or makes the commit fail with a conflict; it is never dropped. A merged row carries the highest
+    epoch recorded for the model: every recorded invalidation is already cut out of it, and one recorded later gets
+    a higher epoch, so it still cuts the merged row (only where it overlaps).
     """
     where = "`database` = :db AND `table` = :tbl"
     return f"""INSERT INTO {incremental} REPLACE WHERE {where}
@@ -196,48 +232,31 @@ SELECT current_timestamp() AS updated_date_time, i.`database`, i.`table`,
 FROM islands i CROSS JOIN seq_floor f"""
 
 
-_OVERLAP = "position < :end AND position + `interval` > :start AND invalidation_seq < :below_seq"
-
-
-def _remainder(table: str, edge: str, position: str, interval: str) -> str:
-    """The part of each row overlapping ``[:start, :end)`` that lies beyond ``edge`` (``start`` or ``end``)."""
-    return (
-        "SELECT 'insert' AS op, current_timestamp() AS updated_date_time, `database`, `table`, "
-        f"{position} AS position, {interval} AS `interval`, task_id, direction, invalidation_seq, worker, duration_ms "
-        f"FROM {table} WHERE `database` = :db AND `table` = :tbl AND {_OVERLAP} "
-        f"AND position < :{edge} AND position + `interval` > :{edge}"
-    )
-
-
-def remove_range_statement(incremental: str) -> str:
-    """Delete one model's coverage over ``[:start, :end)`` keeping the outside parts of rows that straddle it.
-
-    Only rows computed before the invalidation (``invalidation_seq < :below_seq``) go: a re-run that completed
-    after the invalidation was applied read the new data and stays. One MERGE, so one Delta commit: the source is
-    a single 'delete' marker matched against every overlapping row, plus the left and right remainders computed
-    from those same rows inside the transaction.
-    """
-    marker = ", ".join(f"CAST(NULL AS {kind}) AS `{name}`" for name, kind in INCREMENTAL_COLUMNS)
-    left = _remainder(incremental, "start", "position", ":start - position")
-    right = _remainder(incremental, "end", ":end", "position + `interval` - :end")
-    columns = ", ".join(f"`{name}`" for name, _ in INCREMENTAL_COLUMNS)
-    values = ", ".join(f"s.`{name}`" for name, _ in INCREMENTAL_COLUMNS)
-    return f"""MERGE INTO {incremental} AS t
-USING (SELECT 'delete' AS op, {marker} UNION ALL {left} UNION ALL {right}) AS s
-ON s.op = 'delete' AND t.`database` = :db AND t.`table` = :tbl
-   AND t.position < :end AND t.position + t.`interval` > :start AND t.invalidation_seq < :below_seq
-WHEN MATCHED THEN DELETE
-WHEN NOT MATCHED AND s.op = 'insert' THEN INSERT ({columns}) VALUES ({values})"""
-
-
 def insert_invalidation_statement(invalidations: str) -> str:
-    """Record one invalidation unless one with the same ``id`` is already recorded (events are redelivered)."""
+    """Record one invalidation under a new epoch unless one with the same ``id`` is already recorded (events are
+    redelivered). The epoch is one more than the highest recorded, computed inside the commit: two concurrent
+    records both read the table, so Delta lets one commit and the other retries and reads the first's epoch."""
+    models = "from_json(:models, 'array<string>')"
     return f"""MERGE INTO {invalidations} AS t
-USING (SELECT timestamp_millis(:received_ms) AS received_date_time, :id AS id, :db AS `database`,
-  :tbl AS `table`, :start AS `start`, :end AS `end`, :reason AS reason, :source AS source,
-  :cascade AS cascade, :metadata AS metadata, :affected AS affected, :seq AS seq) AS s
+USING (
+  SELECT timestamp_millis(:received_ms) AS received_date_time, :id AS id, :db AS `database`,
+    :tbl AS `table`, :start AS `start`, :end AS `end`, :reason AS reason, :source AS source,
+    :cascade AS cascade, :metadata AS metadata, :affected AS affected,
+    to_json(map_from_arrays({models}, array_repeat(e.epoch, size({models})))) AS seq
+  FROM (
+    SELECT coalesce(max(s.value), 0) + 1 AS epoch
+    FROM {invalidations} i LATERAL VIEW explode(from_json(i.seq, 'map<string,bigint>')) s AS key, value
+  ) e
+) AS s
 ON t.id = s.id
 WHEN NOT MATCHED THEN INSERT *"""
+
+
+def invalidation_query(invalidations: str) -> str:
+    """The recorded invalidation with id ``:id`` (the columns of ``invalidations_query``)."""
+    return f"""SELECT unix_millis(received_date_time) AS received_ms, id, `database`, `table`, `start`, `end`,
+  reason, source, cascade, metadata, affected, seq
+FROM {invalidations} WHERE id = :id"""
 
 
 def invalidations_query(invalidations: str) -> str:

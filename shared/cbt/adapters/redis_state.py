@@ -1,15 +1,17 @@
 """The hot state in Redis: coverage index, invalidation sequences, bounds cache, task ledger and leases.
 
 Implements the ports of ``cbt.state.ports`` with the same contract as ``cbt.testing.memory_state`` (one contract
-test suite runs against both; the invalidation bookkeeping — sequence, log, floor, fail-closed rules — is
-described there).
+test suite runs against both). The invalidation bookkeeping — sequence, log of marks, floor, version, fail-closed
+rules — follows ``cbt.state.protocol``; the Lua below is that module's rules, made atomic.
 Every check-and-write is one Lua script, so it is atomic and costs one round trip; multi-model reads are one
 pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a lease name)::
 
     {prefix}cov:{m}          zset  member "start:end", score start   merged half-open ranges
-    {prefix}seq:{m}          int   invalidation sequence (missing = 0)
-    {prefix}inv:{m}          zset  member "seq:start:end", score seq  applied invalidations with seq > floor
+    {prefix}seq:{m}          int   invalidation sequence: the highest epoch applied (missing = 0)
+    {prefix}inv:{m}          zset  member "epoch:start:end", score epoch  marks applied, the latest ``keep``
     {prefix}invfloor:{m}     int   floor of that log (missing = 0)
+    {prefix}ver:{m}          int   bumped by every write to the model (a rebuild's fence)
+    {prefix}generation       str   random id of this Redis's life, created when missing (a rebuild's fence)
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
     {prefix}scheduled-ran    set   scheduled models with at least one successful run
     {prefix}bounds           hash  model -> {"min": int, "max": int}
@@ -25,6 +27,7 @@ invalidation touches several keys in one script, which needs a single Redis (not
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
@@ -34,7 +37,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
-from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, InFlightTask
+from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, Fence, InFlightTask
 
 _LUA_RANGES = """
 local function fmt(n) return string.format('%d', n) end
@@ -73,49 +76,100 @@ local function remove_range(key, s, e)
 end
 """
 
-# KEYS: cov, seq, inv, floor. ARGV: start, end, observed_seq. Returns 1 when added.
+# KEYS: cov, seq, inv, floor, ver[, lease, lease token]. ARGV: start, end, observed_seq[, owner, token].
+# Adds the live part of [start, end) (cbt.state.protocol.accepted_part); returns 1 when all of it was added.
 _RECORD_COMPLETED = (
     _LUA_RANGES
     + """
+if KEYS[6] and (redis.call('GET', KEYS[6]) ~= ARGV[4] or redis.call('GET', KEYS[7]) ~= ARGV[5]) then return 0 end
 local s, e, observed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
 local floor = tonumber(redis.call('GET', KEYS[4]) or '0')
 if observed > seq or observed < floor then return 0 end
+local parts = {{s, e}}
 for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[3], '+inf')) do
-  local is, ie = parse(m)
-  if is < e and s < ie then return 0 end
+  local hs, he = parse(m)
+  local kept = {}
+  for _, p in ipairs(parts) do
+    if he <= p[1] or hs >= p[2] then kept[#kept + 1] = p
+    else
+      if p[1] < hs then kept[#kept + 1] = {p[1], hs} end
+      if he < p[2] then kept[#kept + 1] = {he, p[2]} end
+    end
+  end
+  parts = kept
 end
-add_range(KEYS[1], s, e)
-return 1
+for _, p in ipairs(parts) do add_range(KEYS[1], p[1], p[2]) end
+redis.call('INCR', KEYS[5])
+if #parts == 1 and parts[1][1] == s and parts[1][2] == e then return 1 end
+return 0
 """
 )
 
-# KEYS: cov, seq, inv, floor per model. ARGV: keep, then per model: n, start1, end1, ... Returns new sequences.
+# KEYS: cov, seq, inv, floor, ver per model. ARGV: keep, epoch, then per model: n, start1, end1, ...
+# A model that already reflects the epoch (logged, or at or below the floor) is skipped: cbt.state.protocol.is_applied.
 _APPLY_INVALIDATION = (
     _LUA_RANGES
     + """
-local keep, argi, out = tonumber(ARGV[1]), 2, {}
-for k = 1, #KEYS, 4 do
-  local seq = redis.call('INCR', KEYS[k + 1])
+local keep, epoch, argi = tonumber(ARGV[1]), tonumber(ARGV[2]), 3
+for k = 1, #KEYS, 5 do
   local n = tonumber(ARGV[argi])
-  for i = 1, n do
-    local s, e = tonumber(ARGV[argi + 2 * i - 1]), tonumber(ARGV[argi + 2 * i])
-    if s < e then
-      remove_range(KEYS[k], s, e)
-      redis.call('ZADD', KEYS[k + 2], seq, fmt(seq) .. ':' .. fmt(s) .. ':' .. fmt(e))
+  local floor = tonumber(redis.call('GET', KEYS[k + 3]) or '0')
+  if epoch > floor and redis.call('ZCOUNT', KEYS[k + 2], epoch, epoch) == 0 then
+    if epoch > tonumber(redis.call('GET', KEYS[k + 1]) or '0') then redis.call('SET', KEYS[k + 1], epoch) end
+    for i = 1, n do
+      local s, e = tonumber(ARGV[argi + 2 * i - 1]), tonumber(ARGV[argi + 2 * i])
+      if s < e then
+        remove_range(KEYS[k], s, e)
+        redis.call('ZADD', KEYS[k + 2], epoch, fmt(epoch) .. ':' .. fmt(s) .. ':' .. fmt(e))
+      end
     end
+    local extra = redis.call('ZCARD', KEYS[k + 2]) - keep
+    if extra > 0 then
+      local dropped = redis.call('ZRANGE', KEYS[k + 2], 0, extra - 1, 'WITHSCORES')
+      local top = tonumber(dropped[#dropped])
+      redis.call('ZREMRANGEBYRANK', KEYS[k + 2], 0, extra - 1)
+      if top > floor then redis.call('SET', KEYS[k + 3], top) end
+    end
+    redis.call('INCR', KEYS[k + 4])
   end
   argi = argi + 1 + 2 * n
-  local cut = seq - keep
-  if cut > tonumber(redis.call('GET', KEYS[k + 3]) or '0') then
-    redis.call('ZREMRANGEBYSCORE', KEYS[k + 2], '-inf', cut)
-    redis.call('SET', KEYS[k + 3], cut)
-  end
-  out[#out + 1] = seq
 end
-return out
+return 0
 """
 )
+
+# KEYS: generation. ARGV: a fresh random id, kept only when none exists. Returns the generation.
+_GENERATION = """
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+return redis.call('GET', KEYS[1])
+"""
+
+# KEYS: generation, then ver per model. ARGV: a fresh random id. Returns "generation:version" per model.
+_VERSIONS = """
+redis.call('SET', KEYS[1], ARGV[1], 'NX')
+local gen, out = redis.call('GET', KEYS[1]), {}
+for k = 2, #KEYS do out[#out + 1] = gen .. ':' .. (redis.call('GET', KEYS[k]) or '0') end
+return out
+"""
+
+# KEYS: cov, seq, inv, floor, ver, generation. ARGV: expected version, seq, start1, end1, ... Returns 1 when done.
+_REPLACE = """
+if (redis.call('GET', KEYS[6]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[3])
+for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
+redis.call('SET', KEYS[2], ARGV[2])
+redis.call('SET', KEYS[4], ARGV[2])
+redis.call('INCR', KEYS[5])
+return 1
+"""
+
+# KEYS: index-built, generation. ARGV: built_at, expected generation. Returns 1 when marked.
+_MARK_BUILT = """
+if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1])
+return 1
+"""
 
 # KEYS: ledger zset, task hash. ARGV: deadline_ms, task id, task JSON. Returns 1 when claimed.
 _CLAIM = """
@@ -182,18 +236,27 @@ class RedisCoverage:
         self._client = client
         self._prefix = prefix
         self._keep = keep_invalidations
+        self._generation_key = f"{prefix}generation"
         self._record = client.register_script(_RECORD_COMPLETED)
         self._invalidate = client.register_script(_APPLY_INVALIDATION)
+        self._generation = client.register_script(_GENERATION)
+        self._versions = client.register_script(_VERSIONS)
+        self._replace = client.register_script(_REPLACE)
+        self._mark_built = client.register_script(_MARK_BUILT)
 
     def _keys(self, model: ModelId) -> list[str]:
-        """The model's coverage, sequence, invalidation log and log floor keys, in the scripts' order."""
-        return [f"{self._prefix}{kind}:{model}" for kind in ("cov", "seq", "inv", "invfloor")]
+        """The model's coverage, sequence, invalidation log, log floor and version keys, in the scripts' order."""
+        return [f"{self._prefix}{kind}:{model}" for kind in ("cov", "seq", "inv", "invfloor", "ver")]
 
     def is_built(self) -> bool:
         return bool(self._client.exists(f"{self._prefix}index-built"))
 
-    def mark_built(self, built_at: int) -> None:
-        self._client.set(f"{self._prefix}index-built", built_at)
+    def generation(self) -> str:
+        return _text(self._generation(keys=[self._generation_key], args=[uuid.uuid4().hex]))
+
+    def mark_built(self, built_at: int, generation: str) -> bool:
+        keys = [f"{self._prefix}index-built", self._generation_key]
+        return bool(self._mark_built(keys=keys, args=[built_at, generation]))
 
     def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
         ordered = list(models)
@@ -221,36 +284,38 @@ class RedisCoverage:
         value = cast("bytes | str | None", self._client.get(self._keys(model)[1]))
         return 0 if value is None else int(value)
 
-    def record_completed(self, model: ModelId, done: Range, observed_seq: int) -> bool:
-        """Add ``done`` unless an invalidation newer than ``observed_seq`` overlaps it; True when added."""
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         if done[0] >= done[1]:
             return True
-        return bool(self._record(keys=self._keys(model), args=[done[0], done[1], observed_seq]))
+        keys, args = self._keys(model), [done[0], done[1], observed_seq]
+        if fence is not None:
+            keys += [f"{self._prefix}lease:{fence.lease}", f"{self._prefix}lease-token:{fence.lease}"]
+            args += [fence.owner, fence.token]
+        return bool(self._record(keys=keys, args=args))
 
-    def apply_invalidation(self, ranges: Mapping[ModelId, Sequence[Range]]) -> dict[ModelId, int]:
-        """Remove the ranges from each model's coverage and bump each model's sequence, all in one script."""
+    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[Range]]) -> None:
+        """Every model's part in one script: all of them or none."""
         if not ranges:
-            return {}
+            return
         keys: list[str] = []
-        args: list[int] = [self._keep]
+        args: list[int] = [self._keep, epoch]
         for model, model_ranges in ranges.items():
             keys.extend(self._keys(model))
             args.append(len(model_ranges))
             args.extend(position for r in model_ranges for position in r)
-        seqs = self._invalidate(keys=keys, args=args)
-        return {model: int(seq) for model, seq in zip(ranges, seqs, strict=True)}
+        self._invalidate(keys=keys, args=args)
 
-    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int) -> None:
-        """Overwrite one model's coverage and sequence; the invalidation log restarts empty at ``seq``."""
-        cov_key, seq_key, inv_key, floor_key = self._keys(model)
-        pipe = self._client.pipeline(transaction=True)
-        pipe.delete(cov_key, inv_key)
-        members = {f"{s}:{e}": s for s, e in cov.merge(coverage)}
-        if members:
-            pipe.zadd(cov_key, members)
-        pipe.set(seq_key, seq)
-        pipe.set(floor_key, seq)
-        pipe.execute()
+    def versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
+        ordered = list(models)
+        keys = [self._generation_key, *(self._keys(m)[4] for m in ordered)]
+        replies = self._versions(keys=keys, args=[uuid.uuid4().hex])
+        return {m: _text(v) for m, v in zip(ordered, replies, strict=True)}
+
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str) -> bool:
+        """Overwrite one model's coverage and sequence if its version is unchanged; the log restarts at ``seq``."""
+        args: list[object] = [version, seq]
+        args.extend(position for r in cov.merge(coverage) for position in r)
+        return bool(self._replace(keys=[*self._keys(model), self._generation_key], args=args))
 
 
 class RedisBounds:

@@ -57,6 +57,7 @@ def _rebuild(args: argparse.Namespace) -> int:
     config, admin = _open(args)
     models = load_models(config)
     ids, scheduled = [m.id for m in models.incrementals], [m.id for m in models.scheduled]
+    admin.ensure_tables()
     ranges = hot_index.rebuild(admin, redis_state(config).coverage, ids, scheduled, int(time.time()))
     for model_id, count in sorted(ranges.items()):
         print(f"{model_id}: {count} covered range(s)")

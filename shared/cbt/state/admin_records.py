@@ -41,8 +41,8 @@ def split_model_id(model: ModelId) -> tuple[str, str]:
 class CompletedInterval:
     """One completed task of an incremental model: ``[position, position + interval)`` is covered.
 
-    ``invalidation_seq`` is the model's invalidation sequence the worker read before running the task; the row is
-    stale (ignored) once an invalidation with a higher sequence overlapping it is recorded (``cbt.state.ports``).
+    ``invalidation_seq`` is the model's invalidation sequence the worker read before running the task; the parts
+    of the row that an invalidation recorded under a higher epoch overlaps are stale (``cbt.state.protocol``).
     """
 
     model: ModelId
@@ -88,7 +88,8 @@ class InvalidationRecord:
     """An accepted invalidation event and what applying it did.
 
     ``affected`` holds the ranges removed per model (the named model and, with cascade, its descendants, each on
-    its own interval grid); ``seqs`` the invalidation sequence each of those models got.
+    its own interval grid); ``seqs`` maps each of those models to the event's epoch, allocated by the durable
+    record when it records the event (``cbt.state.protocol``).
     """
 
     id: str
@@ -105,6 +106,11 @@ class InvalidationRecord:
 
     def __post_init__(self) -> None:
         split_model_id(self.model)
+
+    @property
+    def epoch(self) -> int:
+        """The event's epoch (0 before it is recorded, or when it affected no incremental model)."""
+        return max(self.seqs.values(), default=0)
 
 
 @dataclass(frozen=True)

@@ -2,15 +2,14 @@
 
 Ranges are half-open ``[start, end)``. Coverage is kept as merged ranges (``cbt.scheduling.coverage``).
 
-Invalidation wins over in-flight work (SPEC §8): every model has an **invalidation sequence** — a counter that an
-applied invalidation increments. A worker reads the model's current sequence before it runs a task and passes it
-to ``record_completed``; the write is refused when an invalidation with a higher sequence overlaps the task's
-range, because that task may have read data the invalidation declared stale. Check-and-add is atomic.
+Invalidation wins over in-flight work (SPEC §8). The rules — epochs, sequences, live parts, the fail-closed cases —
+are ``cbt.state.protocol`` and ``docs/protocol.md``: a worker reads the model's sequence before it runs a task and
+passes it to ``record_completed``, which adds only what no newer invalidation overlaps. Check-and-add is atomic.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -18,9 +17,20 @@ from cbt.contract.messages import Message
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
+from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
 
 DEFAULT_KEEP_INVALIDATIONS = 1000
 """How many of a model's latest invalidation sequences are kept to check completions against."""
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The lease a task runs under: its completion counts only while ``owner`` still holds ``lease`` with
+    ``token`` (nobody took it over after it expired)."""
+
+    lease: str
+    owner: str
+    token: int
 
 
 @dataclass(frozen=True)
@@ -46,25 +56,62 @@ class CoverageReader(Protocol):
 
 
 class CoverageWriter(Protocol):
-    def record_completed(self, model: ModelId, done: Range, observed_seq: int) -> bool:
-        """Add ``done`` unless an invalidation newer than ``observed_seq`` overlaps it; True when added."""
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
+        """Add the part of ``done`` that no invalidation newer than ``observed_seq`` overlaps (nothing in the
+        fail-closed cases, or when ``fence`` is given and no longer held); True when all of ``done`` was added."""
         ...
 
-    def apply_invalidation(self, ranges: Mapping[ModelId, Sequence[Range]]) -> dict[ModelId, int]:
-        """Remove the ranges from each model's coverage and bump each model's sequence; returns the new sequences."""
+    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[Range]]) -> None:
+        """Remove the ranges from each model's coverage and raise its sequence to ``epoch``, once per epoch (a
+        model that already reflects ``epoch`` is left alone)."""
         ...
 
-    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int) -> None:
-        """Overwrite one model's hot coverage and sequence (rebuild from the admin tables)."""
+    def generation(self) -> str:
+        """An id of this index's life: it changes when the index is emptied (a rebuild's fence)."""
+        ...
+
+    def versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
+        """Each model's version, which changes with every write to it and with the generation."""
+        ...
+
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str) -> bool:
+        """Overwrite one model's coverage and sequence (a rebuild from the durable record) if its version is
+        still ``version``; False when something wrote to it since (read the durable record again)."""
         ...
 
     def record_scheduled_run(self, model: ModelId) -> None:
         """A scheduled transformation completed a run successfully: from now on it offers data to dependents."""
         ...
 
-    def mark_built(self, built_at: int) -> None:
-        """The rebuild from the admin tables finished: the index is trustworthy again."""
+    def mark_built(self, built_at: int, generation: str) -> bool:
+        """The rebuild from the durable record finished: the index is trustworthy again (unless it was emptied
+        meanwhile: False, and it stays untrusted)."""
         ...
+
+
+class DurableRecord(Protocol):
+    """The authoritative record of coverage and invalidations (``cbt.adapters.delta_admin.DeltaAdmin``)."""
+
+    def record_completed(self, rows: Iterable[CompletedInterval]) -> None: ...
+    def coverage(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, Coverage]:
+        """Live coverage per model (``cbt.state.protocol.live_coverage``)."""
+        ...
+
+    def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
+        """The highest epoch recorded per model; models never invalidated are absent."""
+        ...
+
+    def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
+        """Record an accepted event under a newly allocated epoch (``record.seqs`` is ignored) and return it as
+        stored; an event already recorded (same id) is returned as first recorded, epoch and ranges included."""
+        ...
+
+    def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
+        """Rewrite each model's rows as its live coverage (coverage unchanged, fewer rows)."""
+        ...
+
+    def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None,
+                            successful_only: bool = False) -> dict[ModelId, ScheduledRun]: ...
 
 
 class BoundsStore(Protocol):

@@ -3,18 +3,15 @@
 They follow the same contract as the Redis adapter (``cbt.adapters.redis_state``), checked by one contract test
 suite run against both, so a service tested against these behaves the same against Redis.
 
-Invalidation bookkeeping (shared with the Redis adapter): every model keeps its sequence, its coverage, the log of
-applied invalidations ``(seq, range)`` and a *floor*: the log holds every invalidation with ``seq > floor``. The log
-is pruned to the last ``keep_invalidations`` sequences (the floor rises with it) and cleared by
-``replace_coverage`` (the floor becomes the restored sequence). ``record_completed`` fails closed: it refuses when
-the observed sequence is below the floor (newer invalidations may have been forgotten) or above the current
-sequence (the state was reset since the worker read it), as well as when a logged newer invalidation overlaps.
+The invalidation bookkeeping (sequence, log of marks, floor, version, generation; the fail-closed rules) is
+``cbt.state.protocol``; the log is pruned to the latest ``keep_invalidations`` marks (the floor rises with it).
 """
 
 from __future__ import annotations
 
 import threading
 import time
+import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -22,16 +19,13 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
 from cbt.scheduling.state import RawBounds
-from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, InFlightTask
+from cbt.state import protocol
+from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, Fence, InFlightTask
+from cbt.state.protocol import Mark
 
 
 def _monotonic_ms() -> int:
     return time.monotonic_ns() // 1_000_000
-
-
-def overlaps(a: Range, b: Range) -> bool:
-    """Whether two half-open ranges share a position (touching or empty ranges do not)."""
-    return max(a[0], b[0]) < min(a[1], b[1])
 
 
 @dataclass
@@ -39,45 +33,67 @@ class _ModelCoverage:
     ranges: Coverage = EMPTY
     seq: int = 0
     floor: int = 0
-    log: list[tuple[int, Range]] = field(default_factory=list)
+    version: int = 0
+    log: list[Mark] = field(default_factory=list)
 
-    def accepts(self, done: Range, observed_seq: int) -> bool:
-        """Whether a task that read sequence ``observed_seq`` may mark ``done`` covered (see the module doc)."""
-        if observed_seq > self.seq or observed_seq < self.floor:
-            return False
-        return not any(seq > observed_seq and overlaps(r, done) for seq, r in self.log)
+    def complete(self, done: Range, observed_seq: int) -> bool:
+        part = protocol.accepted_part(done, observed_seq, self.seq, self.floor, self.log)
+        self.ranges = cov.union(self.ranges, part)
+        self.version += 1
+        return part == (done,)
 
-    def invalidate(self, ranges: Sequence[Range], keep: int) -> int:
-        """Remove ``ranges``, log them under a new sequence, prune the log; returns the new sequence."""
-        self.seq += 1
+    def invalidate(self, epoch: int, ranges: Sequence[Range], keep: int) -> None:
+        """Remove ``ranges`` and log them under ``epoch`` unless it is already applied; prune the log."""
+        if protocol.is_applied(epoch, self.floor, self.log):
+            return
+        self.seq = max(self.seq, epoch)
+        self.version += 1
         for r in ranges:
             if r[0] < r[1]:
                 self.ranges = cov.remove(self.ranges, r)
-                self.log.append((self.seq, r))
-        cut = self.seq - keep
-        if cut > self.floor:
-            self.floor = cut
-            self.log = [(seq, r) for seq, r in self.log if seq > cut]
-        return self.seq
+                self.log.append(Mark(epoch, r))
+        if len(self.log) > keep:
+            self.log.sort(key=lambda m: m.epoch)
+            dropped, self.log = self.log[: len(self.log) - keep], self.log[len(self.log) - keep :]
+            self.floor = max(self.floor, *(m.epoch for m in dropped))
 
 
 class MemoryCoverage:
     """``CoverageReader`` and ``CoverageWriter`` over a dict; every call is atomic (one lock)."""
 
-    def __init__(self, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS, built: bool = True) -> None:
-        """``built=False`` starts like an emptied Redis: untrusted until ``mark_built``."""
+    def __init__(self, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS, built: bool = True,
+                 leases: MemoryLeases | None = None) -> None:
+        """``built=False`` starts like an emptied Redis: untrusted until ``mark_built``. ``leases`` are the ones
+        a completion's fence is checked against."""
         self._keep = keep_invalidations
+        self._leases = leases or MemoryLeases()
         self._models: dict[ModelId, _ModelCoverage] = {}
         self._scheduled_ran: set[ModelId] = set()
         self._built = built
+        self._generation = uuid.uuid4().hex
         self._lock = threading.Lock()
+
+    def flush(self) -> None:
+        """Forget everything, like an emptied Redis."""
+        with self._lock:
+            self._models.clear()
+            self._scheduled_ran.clear()
+            self._built = False
+            self._generation = uuid.uuid4().hex
 
     def is_built(self) -> bool:
         return self._built
 
-    def mark_built(self, built_at: int) -> None:
+    def generation(self) -> str:
+        return self._generation
+
+    def mark_built(self, built_at: int, generation: str) -> bool:
         del built_at
-        self._built = True
+        with self._lock:
+            if generation != self._generation:
+                return False
+            self._built = True
+            return True
 
     def coverage(self, model: ModelId) -> Coverage:
         with self._lock:
@@ -99,29 +115,31 @@ class MemoryCoverage:
         with self._lock:
             self._scheduled_ran.add(model)
 
-    def record_completed(self, model: ModelId, done: Range, observed_seq: int) -> bool:
-        """Add ``done`` unless an invalidation newer than ``observed_seq`` overlaps it; True when added."""
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         if done[0] >= done[1]:
             return True
         with self._lock:
-            state = self._models.setdefault(model, _ModelCoverage())
-            if not state.accepts(done, observed_seq):
+            if fence is not None and not self._leases.holds(fence):
                 return False
-            state.ranges = cov.add(state.ranges, done)
+            return self._models.setdefault(model, _ModelCoverage()).complete(done, observed_seq)
+
+    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[Range]]) -> None:
+        with self._lock:
+            for model, rs in ranges.items():
+                self._models.setdefault(model, _ModelCoverage()).invalidate(epoch, rs, self._keep)
+
+    def versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
+        with self._lock:
+            return {m: f"{self._generation}:{self._get(m).version}" for m in models}
+
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str) -> bool:
+        with self._lock:
+            state = self._get(model)
+            if version != f"{self._generation}:{state.version}":
+                return False
+            self._models[model] = _ModelCoverage(ranges=cov.merge(coverage), seq=seq, floor=seq,
+                                                 version=state.version + 1)
             return True
-
-    def apply_invalidation(self, ranges: Mapping[ModelId, Sequence[Range]]) -> dict[ModelId, int]:
-        """Remove the ranges from each model's coverage and bump each model's sequence; returns the new ones."""
-        with self._lock:
-            return {
-                model: self._models.setdefault(model, _ModelCoverage()).invalidate(rs, self._keep)
-                for model, rs in ranges.items()
-            }
-
-    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int) -> None:
-        """Overwrite one model's coverage and sequence; the invalidation log restarts empty at ``seq``."""
-        with self._lock:
-            self._models[model] = _ModelCoverage(ranges=cov.merge(coverage), seq=seq, floor=seq)
 
     def _get(self, model: ModelId) -> _ModelCoverage:
         return self._models.get(model) or _ModelCoverage()
@@ -227,6 +245,12 @@ class MemoryLeases:
             if lease is not None and lease.owner == owner:
                 del self._leases[name]
 
+    def holds(self, fence: Fence) -> bool:
+        """Whether ``fence.owner`` still holds the lease under ``fence.token``."""
+        with self._lock:
+            lease = self._held(fence.lease)
+            return lease is not None and lease.owner == fence.owner and self._tokens.get(fence.lease) == fence.token
+
     def _held(self, name: str) -> _Lease | None:
         lease = self._leases.get(name)
         if lease is not None and lease.expires_ms <= self._clock_ms():
@@ -235,11 +259,12 @@ class MemoryLeases:
         return lease
 
 
-@dataclass(frozen=True)
 class MemoryState:
-    """The four in-memory ports together, like ``RedisState``."""
+    """The four in-memory ports together, like ``RedisState``; the coverage checks fences against the leases."""
 
-    coverage: MemoryCoverage = field(default_factory=MemoryCoverage)
-    bounds: MemoryBounds = field(default_factory=MemoryBounds)
-    ledger: MemoryTaskLedger = field(default_factory=MemoryTaskLedger)
-    leases: MemoryLeases = field(default_factory=MemoryLeases)
+    def __init__(self, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS, built: bool = True,
+                 clock_ms: Callable[[], int] = _monotonic_ms) -> None:
+        self.leases = MemoryLeases(clock_ms)
+        self.coverage = MemoryCoverage(keep_invalidations, built, self.leases)
+        self.bounds = MemoryBounds()
+        self.ledger = MemoryTaskLedger()

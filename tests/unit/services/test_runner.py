@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass, field
 
 import pytest
@@ -14,7 +15,7 @@ from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.scheduling.state import RawBounds
 from cbt.state.ports import InFlightTask
-from cbt.testing.memory_state import MemoryCoverage, MemoryState
+from cbt.testing.memory_state import MemoryState
 from cbt.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
 from tests.unit.scheduling.factories import ext, inc, sched
 
@@ -44,11 +45,15 @@ class Executor:
     failures: int = 0
     runs: list[TaskContext] = field(default_factory=list)
     during: list[object] = field(default_factory=list)
+    seconds: float = 0.0
+    finished: int = 0
 
     async def run(self, model: Transformation, task: TaskContext) -> None:
         self.runs.append(task)
         for action in self.during:
             action()  # type: ignore[operator]
+        await asyncio.sleep(self.seconds)
+        self.finished += 1
         if len(self.runs) <= self.failures:
             raise RuntimeError(f"boom {len(self.runs)}")
 
@@ -127,7 +132,7 @@ def test_failures_are_retried_and_the_last_one_is_published() -> None:
 
 def test_an_invalidation_during_the_run_wins_over_the_completion() -> None:
     state = ready_state()
-    executor = Executor(during=[lambda: state.coverage.apply_invalidation({MODEL: [(0, 60)]})])
+    executor = Executor(during=[lambda: state.coverage.apply_invalidation(1, {MODEL: [(0, 60)]})])
     runner, published, rows = make_runner(executor, state)
     state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
     assert handle(runner, task()) == "superseded"
@@ -141,6 +146,69 @@ def test_an_invalidation_during_the_run_wins_over_the_completion() -> None:
     executor.during.clear()
     assert handle(runner, requeued) == "completed"
     assert state.coverage.coverage(MODEL) == ((0, 60),)
+
+
+def test_a_run_whose_lease_was_taken_over_records_nothing() -> None:
+    """The lease expired (a pause, a partition) and another worker took the task over: only that one records."""
+    state = ready_state()
+    lease = f"task:{task().task_id}"
+
+    def taken_over() -> None:
+        state.leases.release(lease, "worker-1")
+        state.leases.acquire(lease, "worker-2", 60_000)
+
+    runner, published, rows = make_runner(Executor(during=[taken_over]), state)
+    assert handle(runner, task()) == "lease-lost"
+    assert rows.rows == [] and published.messages == [] and state.coverage.coverage(MODEL) == ()
+
+
+def test_losing_the_lease_stops_the_run() -> None:
+    state = ready_state()
+    lease = f"task:{task().task_id}"
+
+    def taken_over() -> None:
+        state.leases.release(lease, "worker-1")
+        state.leases.acquire(lease, "worker-2", 60_000)
+
+    executor = Executor(during=[taken_over], seconds=5.0)
+    runner, _, rows = make_runner(executor, state)
+    assert handle(runner, task()) == "lease-lost"
+    assert executor.finished == 0 and rows.rows == [], "the heartbeat found the lease lost and stopped the run"
+
+
+@dataclass
+class FlakyLeases:
+    """Leases whose renewals fail ``failures`` times (Redis unreachable for a moment)."""
+
+    inner: object
+    failures: int
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+    def renew(self, name: str, owner: str, ttl_ms: int) -> bool:
+        if self.failures > 0:
+            self.failures -= 1
+            raise ConnectionError("Redis unreachable")
+        return bool(self.inner.renew(name, owner, ttl_ms))  # type: ignore[attr-defined]
+
+
+def test_the_lease_is_kept_through_a_transient_renewal_error() -> None:
+    state = ready_state()
+    lease = f"task:{task().task_id}"
+    stolen: list[int | None] = []
+    executor = Executor(seconds=0.8)
+    runner, _, rows = make_runner(executor, state)
+    runner.ports = dataclasses.replace(runner.ports, leases=FlakyLeases(state.leases, failures=1))  # type: ignore[arg-type]
+
+    async def scenario() -> Outcome:
+        pending = asyncio.create_task(runner.handle(task()))
+        await asyncio.sleep(0.6)  # past the 0.3 s ttl: held only if the heartbeat renewed after its failure
+        stolen.append(state.leases.acquire(lease, "worker-2", 60_000))
+        return await pending
+
+    assert asyncio.run(scenario()) == "completed"
+    assert stolen == [None] and len(rows.rows) == 1
 
 
 def test_a_task_leased_by_another_worker_is_not_run_twice() -> None:
@@ -175,8 +243,8 @@ def test_a_task_waits_for_the_first_run_of_its_scheduled_dependency() -> None:
 
 def test_tasks_wait_while_the_hot_index_is_rebuilt() -> None:
     """Redis emptied: "not covered" means nothing until the rebuild, so a covered interval must not run again."""
-    state, executor = ready_state(), Executor()
-    state = MemoryState(coverage=MemoryCoverage(built=False), bounds=state.bounds)
+    state, executor = MemoryState(built=False), Executor()
+    state.bounds.put_bounds(SRC, RawBounds(0, 600))
     runner, _, _ = make_runner(executor, state)
     runner.index_poll_s = 0.01
 
@@ -184,8 +252,9 @@ def test_tasks_wait_while_the_hot_index_is_rebuilt() -> None:
         pending = asyncio.create_task(runner.handle(task()))
         await asyncio.sleep(0.1)
         assert not pending.done() and executor.runs == [], "ran before the index was rebuilt"
-        state.coverage.replace_coverage(MODEL, ((0, 120),), seq=0)  # what the admin tables say
-        state.coverage.mark_built(1_700_000_000)
+        generation, versions = state.coverage.generation(), state.coverage.versions([MODEL])
+        state.coverage.replace_coverage(MODEL, ((0, 120),), 0, versions[MODEL])  # what the admin tables say
+        state.coverage.mark_built(1_700_000_000, generation)
         return await pending
 
     assert asyncio.run(scenario()) == "already-covered"

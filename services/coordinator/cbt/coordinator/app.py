@@ -171,7 +171,9 @@ def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> 
 def _admin(config: Config) -> DeltaAdmin:
     from cbt.adapters.spark import connect
 
-    return admin_from_config(connect(config.spark.remote or ""), config)
+    admin = admin_from_config(connect(config.spark.remote or ""), config)
+    admin.ensure_tables()
+    return admin
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:

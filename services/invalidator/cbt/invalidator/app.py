@@ -20,10 +20,11 @@ from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
 from cbt.config.settings import Config
-from cbt.invalidator.handler import InvalidationHandler, InvalidationLog
+from cbt.invalidator.handler import InvalidationHandler
 from cbt.models.dag import ModelSet
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
+from cbt.state.ports import DurableRecord
 
 log = logging.getLogger("cbt.invalidator")
 SEEN_TTL_S = 30 * 24 * 3600
@@ -46,7 +47,7 @@ class RedisSeenEvents:
 
 
 def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: Redis,
-          admin: InvalidationLog) -> InvalidationHandler:
+          admin: DurableRecord) -> InvalidationHandler:
     state = RedisState(client, config.redis.key_prefix)
     topics = runtime.topics(config)
     planner = Planner(

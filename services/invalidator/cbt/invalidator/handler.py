@@ -4,18 +4,18 @@ Bad input is never retried and never stops the service: a body that is not a val
 spans an absurd range is published to ``invalidation-rejected`` with the reason and acknowledged. Infrastructure
 errors propagate, so the message is redelivered (at-least-once).
 
-Order of effects for an accepted event, each step safe to repeat after a crash at any point:
+Order of effects for an accepted event (``docs/protocol.md``), each step safe to repeat after a crash at any point:
 
-1. skip the event when its id is marked done (a duplicate);
-2. map it to ranges per model (``cbt.scheduling.invalidation``: independent of coverage, so a redelivery maps it
-   the same);
-3. remove the ranges from the hot index and bump each model's invalidation sequence, atomically — from now on an
-   in-flight task that read the old sequence cannot mark any of these ranges covered (invalidation wins);
-4. record the event, the ranges and the new sequences in the admin table (known id: not recorded twice) — this
-   already hides the admin rows in-flight tasks write from now on;
-5. delete the ranges from the admin table's rows;
-6. mark the id done (a redelivery before this re-applies: one more harmless re-run), then re-plan the affected
-   models at once so their gaps are enqueued (the coordinator's backfill tick would find them too).
+1. wait while the hot index is being rebuilt (Redis emptied): what is in flight cannot be read from it meanwhile;
+2. skip the event when its id is marked done (a duplicate);
+3. map it to ranges per model (``cbt.scheduling.invalidation``);
+4. record it in the durable record, which allocates its epoch in the same commit — from this moment the ranges are
+   no longer covered there, whatever happens to Redis; an id already recorded comes back with its first epoch and
+   ranges, so a redelivery applies exactly what the first delivery did;
+5. apply it to the hot index: remove the ranges and raise each model's sequence to the epoch, atomically and once
+   per epoch — from now on an in-flight task that read an older sequence cannot mark these ranges covered;
+6. mark the id done, then re-plan the affected models at once so their gaps are enqueued (the coordinator's
+   backfill tick would find them too).
 """
 
 from __future__ import annotations
@@ -37,18 +37,15 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.scheduling.invalidation import Impact, impact, why_rejected
 from cbt.state.admin_records import InvalidationRecord
-from cbt.state.ports import CoverageWriter, Publisher, TaskLedger
+from cbt.state.ports import CoverageReader, CoverageWriter, DurableRecord, Publisher, TaskLedger
 
 log = logging.getLogger("cbt.invalidator")
 
 Outcome = Literal["applied", "duplicate", "rejected"]
 
 
-class InvalidationLog(Protocol):
-    """The admin tables' side of an invalidation (``cbt.adapters.delta_admin.DeltaAdmin``)."""
-
-    def record_invalidation(self, record: InvalidationRecord) -> bool: ...
-    def remove_range(self, model_id: ModelId, start: int, end: int, below_seq: int) -> tuple[int, int]: ...
+class HotIndex(CoverageReader, CoverageWriter, Protocol):
+    pass
 
 
 class SeenEvents(Protocol):
@@ -61,15 +58,16 @@ class SeenEvents(Protocol):
 @dataclass
 class InvalidationHandler:
     models: ModelSet
-    coverage: CoverageWriter
+    coverage: HotIndex
     ledger: TaskLedger
-    admin: InvalidationLog
+    admin: DurableRecord
     seen: SeenEvents
     publisher: Publisher
     topics: Topics
     replan: Callable[[Collection[ModelId]], Awaitable[int]]
     max_range: int
     counts: Counter[str] = field(default_factory=Counter)
+    index_poll_s: float = 0.5
 
     async def handle(self, raw: bytes) -> Outcome:
         """One message body from the ``invalidation`` topic."""
@@ -81,6 +79,7 @@ class InvalidationHandler:
         why = why_rejected(self.models, event, self.max_range)
         if why is not None:
             return await self._reject(raw, why, event.id)
+        await self._wait_for_index()
         if self.seen.is_seen(event.id):
             self.counts["duplicate"] += 1
             log.info("duplicate invalidation ignored", extra={"event_id": event.id, "counts": dict(self.counts)})
@@ -102,19 +101,24 @@ class InvalidationHandler:
         running = self.ledger.in_flight(involved, int(time.time() * 1000))
         in_flight = {m: [t.range for t in tasks if t.range is not None] for m, tasks in running.items()}
         result = impact(self.models, model_id, (event.start, event.end), cascade=event.cascade, in_flight=in_flight)
-        seqs = self.coverage.apply_invalidation(result.ranges)
         record = InvalidationRecord(
             id=event.id, model=model_id, start=event.start, end=event.end, reason=event.reason,
             source=event.source, cascade=event.cascade, metadata=dict(event.metadata), affected=result.ranges,
-            seqs=seqs, received_at_ms=received_at_ms,
+            received_at_ms=received_at_ms,
         )
-        if not await asyncio.to_thread(self.admin.record_invalidation, record):
-            log.warning("invalidation already in the admin table (redelivered, or Redis lost its marker); "
-                        "applied again", extra={"event_id": event.id})
-        for model, ranges in result.ranges.items():
-            for start, end in ranges:
-                await asyncio.to_thread(self.admin.remove_range, model, start, end, seqs[model])
-        return result
+        stored = await asyncio.to_thread(self.admin.record_invalidation, record)
+        if stored.received_at_ms != received_at_ms:
+            log.warning("invalidation already recorded (redelivered, or Redis lost its marker); applying it as "
+                        "first recorded", extra={"event_id": event.id, "epoch": stored.epoch})
+        self.coverage.apply_invalidation(stored.epoch, stored.affected)
+        return Impact(dict(stored.affected), result.scheduled)
+
+    async def _wait_for_index(self) -> None:
+        if self.coverage.is_built():
+            return
+        log.warning("waiting for the coordinator to rebuild the hot coverage index before applying invalidations")
+        while not self.coverage.is_built():
+            await asyncio.sleep(self.index_poll_s)
 
     async def _replan(self, result: Impact) -> None:
         try:

@@ -3,13 +3,18 @@
 Order of effects for an incremental task (each step makes a crash at any point safe):
 0. while the hot index is being rebuilt (Redis emptied) → wait: "not covered" cannot be trusted yet;
 1. already covered in the hot index → acknowledge without running (a redelivered duplicate);
-2. take the task's lease (a duplicate running elsewhere waits for it or for its coverage);
+2. take the task's lease and its fencing token (a duplicate running elsewhere waits for it or for its coverage);
+   a heartbeat renews it, through transient Redis errors, and stops the run when the lease is lost;
 3. read the model's invalidation sequence, then re-check every dependency (never fail open);
 4. run the statements (retried with backoff; after the last attempt publish ``task-failed``);
-5. append the completion to the admin table (group commit) — durable before anything says it happened;
-6. add the range to the hot index unless a newer invalidation overlaps it (atomic; invalidation wins — the task is
-   then requeued to run again on the new data); for a scheduled run, flag the model as having run;
+5. check the lease is still held, then append the completion to the admin table (group commit) — durable before
+   anything says it happened;
+6. add the range to the hot index unless a newer invalidation overlaps it or the lease was taken over — checked
+   atomically with the token (invalidation wins: the task is then requeued to run again on the new data); for a
+   scheduled run, flag the model as having run;
 7. publish ``interval-completed``, release the ledger entry and the lease; then the offset is committed.
+
+A run whose lease was lost records nothing: the worker that took the lease over runs and records the task.
 """
 
 from __future__ import annotations
@@ -30,11 +35,12 @@ from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range, covers
 from cbt.scheduling.state import StateSnapshot
 from cbt.state.live import read_models_state
-from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, Leases, Publisher, TaskLedger
+from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, Fence, Leases, Publisher, TaskLedger
 
 log = logging.getLogger("cbt.worker")
 
-Outcome = Literal["completed", "already-covered", "not-ready", "superseded", "busy", "failed", "unknown-model"]
+Outcome = Literal["completed", "already-covered", "not-ready", "superseded", "busy", "failed", "unknown-model",
+                  "lease-lost"]
 
 
 def task_range(task: TaskRequested) -> Range | None:
@@ -46,12 +52,24 @@ class Executor(Protocol):
     async def run(self, model: Transformation, task: TaskContext) -> None: ...
 
 
+@dataclass
+class HeldLease:
+    fence: Fence
+    is_lost: bool = False
+
+
 @dataclass(frozen=True)
 class Executed:
     """A task's work done; what recording it needs."""
 
     invalidation_seq: int
     duration_ms: int
+
+
+def _is_cancelling() -> bool:
+    """Whether the running task itself is being cancelled (not just something it awaited)."""
+    current = asyncio.current_task()
+    return current is not None and current.cancelling() > 0
 
 
 def _finished(outcome: Outcome) -> asyncio.Future[Outcome]:
@@ -126,19 +144,25 @@ class TaskRunner:
         if self._is_covered(model, task):
             self.ports.ledger.release(task.model, task.task_id)
             return _finished("already-covered")
-        lease = f"task:{task.task_id}"
-        if not await self._acquire(lease, model, task):
+        held = await self._acquire(f"task:{task.task_id}", model, task)
+        if held is None:
             return _finished("already-covered" if self._is_covered(model, task) else "busy")
-        heartbeat = asyncio.create_task(self._renew(lease))
+        work = asyncio.ensure_future(self._execute_leased(model, task))
+        heartbeat = asyncio.create_task(self._renew(held, work))
         try:
-            executed = await self._execute_leased(model, task)
+            executed = await work
+        except asyncio.CancelledError:
+            await self._end_lease(held, heartbeat)
+            if not held.is_lost or _is_cancelling():
+                raise
+            return _finished("lease-lost")
         except BaseException:
-            await self._end_lease(lease, heartbeat)
+            await self._end_lease(held, heartbeat)
             raise
         if not isinstance(executed, Executed):
-            await self._end_lease(lease, heartbeat)
+            await self._end_lease(held, heartbeat)
             return _finished(executed)
-        return asyncio.ensure_future(self._record_then_end_lease(model, task, executed, lease, heartbeat))
+        return asyncio.ensure_future(self._record_then_end_lease(model, task, executed, held, heartbeat))
 
     async def _execute_leased(self, model: IncrementalModel | ScheduledModel,
                               task: TaskRequested) -> Executed | Outcome:
@@ -159,20 +183,24 @@ class TaskRunner:
         return Executed(seq, duration_ms)
 
     async def _record_then_end_lease(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
-                                     executed: Executed, lease: str, heartbeat: asyncio.Task[None]) -> Outcome:
+                                     executed: Executed, held: HeldLease, heartbeat: asyncio.Task[None]) -> Outcome:
         try:
-            return await self._record(model, task, executed)
+            return await self._record(model, task, executed, held)
         finally:
-            await self._end_lease(lease, heartbeat)
+            await self._end_lease(held, heartbeat)
 
     async def _record(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
-                      executed: Executed) -> Outcome:
+                      executed: Executed, held: HeldLease) -> Outcome:
         seq, duration_ms = executed.invalidation_seq, executed.duration_ms
+        if not self._still_holds(held):
+            return self._lease_lost(task)
         await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
         if isinstance(model, ScheduledModel):
             self.ports.coverage.record_scheduled_run(model.id)
         done = task_range(task) if isinstance(model, IncrementalModel) else None
-        if done is not None and not self.ports.coverage.record_completed(model.id, done, seq):
+        if done is not None and not self.ports.coverage.record_completed(model.id, done, seq, held.fence):
+            if not self._still_holds(held):
+                return self._lease_lost(task)
             # It may have read data the invalidation declared stale: run it again now, on the new data (its ledger
             # claim stays, so the coordinator does not enqueue it a second time).
             log.info("completion superseded by an invalidation; task requeued", extra={"task_id": task.task_id})
@@ -187,11 +215,21 @@ class TaskRunner:
         self.ports.ledger.release(model.id, task.task_id)
         return "completed"
 
-    async def _end_lease(self, lease: str, heartbeat: asyncio.Task[None]) -> None:
+    async def _end_lease(self, held: HeldLease, heartbeat: asyncio.Task[None]) -> None:
         heartbeat.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await heartbeat
-        self.ports.leases.release(lease, self.worker_id)
+        self.ports.leases.release(held.fence.lease, self.worker_id)
+
+    def _still_holds(self, held: HeldLease) -> bool:
+        """Whether the lease is still this run's (renewed now, so it also lasts through the recording)."""
+        return not held.is_lost and self.ports.leases.renew(held.fence.lease, self.worker_id,
+                                                            int(self.lease_ttl_s * 1000))
+
+    def _lease_lost(self, task: TaskRequested) -> Outcome:
+        log.warning("task lease lost before recording; the run is not recorded (its new holder records it)",
+                    extra={"task_id": task.task_id})
+        return "lease-lost"
 
     async def _execute_with_retries(self, model: Transformation, task: TaskRequested) -> str | None:
         """``None`` on success, else the last error."""
@@ -239,20 +277,36 @@ class TaskRunner:
             return False
         return covers(self.ports.coverage.coverage(model.id), wanted)
 
-    async def _acquire(self, lease: str, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> bool:
+    async def _acquire(self, lease: str, model: IncrementalModel | ScheduledModel,
+                       task: TaskRequested) -> HeldLease | None:
         """Take the lease, waiting while a duplicate holds it (it may finish, or its holder may have died)."""
         deadline = time.monotonic() + self.lease_ttl_s * 2
         ttl_ms = int(self.lease_ttl_s * 1000)
-        while self.ports.leases.acquire(lease, self.worker_id, ttl_ms) is None:
+        while (token := self.ports.leases.acquire(lease, self.worker_id, ttl_ms)) is None:
             if time.monotonic() > deadline or self._is_covered(model, task):
-                return False
+                return None
             await asyncio.sleep(0.2)
-        return True
+        return HeldLease(Fence(lease, self.worker_id, token))
 
-    async def _renew(self, lease: str) -> None:
+    async def _renew(self, held: HeldLease, work: asyncio.Future[Executed | Outcome]) -> None:
+        """Renew the lease every third of its ttl; keep trying through Redis errors (sooner); when the lease is
+        found lost — it expired and may have been taken over — stop the run."""
+        ttl_ms = int(self.lease_ttl_s * 1000)
+        pause = self.lease_ttl_s / 3
         while True:
-            await asyncio.sleep(self.lease_ttl_s / 3)
-            self.ports.leases.renew(lease, self.worker_id, int(self.lease_ttl_s * 1000))
+            await asyncio.sleep(pause)
+            try:
+                renewed = self.ports.leases.renew(held.fence.lease, self.worker_id, ttl_ms)
+            except Exception as e:
+                log.warning("task lease renewal failed; retrying", extra={"lease": held.fence.lease, "error": str(e)})
+                pause = min(1.0, self.lease_ttl_s / 10)
+                continue
+            pause = self.lease_ttl_s / 3
+            if not renewed:
+                held.is_lost = True
+                log.error("task lease lost while running; stopping the run", extra={"lease": held.fence.lease})
+                work.cancel()
+                return
 
     async def _fail(self, task: TaskRequested, attempts: int, error: str) -> None:
         log.error("task failed", extra={"task_id": task.task_id, "error": error[:500]})

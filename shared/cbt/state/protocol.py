@@ -1,0 +1,81 @@
+"""The coverage and invalidation protocol (``docs/protocol.md``) as pure rules: both stores follow them.
+
+Two stores hold coverage. The **durable record** (the Delta admin tables: completion rows and invalidation
+records) is the authority; the **hot index** (Redis) is a cache of it that the services read and write on the
+hot path, and that is rebuilt from the durable record whenever it is lost.
+
+* **Epochs.** Every accepted invalidation gets an epoch, one more than the highest epoch ever recorded, allocated
+  by the same commit that records the event: the durable record serialises concurrent allocations, so epochs
+  never go backwards, survive any loss of the hot index, and a redelivered event keeps its first epoch.
+* A model's **sequence** is the highest epoch applied to it (0 when never invalidated).
+* **Completion rows** carry the sequence their task read before it ran. A row's *live part* is its range minus
+  every range invalidated for its model under a higher epoch — exactly those ranges, never the whole row.
+  Coverage is the union of the live parts (``live_coverage``).
+* **The hot index** keeps per model its coverage, its sequence, the log of applied ``(epoch, range)`` marks
+  above a *floor*, and a version. A completion adds its live part against the log (``accepted_part``), and
+  nothing at all — fail closed — when the task read a sequence the index cannot judge: below the floor (marks may
+  have been forgotten) or above the current sequence (the index was reset since).
+* An invalidation is applied to the hot index once per epoch (``is_applied``): a redelivery does not remove
+  coverage that re-runs already restored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.coverage import EMPTY, Coverage, Range
+
+
+@dataclass(frozen=True)
+class Mark:
+    """One range of one model invalidated under ``epoch``."""
+
+    epoch: int
+    range: Range
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One completion row: ``range`` computed by a task that read sequence ``seq`` before running."""
+
+    range: Range
+    seq: int
+
+
+def subtract(r: Range, holes: Iterable[Range]) -> Coverage:
+    """The parts of ``r`` outside every hole."""
+    parts: Coverage = (r,) if r[0] < r[1] else EMPTY
+    for hole in holes:
+        parts = cov.remove(parts, hole)
+    return parts
+
+
+def live_part(row: Completion, marks: Iterable[Mark]) -> Coverage:
+    """What ``row`` still covers: its range minus the ranges invalidated under a higher epoch."""
+    return subtract(row.range, (m.range for m in marks if m.epoch > row.seq))
+
+
+def live_coverage(rows: Iterable[Completion], marks: Iterable[Mark]) -> Coverage:
+    """One model's coverage in the durable record: the union of its rows' live parts."""
+    held = tuple(marks)
+    return cov.merge(part for row in rows for part in live_part(row, held))
+
+
+def next_epoch(recorded: Iterable[int]) -> int:
+    """The epoch of a newly recorded invalidation: one more than every epoch recorded before."""
+    return max(recorded, default=0) + 1
+
+
+def accepted_part(done: Range, observed: int, seq: int, floor: int, log: Iterable[Mark]) -> Coverage:
+    """What the hot index adds for a completion of ``done`` by a task that read sequence ``observed``."""
+    if observed > seq or observed < floor:
+        return EMPTY
+    return live_part(Completion(done, observed), log)
+
+
+def is_applied(epoch: int, floor: int, log: Iterable[Mark]) -> bool:
+    """Whether the hot index already reflects the invalidation of ``epoch``: logged, or at or below the floor
+    (a rebuild read it from the durable record, or it is older than the log keeps)."""
+    return epoch <= floor or any(m.epoch == epoch for m in log)

@@ -1,0 +1,90 @@
+"""An in-process durable record (``cbt.state.ports.DurableRecord``), for tests only: the Delta admin tables' twin.
+
+It follows ``cbt.state.protocol`` with plain Python where the Delta adapter (``cbt.adapters.delta_admin``) uses SQL;
+the protocol tests run against both.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Collection, Iterable
+
+from cbt.models.spec import ModelId
+from cbt.scheduling.coverage import Coverage
+from cbt.state import protocol
+from cbt.state.admin_records import CONSOLIDATED, CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
+from cbt.state.protocol import Completion, Mark
+
+
+class MemoryRecord:
+    def __init__(self) -> None:
+        self.rows: list[CompletedInterval] = []
+        self.invalidations: dict[str, InvalidationRecord] = {}
+        self.runs: list[ScheduledRun] = []
+        self._lock = threading.Lock()
+
+    def record_completed(self, rows: Iterable[CompletedInterval]) -> None:
+        with self._lock:
+            self.rows.extend(rows)
+
+    def coverage(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, Coverage]:
+        with self._lock:
+            wanted = model_ids if model_ids is not None else {r.model for r in self.rows}
+            return {m: self._live(m) for m in wanted}
+
+    def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
+        with self._lock:
+            out: dict[ModelId, int] = {}
+            for record in self.invalidations.values():
+                for model, seq in record.seqs.items():
+                    if model_ids is None or model in model_ids:
+                        out[model] = max(out.get(model, 0), seq)
+            return out
+
+    def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
+        with self._lock:
+            if record.id not in self.invalidations:
+                epoch = protocol.next_epoch(s for r in self.invalidations.values() for s in r.seqs.values())
+                self.invalidations[record.id] = dataclasses.replace(
+                    record, seqs={m: epoch for m in record.affected})
+            return self.invalidations[record.id]
+
+    def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
+        with self._lock:
+            models = sorted({r.model for r in self.rows if model_id is None or r.model == model_id})
+            done = []
+            for model in models:
+                before = [r for r in self.rows if r.model == model]
+                top = max((m.epoch for m in self._marks(model)), default=0)
+                after = [CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}",
+                                           CONSOLIDATED, top, CONSOLIDATED) for start, end in self._live(model)]
+                if len(after) < len(before):
+                    self.rows = [r for r in self.rows if r.model != model] + after
+                    done.append(Consolidation(model, len(before), len(after)))
+                else:
+                    done.append(Consolidation(model, len(before), len(before)))
+            return done
+
+    def record_scheduled_run(self, run: ScheduledRun) -> None:
+        with self._lock:
+            self.runs.append(run)
+
+    def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None,
+                            successful_only: bool = False) -> dict[ModelId, ScheduledRun]:
+        with self._lock:
+            out: dict[ModelId, ScheduledRun] = {}
+            for run in self.runs:
+                if (model_ids is None or run.model in model_ids) and (run.status == "success" or not successful_only):
+                    kept = out.get(run.model)
+                    if kept is None or run.scheduled_unix >= kept.scheduled_unix:
+                        out[run.model] = run
+            return out
+
+    def _marks(self, model: ModelId) -> list[Mark]:
+        return [Mark(r.seqs[model], rng) for r in self.invalidations.values() if model in r.seqs
+                for rng in r.affected.get(model, ())]
+
+    def _live(self, model: ModelId) -> Coverage:
+        rows = (Completion(r.range, r.invalidation_seq) for r in self.rows if r.model == model)
+        return protocol.live_coverage(rows, self._marks(model))
