@@ -1,4 +1,5 @@
-"""The Delta admin tables on a real Spark Connect server: coverage, removal, consolidation, staleness, history."""
+"""The durable record: the Delta admin tables on a real Spark Connect server, and — for the protocol's rules
+(live parts, epochs, consolidation) — its in-memory twin, held to the same expectations."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from pyspark.sql import SparkSession
 from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
+from cbt.state.ports import DurableRecord
+from cbt.testing.memory_record import MemoryRecord
 from cbt.testing.memory_state import MemoryCoverage
-
-pytestmark = pytest.mark.integration
 
 M = "an.hourly"
 OTHER = "an.daily"
@@ -20,6 +21,7 @@ OTHER = "an.daily"
 
 @pytest.fixture
 def admin(spark: SparkSession, spark_database: str) -> Iterator[DeltaAdmin]:
+    """Real Delta tables in a fresh database (tests using it are integration tests)."""
     tables = DeltaAdmin(
         spark,
         incremental=(spark_database, "cbt_incremental"),
@@ -30,11 +32,20 @@ def admin(spark: SparkSession, spark_database: str) -> Iterator[DeltaAdmin]:
     yield tables
 
 
+@pytest.fixture(params=[pytest.param("memory", id="memory"),
+                        pytest.param("delta", id="delta", marks=pytest.mark.integration)])
+def record(request: pytest.FixtureRequest) -> DurableRecord:
+    if request.param == "memory":
+        return MemoryRecord()
+    admin: DeltaAdmin = request.getfixturevalue("admin")
+    return admin
+
+
 def done(start: int, end: int, *, model: str = M, seq: int = 0) -> CompletedInterval:
     return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", invalidation_seq=seq)
 
 
-def invalidation(inv_id: str, affected: dict[str, list[tuple[int, int]]], seqs: dict[str, int]) -> InvalidationRecord:
+def invalidation(inv_id: str, affected: dict[str, list[tuple[int, int]]]) -> InvalidationRecord:
     first = min(s for ranges in affected.values() for s, _ in ranges)
     last = max(e for ranges in affected.values() for _, e in ranges)
     return InvalidationRecord(
@@ -46,7 +57,6 @@ def invalidation(inv_id: str, affected: dict[str, list[tuple[int, int]]], seqs: 
         source="test",
         metadata={"blocks": [first, last], "note": "it's \\ quoted"},
         affected={m: tuple(rs) for m, rs in affected.items()},
-        seqs=seqs,
         received_at_ms=1_700_000_000_000 + len(inv_id),
     )
 
@@ -61,6 +71,7 @@ def stored_rows(spark: SparkSession, database: str, model: str = M) -> int:
     return int(spark.sql(query).collect()[0]["n"])
 
 
+@pytest.mark.integration
 def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spark_database: str) -> None:
     admin.ensure_tables()
 
@@ -71,6 +82,7 @@ def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spa
     assert list(detail["partitionColumns"]) == ["database", "table"]
 
 
+@pytest.mark.integration
 def test_ensure_tables_names_the_missing_columns_of_a_foreign_table(spark: SparkSession, spark_database: str) -> None:
     spark.sql(f"CREATE TABLE {spark_database}.legacy (`database` STRING, `table` STRING, position BIGINT) USING DELTA")
     tables = DeltaAdmin(spark, incremental=(spark_database, "legacy"), scheduled=(spark_database, "s"),
@@ -92,26 +104,7 @@ def test_a_batch_is_one_commit_and_coverage_is_merged_ranges(
     assert admin.coverage() == {M: ((0, 30), (40, 50)), OTHER: ((0, 60),)}
 
 
-def test_remove_range_keeps_the_outside_parts_in_one_commit(
-    admin: DeltaAdmin, spark: SparkSession, spark_database: str
-) -> None:
-    admin.record_completed([done(0, 100), done(100, 110), done(200, 300), done(400, 500), done(0, 300, model=OTHER)])
-    before = commits(spark, spark_database)
-
-    assert admin.remove_range(M, 50, 210) == (3, 2)
-
-    assert commits(spark, spark_database) == before + 1
-    assert admin.coverage([M, OTHER]) == {M: ((0, 50), (210, 300), (400, 500)), OTHER: ((0, 300),)}
-    assert admin.remove_range(M, 600, 600) == (0, 0)
-
-
-def test_remove_range_spares_rows_computed_after_the_invalidation(admin: DeltaAdmin) -> None:
-    """A re-run that finished between the invalidation's Redis step and this removal read the new data."""
-    admin.record_completed([done(0, 100, seq=0), done(100, 200, seq=1), done(200, 300, seq=2)])
-    assert admin.remove_range(M, 50, 300, below_seq=2) == (2, 1)
-    assert admin.coverage([M]) == {M: ((0, 50), (200, 300))}
-
-
+@pytest.mark.integration
 def test_consolidation_keeps_coverage_identical_and_reduces_rows(admin: DeltaAdmin, spark: SparkSession,
                                                                    spark_database: str) -> None:  # fmt: skip
     admin.record_completed([done(0, 10), done(10, 20), done(5, 15), done(30, 40), done(40, 45), done(100, 110)])
@@ -128,6 +121,7 @@ def test_consolidation_keeps_coverage_identical_and_reduces_rows(admin: DeltaAdm
     assert commits(spark, spark_database) == unchanged
 
 
+@pytest.mark.integration
 def test_a_row_appended_after_planning_survives_the_rewrite(admin: DeltaAdmin, monkeypatch: pytest.MonkeyPatch) -> None:
     admin.record_completed([done(0, 10), done(10, 20)])
     rewrite = admin._consolidate_one
@@ -142,38 +136,64 @@ def test_a_row_appended_after_planning_survives_the_rewrite(admin: DeltaAdmin, m
     assert admin.coverage([M]) == {M: ((0, 20), (50, 60))}
 
 
-def test_rows_older_than_an_overlapping_invalidation_are_stale(admin: DeltaAdmin) -> None:
-    admin.record_completed([done(0, 10), done(10, 20), done(20, 30), done(10, 20, model=OTHER)])
+def test_an_invalidation_cuts_exactly_its_ranges_from_older_rows(record: DurableRecord) -> None:
+    record.record_completed([done(0, 10), done(10, 20), done(20, 30), done(10, 20, model=OTHER)])
 
-    assert admin.record_invalidation(invalidation("inv-1", {M: [(12, 14)], OTHER: [(0, 5)]}, {M: 1, OTHER: 4}))
+    stored = record.record_invalidation(invalidation("inv-1", {M: [(12, 14)], OTHER: [(0, 5)]}))
 
-    assert admin.coverage([M, OTHER]) == {M: ((0, 10), (20, 30)), OTHER: ((10, 20),)}
-    assert admin.invalidation_seqs([M, OTHER, "an.none"]) == {M: 1, OTHER: 4}
-
-
-def test_rows_with_a_sequence_at_or_above_the_invalidation_are_kept(admin: DeltaAdmin) -> None:
-    admin.record_invalidation(invalidation("inv-1", {M: [(0, 100)]}, {M: 2}))
-
-    admin.record_completed([done(0, 10, seq=1), done(10, 20, seq=2), done(20, 30, seq=3), done(30, 40, seq=1)])
-
-    assert admin.coverage([M]) == {M: ((10, 30),)}
+    assert stored.seqs == {M: 1, OTHER: 1}
+    assert record.coverage([M, OTHER]) == {M: ((0, 12), (14, 30)), OTHER: ((10, 20),)}
+    assert record.invalidation_seqs([M, OTHER, "an.none"]) == {M: 1, OTHER: 1}
 
 
-def test_consolidation_neither_resurrects_stale_rows_nor_loses_live_ones(admin: DeltaAdmin) -> None:
-    admin.record_completed([done(0, 10, seq=0), done(10, 20, seq=0), done(20, 30, seq=2), done(30, 40, seq=0)])
-    admin.record_invalidation(invalidation("inv-1", {M: [(10, 20), (25, 26)]}, {M: 1}))
-    assert admin.coverage([M]) == {M: ((0, 10), (20, 40))}
+def test_rows_computed_at_or_after_the_epoch_are_whole(record: DurableRecord) -> None:
+    record.record_invalidation(invalidation("inv-1", {OTHER: [(0, 1)]}))
+    assert record.record_invalidation(invalidation("inv-2", {M: [(0, 100)]})).epoch == 2
 
-    assert [(c.rows_before, c.rows_after) for c in admin.consolidate(M)] == [(4, 2)]
-    assert admin.coverage([M]) == {M: ((0, 10), (20, 40))}
+    record.record_completed([done(0, 10, seq=1), done(10, 20, seq=2), done(20, 30, seq=3), done(30, 40, seq=1)])
 
-    # A later invalidation makes the whole merged row stale until the invalidator removes its range.
-    admin.record_invalidation(invalidation("inv-2", {M: [(24, 26)]}, {M: 3}))
-    assert admin.coverage([M]) == {M: ((0, 10),)}
-    admin.remove_range(M, 24, 26)
-    assert admin.coverage([M]) == {M: ((0, 10), (20, 24), (26, 40))}
+    assert record.coverage([M]) == {M: ((10, 30),)}
 
 
+def test_epochs_grow_and_a_redelivered_event_keeps_its_first(record: DurableRecord) -> None:
+    """Scenario 4: the epoch comes from the durable record, so Redis losing its marker cannot make it drift."""
+    first = record.record_invalidation(invalidation("inv-a", {M: [(0, 10), (20, 30)], OTHER: [(0, 60)]}))
+    second = record.record_invalidation(invalidation("inv-bb", {M: [(5, 6)]}))
+    again = record.record_invalidation(invalidation("inv-a", {M: [(500, 600)]}))
+
+    assert (first.epoch, second.epoch) == (1, 2)
+    assert again == first, "as first recorded: same epoch, same ranges"
+    assert record.invalidation_seqs() == {M: 2, OTHER: 1}
+
+
+def test_consolidation_inside_the_invalidation_window_keeps_what_lies_outside(record: DurableRecord) -> None:
+    """Scenario 3: a consolidated row overlapping an invalidated range loses that range only, then and later."""
+    record.record_completed([done(0, 10, seq=0), done(10, 20, seq=0), done(20, 30, seq=0), done(30, 40, seq=0)])
+    record.record_invalidation(invalidation("inv-1", {M: [(10, 20), (25, 26)]}))
+    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 40))}
+
+    assert [(c.rows_before, c.rows_after) for c in record.consolidate(M)] == [(4, 3)]
+    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 40))}
+
+    record.record_invalidation(invalidation("inv-2", {M: [(28, 32)]}))
+    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 28), (32, 40))}
+    record.consolidate(M)
+    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 28), (32, 40))}
+
+
+def test_rebuilding_a_hot_index_restores_the_live_parts(record: DurableRecord) -> None:
+    record.record_completed([done(0, 100), done(100, 200, model=OTHER)])
+    record.record_invalidation(invalidation("inv-1", {M: [(40, 60)]}))
+    index = MemoryCoverage(built=False)
+
+    assert hot_index.rebuild(record, index, [M, OTHER], [], built_at=1) == {M: 2, OTHER: 1}
+
+    assert index.coverages([M, OTHER]) == {M: ((0, 40), (60, 100)), OTHER: ((100, 200),)}
+    assert [index.invalidation_seq(m) for m in (M, OTHER)] == [1, 0]
+    assert not index.record_completed(M, (40, 60), 0), "a task that read the data before the rebuild"
+
+
+@pytest.mark.integration
 def test_every_scheduled_run_is_kept_and_the_latest_is_found(admin: DeltaAdmin) -> None:
     runs = [
         ScheduledRun("ref.rates", 3600, "ref.rates:@3600", "success", duration_ms=5, updated_at_ms=3_601_000),
@@ -197,6 +217,7 @@ def test_every_scheduled_run_is_kept_and_the_latest_is_found(admin: DeltaAdmin) 
     }
 
 
+@pytest.mark.integration
 def test_rebuilding_the_hot_index_restores_coverage_and_scheduled_runs(admin: DeltaAdmin) -> None:
     admin.record_completed([done(0, 10), done(10, 20), done(40, 50), done(0, 60, model=OTHER)])
     admin.record_scheduled_run(ScheduledRun("ref.rates", 3600, "ref.rates:@3600", "success", updated_at_ms=1))
@@ -211,12 +232,11 @@ def test_rebuilding_the_hot_index_restores_coverage_and_scheduled_runs(admin: De
     assert index.is_built()
 
 
-def test_an_invalidation_is_recorded_once_with_what_it_affected(admin: DeltaAdmin) -> None:
-    first = invalidation("inv-a", {M: [(0, 10), (20, 30)], OTHER: [(0, 60)]}, {M: 1, OTHER: 1})
-    second = invalidation("inv-bb", {M: [(5, 6)]}, {M: 2})
-
-    assert admin.record_invalidation(first)
-    assert not admin.record_invalidation(first)
-    assert admin.record_invalidation(second)
+@pytest.mark.integration
+def test_invalidations_are_listed_newest_first_with_what_they_affected(admin: DeltaAdmin) -> None:
+    first = admin.record_invalidation(invalidation("inv-a", {M: [(0, 10), (20, 30)], OTHER: [(0, 60)]}))
+    second = admin.record_invalidation(invalidation("inv-bb", {M: [(5, 6)]}))
+    admin.record_invalidation(invalidation("inv-a", {M: [(7, 8)]}))
 
     assert admin.invalidations(limit=10) == [second, first]
+    assert second.metadata == {"blocks": [5, 6], "note": "it's \\ quoted"}

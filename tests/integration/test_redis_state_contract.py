@@ -20,8 +20,8 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
-from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, InFlightTask, Leases, TaskLedger
-from cbt.testing.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryCoverage, MemoryState
+from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, Fence, InFlightTask, Leases, TaskLedger
+from cbt.testing.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
 
 A, B, C = "db.a", "db.b", "db.c"
 
@@ -52,7 +52,7 @@ def make_state(request: pytest.FixtureRequest) -> MakeState:
     if request.param == "memory":
 
         def memory(keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> StatePorts:
-            return MemoryState(coverage=MemoryCoverage(keep_invalidations, built=False))
+            return MemoryState(keep_invalidations, built=False)
 
         return memory
     client = request.getfixturevalue("redis_client")
@@ -92,67 +92,133 @@ def test_record_completed_merges_ranges(state: StatePorts, ranges: list[Range], 
 
 
 @pytest.mark.parametrize(
-    ("invalidated", "model", "done", "observed_after", "is_accepted"),
+    ("invalidated", "model", "done", "observed_after", "added"),
     [
-        pytest.param((100, 200), A, (150, 250), False, False, id="newer-overlapping-refused"),
-        pytest.param((100, 200), A, (50, 101), False, False, id="newer-one-position-overlap-refused"),
-        pytest.param((100, 200), A, (200, 300), False, True, id="newer-touching-accepted"),
-        pytest.param((100, 200), A, (300, 400), False, True, id="newer-disjoint-accepted"),
-        pytest.param((100, 200), A, (150, 250), True, True, id="older-overlapping-accepted"),
-        pytest.param((100, 200), B, (150, 250), False, True, id="other-models-invalidation-ignored"),
+        pytest.param((100, 200), A, (150, 250), False, ((200, 250),), id="newer-overlapping-cut-out"),
+        pytest.param((100, 200), A, (50, 101), False, ((50, 100),), id="newer-one-position-overlap-cut-out"),
+        pytest.param((100, 200), A, (120, 180), False, (), id="newer-covering-refused"),
+        pytest.param((100, 200), A, (200, 300), False, ((200, 300),), id="newer-touching-accepted"),
+        pytest.param((100, 200), A, (300, 400), False, ((300, 400),), id="newer-disjoint-accepted"),
+        pytest.param((100, 200), A, (150, 250), True, ((150, 250),), id="older-overlapping-accepted"),
+        pytest.param((100, 200), B, (150, 250), False, ((150, 250),), id="other-models-invalidation-ignored"),
     ],
 )
 def test_record_completed_against_invalidations(
-    state: StatePorts, invalidated: Range, model: ModelId, done: Range, observed_after: bool, is_accepted: bool
+    state: StatePorts, invalidated: Range, model: ModelId, done: Range, observed_after: bool, added: Coverage
 ) -> None:
-    """A task that read the sequence before an overlapping invalidation may not mark its range covered (§8)."""
+    """A task that read the sequence before an overlapping invalidation may not mark what it overlaps covered
+    (§8); the rest of its range it computed from valid data (``cbt.state.protocol.accepted_part``)."""
     observed = state.coverage.invalidation_seq(model)
-    state.coverage.apply_invalidation({A: [invalidated]})
+    state.coverage.apply_invalidation(1, {A: [invalidated]})
     if observed_after:
         observed = state.coverage.invalidation_seq(model)
-    assert state.coverage.record_completed(model, done, observed) is is_accepted
-    assert state.coverage.coverage(model) == ((done,) if is_accepted else ())
+    assert state.coverage.record_completed(model, done, observed) is (added == (done,))
+    assert state.coverage.coverage(model) == added
+
+
+def _rebuilt(state: StatePorts, model: ModelId, coverage: Coverage, seq: int) -> None:
+    assert state.coverage.replace_coverage(model, coverage, seq, state.coverage.versions([model])[model])
 
 
 def test_apply_invalidation_removes_only_the_ranges_across_models(state: StatePorts) -> None:
-    state.coverage.replace_coverage(A, ((0, 100), (200, 300)), seq=0)
-    state.coverage.replace_coverage(B, ((0, 1000),), seq=4)
-    seqs = state.coverage.apply_invalidation({A: [(50, 250), (280, 290)], B: [(100, 200), (900, 1100)], C: []})
-    assert seqs == {A: 1, B: 5, C: 1}
+    _rebuilt(state, A, ((0, 100), (200, 300)), 0)
+    _rebuilt(state, B, ((0, 1000),), 4)
+    state.coverage.apply_invalidation(5, {A: [(50, 250), (280, 290)], B: [(100, 200), (900, 1100)], C: []})
     assert state.coverage.coverages([A, B, C]) == {
         A: ((0, 50), (250, 280), (290, 300)),
         B: ((0, 100), (200, 900)),
         C: (),
     }
-    assert [state.coverage.invalidation_seq(m) for m in (A, B, C)] == [1, 5, 1]
-    assert state.coverage.apply_invalidation({A: [(0, 10)]}) == {A: 2}
+    assert [state.coverage.invalidation_seq(m) for m in (A, B, C)] == [5, 5, 5]
+    state.coverage.apply_invalidation(6, {A: [(0, 10)]})
     assert state.coverage.coverage(A) == ((10, 50), (250, 280), (290, 300))
+    assert [state.coverage.invalidation_seq(m) for m in (A, B)] == [6, 5]
+
+
+def test_an_epoch_is_applied_once(state: StatePorts) -> None:
+    """A redelivered event must neither move the sequence nor remove what re-runs restored since (scenario 4)."""
+    state.coverage.record_completed(A, (0, 100), 0)
+    state.coverage.apply_invalidation(3, {A: [(40, 60)]})
+    assert state.coverage.record_completed(A, (40, 60), 3), "the re-run"
+    state.coverage.apply_invalidation(3, {A: [(40, 60)]})
+    assert state.coverage.coverage(A) == ((0, 100),)
+    assert state.coverage.invalidation_seq(A) == 3
+    state.coverage.apply_invalidation(2, {A: [(0, 10)]})
+    assert state.coverage.invalidation_seq(A) == 3, "an older epoch applied late never lowers the sequence"
+    assert state.coverage.coverage(A) == ((10, 100),)
 
 
 def test_unknown_model_has_sequence_zero_and_no_coverage(state: StatePorts) -> None:
     assert state.coverage.invalidation_seq(A) == 0
     assert state.coverage.coverage(A) == ()
     assert state.coverage.coverages([]) == {}
-    assert state.coverage.apply_invalidation({}) == {}
+    state.coverage.apply_invalidation(1, {})
 
 
 def test_replace_coverage_overwrites_and_restarts_the_log(state: StatePorts) -> None:
     state.coverage.record_completed(A, (0, 10), observed_seq=0)
-    state.coverage.replace_coverage(A, ((20, 30), (30, 40), (60, 70)), seq=7)
+    _rebuilt(state, A, ((20, 30), (30, 40), (60, 70)), 7)
     assert state.coverage.coverage(A) == ((20, 40), (60, 70))
     assert state.coverage.invalidation_seq(A) == 7
     assert state.coverage.record_completed(A, (100, 110), observed_seq=6) is False, "older than the rebuild"
     assert state.coverage.record_completed(A, (100, 110), observed_seq=7) is True
-    state.coverage.replace_coverage(A, (), seq=7)
+    _rebuilt(state, A, (), 7)
     assert state.coverage.coverage(A) == ()
+
+
+@pytest.mark.parametrize("write", ["completion", "invalidation", "rebuild"])
+def test_a_rebuild_does_not_overwrite_a_model_written_since_it_read(state: StatePorts, write: str) -> None:
+    """Scenario 2: a rebuild read the durable record, then an invalidation (or a completion) reached Redis."""
+    version = state.coverage.versions([A])[A]
+    if write == "completion":
+        state.coverage.record_completed(A, (0, 10), 0)
+    elif write == "invalidation":
+        state.coverage.apply_invalidation(1, {A: [(0, 10)]})
+    else:
+        _rebuilt(state, A, ((0, 5),), 0)
+    before = state.coverage.coverage(A), state.coverage.invalidation_seq(A)
+    assert state.coverage.replace_coverage(A, ((0, 1000),), 0, version) is False
+    assert (state.coverage.coverage(A), state.coverage.invalidation_seq(A)) == before
+    assert state.coverage.versions([B])[B] == state.coverage.versions([B])[B], "reading changes nothing"
 
 
 def test_index_is_untrusted_until_marked_built(state: StatePorts) -> None:
     assert state.coverage.is_built() is False, "a fresh (or emptied) index must not pass for an empty one"
-    state.coverage.replace_coverage(A, ((0, 10),), seq=0)
+    generation = state.coverage.generation()
+    _rebuilt(state, A, ((0, 10),), 0)
     assert state.coverage.is_built() is False, "only the end of a rebuild marks it built"
-    state.coverage.mark_built(1_700_000_000)
+    assert state.coverage.mark_built(1_700_000_000, "another-life") is False
+    assert state.coverage.is_built() is False
+    assert state.coverage.mark_built(1_700_000_000, generation) is True
     assert state.coverage.is_built() is True
+
+
+def test_emptying_the_index_changes_its_generation_and_fences_the_rebuild(make_state: MakeState,
+                                                                          request: pytest.FixtureRequest) -> None:
+    state = make_state()
+    generation, version = state.coverage.generation(), state.coverage.versions([A])[A]
+    _flush(state, request)
+    assert state.coverage.generation() != generation
+    assert state.coverage.replace_coverage(A, ((0, 10),), 0, version) is False, "read before Redis was emptied"
+    assert state.coverage.mark_built(1, generation) is False
+
+
+def _flush(state: StatePorts, request: pytest.FixtureRequest) -> None:
+    if isinstance(state, MemoryState):
+        state.coverage.flush()
+        return
+    client, prefix = request.getfixturevalue("redis_client"), request.getfixturevalue("redis_prefix")
+    client.delete(*client.scan_iter(match=prefix + "*"))
+
+
+def test_a_completion_counts_only_under_the_lease_it_ran_with(state: StatePorts) -> None:
+    token = state.leases.acquire("task:x", "w1", 60_000)
+    assert token is not None
+    assert state.coverage.record_completed(A, (0, 10), 0, Fence("task:x", "w1", token))
+    state.leases.release("task:x", "w1")
+    assert state.leases.acquire("task:x", "w2", 60_000) is not None
+    assert state.coverage.record_completed(A, (10, 20), 0, Fence("task:x", "w1", token)) is False, "taken over"
+    assert state.coverage.coverage(A) == ((0, 10),)
 
 
 def test_scheduled_runs_are_flagged_per_model(state: StatePorts) -> None:
@@ -172,8 +238,8 @@ def test_record_refused_when_observed_sequence_is_ahead_of_the_state(state: Stat
 
 def test_pruned_invalidation_log_fails_closed(make_state: MakeState) -> None:
     state = make_state(keep_invalidations=2)
-    for _ in range(3):
-        state.coverage.apply_invalidation({A: [(1000, 2000)]})
+    for epoch in (1, 2, 3):
+        state.coverage.apply_invalidation(epoch, {A: [(1000, 2000)]})
     assert state.coverage.record_completed(A, (0, 10), observed_seq=0) is False, "invalidation 1 was forgotten"
     assert state.coverage.record_completed(A, (0, 10), observed_seq=1) is True
     assert state.coverage.record_completed(A, (1500, 1600), observed_seq=2) is False, "invalidation 3 is kept"
@@ -325,9 +391,9 @@ def test_invalidation_wins_over_racing_completions(state: StatePorts) -> None:
             for model in models:
                 start = rng.randrange(0, 20_000, 100)
                 chosen[model] = (start, start + rng.choice((100, 1000, 4000)))
-            seqs = state.coverage.apply_invalidation({m: [r] for m, r in chosen.items()})
-            assert seqs[A] == seqs[B]
-            invalidations.append((seqs[A], chosen))
+            epoch = len(invalidations) + 1
+            state.coverage.apply_invalidation(epoch, {m: [r] for m, r in chosen.items()})
+            invalidations.append((epoch, chosen))
             time.sleep(0.002)
 
     _run_threads([invalidator, *(functools.partial(worker, seed) for seed in range(4))])
@@ -342,10 +408,11 @@ def test_invalidation_wins_over_racing_completions(state: StatePorts) -> None:
 
 
 def _expected_coverage(invalidations: list[tuple[int, Range]], attempts: list[Attempt]) -> Coverage:
-    """Position p stays covered iff an accepted completion covers it having observed the last invalidation of p."""
+    """Position p stays covered iff a completion covers it having observed the last invalidation of p (a refused
+    completion still adds the parts no newer invalidation overlaps)."""
     last_seq: dict[int, int] = {}
     for seq, (s, e) in sorted(invalidations):
         for p in range(s, e):
             last_seq[p] = seq
-    covered = {p for _, (s, e), observed, ok in attempts if ok for p in range(s, e) if last_seq.get(p, 0) <= observed}
+    covered = {p for _, (s, e), observed, _ in attempts for p in range(s, e) if last_seq.get(p, 0) <= observed}
     return cov.merge((p, p + 1) for p in covered)
