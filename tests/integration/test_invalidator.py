@@ -29,9 +29,9 @@ from cbt.models.loader import load_models
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.scheduling.state import RawBounds
-from cbt.state.admin_records import InvalidationRecord
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
+from cbt.testing.memory_record import MemoryRecord
 from cbt.worker.runner import CompletionRow, TaskRunner, WorkerPorts
 from tests.conftest import Endpoints
 from tests.unit.scheduling.factories import ext, inc, models_of
@@ -114,6 +114,7 @@ def test_bad_events_are_rejected_with_reasons_and_a_good_one_is_applied_once(
     minute = models.resolve("block_propagation_minute")
     two = models.resolve("block_propagation_two_minute")
     state = RedisState(redis_client, config.redis.key_prefix)
+    state.coverage.mark_built(0, state.coverage.generation())  # as after the coordinator's start-up rebuild
     for model in (minute, two):
         state.coverage.record_completed(model, (0, 3_000), 0)
 
@@ -168,18 +169,6 @@ class GatedExecutor:
         await self.gate.wait()
 
 
-class NoAdmin:
-    def __init__(self) -> None:
-        self.records: list[InvalidationRecord] = []
-
-    def record_invalidation(self, record: InvalidationRecord) -> bool:
-        self.records.append(record)
-        return True
-
-    def remove_range(self, model_id: str, start: int, end: int, below_seq: int) -> tuple[int, int]:
-        return (0, 0)
-
-
 class NoRecorder:
     async def record(self, row: CompletionRow) -> None:
         return None
@@ -190,7 +179,7 @@ def test_invalidation_wins_over_a_task_running_when_it_arrives(redis_client: Red
     task is requeued at once and runs again on the new data."""
     models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
     state = RedisState(redis_client, redis_prefix)
-    state.coverage.mark_built(0)  # as the coordinator does on start-up (rebuilt from empty admin tables)
+    state.coverage.mark_built(0, state.coverage.generation())  # as after the start-up rebuild (empty admin tables)
     state.bounds.put_bounds("ext.blocks", RawBounds(0, 240))
     for done in ((0, 120), (180, 240)):
         state.coverage.record_completed("an.minute", done, 0)
@@ -200,7 +189,7 @@ def test_invalidation_wins_over_a_task_running_when_it_arrives(redis_client: Red
     executor = GatedExecutor()
     runner = TaskRunner(models, WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, publisher,
                                             NoRecorder()), executor, TOPICS, "w1")
-    handler = InvalidationHandler(models, state.coverage, state.ledger, NoAdmin(), FakeSeen(), publisher, TOPICS,
+    handler = InvalidationHandler(models, state.coverage, state.ledger, MemoryRecord(), FakeSeen(), publisher, TOPICS,
                                   planner.replan, max_range=10_000)
     reorg = json.dumps({"id": "reorg-1", "model": "ext.blocks", "start": 130, "end": 140, "reason": "reorg",
                         "source": "test"}).encode()
