@@ -287,7 +287,7 @@ class RedisCoverage:
     def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         if done[0] >= done[1]:
             return True
-        keys, args = self._keys(model), [done[0], done[1], observed_seq]
+        keys, args = self._keys(model), list[int | str]([done[0], done[1], observed_seq])
         if fence is not None:
             keys += [f"{self._prefix}lease:{fence.lease}", f"{self._prefix}lease-token:{fence.lease}"]
             args += [fence.owner, fence.token]
@@ -313,7 +313,7 @@ class RedisCoverage:
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str) -> bool:
         """Overwrite one model's coverage and sequence if its version is unchanged; the log restarts at ``seq``."""
-        args: list[object] = [version, seq]
+        args: list[int | str] = [version, seq]
         args.extend(position for r in cov.merge(coverage) for position in r)
         return bool(self._replace(keys=[*self._keys(model), self._generation_key], args=args))
 
