@@ -123,7 +123,7 @@ def deploy(spark: SparkSession, endpoints: Endpoints, name: str, tables: Sequenc
     # Created up front: services starting together on a fresh admin database race on CREATE TABLE.
     admin_from_config(spark, dep.config).ensure_tables()
     # The admin tables are empty, so the hot index is too: say so, sparing the coordinator's rebuild read.
-    dep.state.coverage.mark_built(int(time.time()))
+    dep.state.coverage.mark_built(int(time.time()), dep.state.coverage.generation())
     return BenchDeployment(dep, tag, endpoints)
 
 

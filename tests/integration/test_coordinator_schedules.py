@@ -58,7 +58,7 @@ def test_scheduled_runs_fire_every_second_while_a_consolidation_runs(redis_clien
     config = load_config(CONFIG, environ={**os.environ, "CBT__SCHEDULER__CONSOLIDATION": "@every 1s"})
     models = ModelSet({EVERY_SECOND: sched(EVERY_SECOND, schedule="@every 1s")})
     state = RedisState(redis_client, redis_prefix)
-    state.coverage.mark_built(int(time.time()))
+    state.coverage.mark_built(int(time.time()), state.coverage.generation())
     publisher = Publisher()
     planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
                       publisher, Topics("t."), lambda tags: "default", model_concurrency=1,
