@@ -129,6 +129,15 @@ class Deployment:
             time.sleep(0.5)
         raise AssertionError(f"the pipeline did not converge within {timeout_s:.0f}s; logs in {self.log_dir}")
 
+    def wait_applied(self, event_id: str, timeout_s: float = 120.0) -> None:
+        """Until the invalidator has applied the event (its id is marked seen)."""
+        key = f"{self.config.redis.key_prefix}invalidation:{event_id}"
+        deadline = time.monotonic() + timeout_s
+        while not self.redis.exists(key):
+            assert not self.procs.exited(), f"services exited: {self.procs.exited()}; logs in {self.log_dir}"
+            assert time.monotonic() < deadline, f"invalidation {event_id} not applied; logs in {self.log_dir}"
+            time.sleep(0.2)
+
     def stop(self) -> None:
         self.procs.stop_all()
 

@@ -10,8 +10,12 @@ import time
 import pytest
 from confluent_kafka import Producer
 
+from cbt.adapters.delta_admin import admin_from_config
+from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.contract.messages import TaskRequested
-from cbt.models.spec import IncrementalModel
+from cbt.dev.generator import SourceTables, write_blocks
+from cbt.models.spec import IncrementalModel, ScheduledModel
+from cbt.scheduling.cron import next_fire
 from cbt.state.admin_records import CONSOLIDATED
 from tests.e2e.harness import T0, Deployment, Oracle
 
@@ -21,7 +25,9 @@ LAST_SLOT_END = SOURCE_END - 12 + 1
 """Bounds max of the sources: one past the newest slot's second."""
 
 
-def assert_equals_oracle(dep: Deployment) -> None:
+def assert_equals_oracle(dep: Deployment, *, every_fire_time: bool = True) -> None:
+    """The end of every e2e: derived tables equal the oracle, the admin tables say what the live index says, and
+    each scheduled model ran once per fire time (every fire time, unless the coordinator was down meanwhile)."""
     oracle = Oracle(dep)
     try:
         models = oracle.build()
@@ -31,6 +37,34 @@ def assert_equals_oracle(dep: Deployment) -> None:
             assert oracle.differences(model.table) == (0, 0), f"{model.table} differs from the oracle"
     finally:
         oracle.drop()
+    assert_admin_tables_equal_the_live_index(dep)
+    assert_scheduled_runs_once_per_fire_time(dep, every_fire_time)
+
+
+def assert_admin_tables_equal_the_live_index(dep: Deployment) -> None:
+    """What a rebuild would load (coverage and sequences) is what the quiet system holds in Redis."""
+    ids = [m.id for m in dep.models.incrementals]
+    admin = admin_from_config(dep.spark, dep.config)
+    durable, seqs = admin.coverage(ids), admin.invalidation_seqs(ids)
+    for model_id in ids:
+        assert durable[model_id] == dep.coverage(model_id), f"{model_id}: admin tables and live index differ"
+        assert seqs.get(model_id, 0) == dep.state.coverage.invalidation_seq(model_id), f"{model_id}: sequence"
+
+
+def assert_scheduled_runs_once_per_fire_time(dep: Deployment, every_fire_time: bool) -> None:
+    admin = admin_from_config(dep.spark, dep.config)
+    for model in dep.models.scheduled:
+        assert isinstance(model, ScheduledModel)
+        fired = [run.scheduled_unix for run in admin.scheduled_runs(model.id, limit=10_000) if run.status == "success"]
+        assert fired, f"{model.id} never ran"
+        repeated = sorted({t for t in fired if fired.count(t) > 1})
+        assert not repeated, f"{model.id} ran more than once for fire times {repeated}"
+        if every_fire_time:
+            expected, t = [], min(fired)
+            while t <= max(fired):
+                expected.append(t)
+                t = next_fire(model.schedule, t)
+            assert sorted(fired) == expected, f"{model.id} missed fire times {sorted(set(expected) - set(fired))}"
 
 
 def publish_duplicates(dep: Deployment, count: int) -> int:
@@ -77,7 +111,7 @@ def test_worker_killed_mid_task_and_coordinator_restarted_still_converge(deploym
     dep.write_sources(T0 + 300, SOURCE_END)  # data keeps arriving while they are down
     dep.start("worker", "coordinator")
     dep.wait_quiet(LAST_SLOT_END)
-    assert_equals_oracle(dep)
+    assert_equals_oracle(dep, every_fire_time=False)  # fire times while the coordinator was down collapse into one
 
 
 def _wait_for_running_task(dep: Deployment, timeout_s: float = 120.0) -> None:
@@ -90,21 +124,59 @@ def _wait_for_running_task(dep: Deployment, timeout_s: float = 120.0) -> None:
     asyncio.run(poll())
 
 
-def test_redis_emptied_rebuilds_from_the_admin_tables_and_converges(deployment: Deployment) -> None:
+def test_an_invalidation_while_its_range_runs_then_redis_emptied_converges(deployment: Deployment) -> None:
+    """An upstream rewrite is announced while a task over the rewritten range is running, and Redis is emptied
+    right after the event is applied: the running task must not count, the rebuild must not restore the range,
+    and nothing completed outside the invalidated ranges runs again."""
     dep = deployment
     dep.write_entities()
     dep.write_sources(T0, T0 + 300)
-    dep.start()
-    dep.wait_quiet(T0 + 300 - 12 + 1)
-    assert _runs_ending_before(dep, T0 + 240, since_ms=0) > 0
-
+    dep.start("coordinator", "worker", "bounds-cache", "invalidator")
+    running = _wait_for_running_task_in(dep, (T0 + 60, T0 + 240))
+    reorg = (running[0] - (running[0] - T0) % 60, running[0] - (running[0] - T0) % 60 + 60)
+    write_blocks(dep.spark, SourceTables(dep.source_db), *reorg, version=1)
+    event_id = publish_invalidation(dep.config.kafka.bootstrap_servers, "beacon_blocks", *reorg, reason="reorg",
+                                    source="e2e", id=f"reorg:{reorg[0]}", topic_prefix=dep.config.kafka.topic_prefix)
+    dep.wait_applied(event_id)
     flushed_ms = int(time.time() * 1000)
-    keys = list(dep.redis.scan_iter(match=f"{dep.config.redis.key_prefix}*"))
-    dep.redis.delete(*keys)  # everything this deployment had in Redis: coverage, bounds, ledger, leases, marks
+    dep.redis.delete(*dep.redis.scan_iter(match=f"{dep.config.redis.key_prefix}*"))  # coverage, ledger, leases, …
     dep.write_sources(T0 + 300, SOURCE_END)
     dep.wait_quiet(LAST_SLOT_END)
     assert_equals_oracle(dep)
-    assert _runs_ending_before(dep, T0 + 240, since_ms=flushed_ms) == 0, "completed intervals must not run again"
+
+    (record,) = admin_from_config(dep.spark, dep.config).invalidations()
+    assert record.affected, "the event reached the derived models"
+    again = [(m, s, e) for m, s, e in _runs_since(dep, flushed_ms) if e <= T0 + 240
+             and not any(s < hi and lo < e for lo, hi in record.affected.get(m, ()))]
+    assert again == [], "intervals completed outside the invalidated ranges ran again after Redis was emptied"
+
+
+def _wait_for_running_task_in(dep: Deployment, window: tuple[int, int], timeout_s: float = 240.0) -> tuple[int, int]:
+    """The range of a task of a derived model that a worker is running inside ``window`` (its lease is held)."""
+    derived = [m.id for m in dep.models.incrementals]
+    prefix = dep.config.redis.key_prefix
+
+    async def poll() -> tuple[int, int]:
+        async with asyncio.timeout(timeout_s):
+            while True:
+                for tasks in dep.state.ledger.in_flight(derived, int(time.time() * 1000)).values():
+                    for task in tasks:
+                        r = task.range
+                        if r is not None and window[0] <= r[0] < window[1] and dep.redis.exists(
+                                f"{prefix}lease:task:{task.task_id}"):
+                            return r
+                await asyncio.sleep(0.02)
+
+    return asyncio.run(poll())
+
+
+def _runs_since(dep: Deployment, since_ms: int) -> list[tuple[str, int, int]]:
+    """``(model, start, end)`` of every admin row a worker wrote since ``since_ms``."""
+    table = f"{dep.config.admin.incremental.database}.{dep.config.admin.incremental.table}"
+    rows = dep.spark.sql(f"SELECT `database`, `table`, position, `interval` FROM {table} "
+                         f"WHERE unix_millis(updated_date_time) >= {since_ms} "
+                         f"AND direction <> '{CONSOLIDATED}'").collect()
+    return [(f"{r['database']}.{r['table']}", r["position"], r["position"] + r["interval"]) for r in rows]
 
 
 def _runs_ending_before(dep: Deployment, end: int, since_ms: int) -> int:

@@ -3,8 +3,6 @@ published, and every derived table equals the oracle again — with only the inv
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from cbt.adapters.delta_admin import admin_from_config
@@ -31,15 +29,6 @@ def admin_rows(dep: Deployment) -> list[tuple[str, int, int, int]]:
             for r in rows]
 
 
-def wait_applied(dep: Deployment, event_id: str, timeout_s: float = 120.0) -> None:
-    key = f"{dep.config.redis.key_prefix}invalidation:{event_id}"
-    deadline = time.monotonic() + timeout_s
-    while not dep.redis.exists(key):
-        assert not dep.procs.exited(), f"services exited: {dep.procs.exited()}; logs in {dep.log_dir}"
-        assert time.monotonic() < deadline, f"invalidation {event_id} not applied; logs in {dep.log_dir}"
-        time.sleep(0.2)
-
-
 def test_reorg_one_event_recomputes_every_derived_row_of_the_range_and_nothing_else(deployment: Deployment) -> None:
     dep = deployment
     dep.procs.overrides["CBT__SCHEDULER__CONSOLIDATION"] = "@every 24h"  # rows stay as the tasks wrote them
@@ -56,7 +45,7 @@ def test_reorg_one_event_recomputes_every_derived_row_of_the_range_and_nothing_e
         dep.config.kafka.bootstrap_servers, "beacon_blocks", *REORG, reason="reorg", source="e2e-block-follower",
         id=f"reorg:{REORG[0]}", metadata={"fork_slot": REORG[0] // 12 - 1}, topic_prefix=dep.config.kafka.topic_prefix,
     )
-    wait_applied(dep, event_id)
+    dep.wait_applied(event_id)
     dep.wait_quiet(LAST_SLOT_END, timeout_s=720)
     assert_equals_oracle(dep)
 
@@ -80,3 +69,6 @@ def test_reorg_one_event_recomputes_every_derived_row_of_the_range_and_nothing_e
         assert lo - reach < start and end < hi + reach, f"{model} re-ran [{start}, {end}) far beyond [{lo}, {hi})"
     untouched = {f"{out}.transactions", f"{out}.block_gas"}
     assert sorted(r for r in admin_rows(dep) if r[0] in untouched) == sorted(r for r in before if r[0] in untouched)
+    ran_over = sorted((m, s, e) for m, s, e, _ in before
+                      if any(s < hi and lo < e for lo, hi in record.affected.get(m, ())))
+    assert sorted(rerun) == ran_over, "a reorg re-runs exactly the intervals that had run over its range, once each"
