@@ -148,6 +148,17 @@ def test_an_epoch_is_applied_once(state: StatePorts) -> None:
     assert state.coverage.coverage(A) == ((10, 100),)
 
 
+def test_an_event_applied_after_the_log_was_pruned_past_it_still_applies(make_state: MakeState) -> None:
+    """A delayed event (an invalidator in a crash loop) must not be taken for applied because later marks pushed
+    the pruning floor past its epoch."""
+    state = make_state(keep_invalidations=2)
+    state.coverage.record_completed(A, (0, 100), 0)
+    for epoch in (4, 5, 6):
+        state.coverage.apply_invalidation(epoch, {A: [(90 + epoch, 91 + epoch)]})
+    state.coverage.apply_invalidation(3, {A: [(10, 20)]})
+    assert state.coverage.coverage(A) == ((0, 10), (20, 94), (97, 100))
+
+
 def test_unknown_model_has_sequence_zero_and_no_coverage(state: StatePorts) -> None:
     assert state.coverage.invalidation_seq(A) == 0
     assert state.coverage.coverage(A) == ()

@@ -54,6 +54,6 @@ def test_the_hot_index_fails_closed_when_it_cannot_judge(observed: int, seq: int
 
 
 def test_an_epoch_is_applied_once() -> None:
-    assert is_applied(3, floor=3, log=[])
-    assert is_applied(5, floor=3, log=[Mark(5, (0, 1))])
-    assert not is_applied(4, floor=3, log=[Mark(5, (0, 1))])
+    assert is_applied(3, rebuilt_at=3, log=[])
+    assert is_applied(5, rebuilt_at=3, log=[Mark(5, (0, 1))])
+    assert not is_applied(4, rebuilt_at=3, log=[Mark(5, (0, 1))])

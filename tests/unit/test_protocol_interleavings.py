@@ -57,8 +57,8 @@ class Event:
 class Rebuild:
     generation: str
     version: str
-    coverage: Coverage
     seq: int
+    coverage: Coverage | None = None
 
 
 @dataclass
@@ -156,18 +156,25 @@ class Protocol(RuleBasedStateMachine):
         self.tick()
 
     @rule()
-    def rebuild_reads(self) -> None:
+    def rebuild_reads_the_sequence(self) -> None:
+        """A rebuild's reads are separate queries: anything can happen between them (``hot_index.rebuild``)."""
         generation = self.hot.coverage.generation()
         version = self.hot.coverage.versions([M])[M]
-        self.rebuild_read = Rebuild(generation, version, self.record.coverage([M])[M],
-                                    self.record.invalidation_seqs([M]).get(M, 0))
+        self.rebuild_read = Rebuild(generation, version, self.record.invalidation_seqs([M]).get(M, 0))
         self.tick()
 
-    @precondition(lambda self: self.rebuild_read is not None)
+    @precondition(lambda self: self.rebuild_read is not None and self.rebuild_read.coverage is None)
+    @rule()
+    def rebuild_reads_the_coverage(self) -> None:
+        assert self.rebuild_read is not None
+        self.rebuild_read.coverage = self.record.coverage([M])[M]
+        self.tick()
+
+    @precondition(lambda self: self.rebuild_read is not None and self.rebuild_read.coverage is not None)
     @rule()
     def rebuild_writes(self) -> None:
         read, self.rebuild_read = self.rebuild_read, None
-        assert read is not None
+        assert read is not None and read.coverage is not None
         if self.hot.coverage.replace_coverage(M, read.coverage, read.seq, read.version):
             self.hot.coverage.mark_built(self.clock, read.generation)
         self.tick()

@@ -42,8 +42,8 @@ def rebuild(admin: DurableRecord, coverage: CoverageWriter, model_ids: Collectio
         if not pending:
             break
         versions = coverage.versions(pending)
-        covered = admin.coverage(pending)
-        seqs = admin.invalidation_seqs(pending)
+        seqs = admin.invalidation_seqs(pending)  # before the coverage: an event recorded in between is then above
+        covered = admin.coverage(pending)        # the sequence written, so its application is not skipped
         missed = []
         for model_id in pending:
             ranges = covered.get(model_id, ())

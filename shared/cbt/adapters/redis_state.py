@@ -9,7 +9,8 @@ pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a le
     {prefix}cov:{m}          zset  member "start:end", score start   merged half-open ranges
     {prefix}seq:{m}          int   invalidation sequence: the highest epoch applied (missing = 0)
     {prefix}inv:{m}          zset  member "epoch:start:end", score epoch  marks applied, the latest ``keep``
-    {prefix}invfloor:{m}     int   floor of that log (missing = 0)
+    {prefix}invfloor:{m}     int   floor of that log (missing = 0): marks at or below it may be forgotten
+    {prefix}rebuilt:{m}      int   sequence the last rebuild read: epochs at or below it are reflected
     {prefix}ver:{m}          int   bumped by every write to the model (a rebuild's fence)
     {prefix}generation       str   random id of this Redis's life, created when missing (a rebuild's fence)
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
@@ -106,16 +107,18 @@ return 0
 """
 )
 
-# KEYS: cov, seq, inv, floor, ver per model. ARGV: keep, epoch, then per model: n, start1, end1, ...
-# A model that already reflects the epoch (logged, or at or below the floor) is skipped: cbt.state.protocol.is_applied.
+# KEYS: cov, seq, inv, floor, ver, rebuilt per model. ARGV: keep, epoch, then per model: n, start1, end1, ...
+# A model that already reflects the epoch (logged, or at or below what the last rebuild read) is skipped:
+# cbt.state.protocol.is_applied.
 _APPLY_INVALIDATION = (
     _LUA_RANGES
     + """
 local keep, epoch, argi = tonumber(ARGV[1]), tonumber(ARGV[2]), 3
-for k = 1, #KEYS, 5 do
+for k = 1, #KEYS, 6 do
   local n = tonumber(ARGV[argi])
   local floor = tonumber(redis.call('GET', KEYS[k + 3]) or '0')
-  if epoch > floor and redis.call('ZCOUNT', KEYS[k + 2], epoch, epoch) == 0 then
+  local rebuilt = tonumber(redis.call('GET', KEYS[k + 5]) or '0')
+  if epoch > rebuilt and redis.call('ZCOUNT', KEYS[k + 2], epoch, epoch) == 0 then
     if epoch > tonumber(redis.call('GET', KEYS[k + 1]) or '0') then redis.call('SET', KEYS[k + 1], epoch) end
     for i = 1, n do
       local s, e = tonumber(ARGV[argi + 2 * i - 1]), tonumber(ARGV[argi + 2 * i])
@@ -153,13 +156,15 @@ for k = 2, #KEYS do out[#out + 1] = gen .. ':' .. (redis.call('GET', KEYS[k]) or
 return out
 """
 
-# KEYS: cov, seq, inv, floor, ver, generation. ARGV: expected version, seq, start1, end1, ... Returns 1 when done.
+# KEYS: cov, seq, inv, floor, ver, rebuilt, generation. ARGV: expected version, seq, start1, end1, ...
+# Returns 1 when done.
 _REPLACE = """
-if (redis.call('GET', KEYS[6]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
+if (redis.call('GET', KEYS[7]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[3])
 for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[4], ARGV[2])
+redis.call('SET', KEYS[6], ARGV[2])
 redis.call('INCR', KEYS[5])
 return 1
 """
@@ -245,8 +250,9 @@ class RedisCoverage:
         self._mark_built = client.register_script(_MARK_BUILT)
 
     def _keys(self, model: ModelId) -> list[str]:
-        """The model's coverage, sequence, invalidation log, log floor and version keys, in the scripts' order."""
-        return [f"{self._prefix}{kind}:{model}" for kind in ("cov", "seq", "inv", "invfloor", "ver")]
+        """The model's coverage, sequence, invalidation log, log floor, version and rebuilt-at keys, in the scripts'
+        order."""
+        return [f"{self._prefix}{kind}:{model}" for kind in ("cov", "seq", "inv", "invfloor", "ver", "rebuilt")]
 
     def is_built(self) -> bool:
         return bool(self._client.exists(f"{self._prefix}index-built"))
@@ -287,7 +293,7 @@ class RedisCoverage:
     def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         if done[0] >= done[1]:
             return True
-        keys, args = self._keys(model), list[int | str]([done[0], done[1], observed_seq])
+        keys, args = self._keys(model)[:5], list[int | str]([done[0], done[1], observed_seq])
         if fence is not None:
             keys += [f"{self._prefix}lease:{fence.lease}", f"{self._prefix}lease-token:{fence.lease}"]
             args += [fence.owner, fence.token]

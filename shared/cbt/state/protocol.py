@@ -16,7 +16,8 @@ hot path, and that is rebuilt from the durable record whenever it is lost.
   nothing at all — fail closed — when the task read a sequence the index cannot judge: below the floor (marks may
   have been forgotten) or above the current sequence (the index was reset since).
 * An invalidation is applied to the hot index once per epoch (``is_applied``): a redelivery does not remove
-  coverage that re-runs already restored.
+  coverage that re-runs already restored. A rebuild sets the floor and records the sequence it read
+  (``rebuilt_at``): every epoch up to it is reflected in what it loaded.
 """
 
 from __future__ import annotations
@@ -75,7 +76,8 @@ def accepted_part(done: Range, observed: int, seq: int, floor: int, log: Iterabl
     return live_part(Completion(done, observed), log)
 
 
-def is_applied(epoch: int, floor: int, log: Iterable[Mark]) -> bool:
-    """Whether the hot index already reflects the invalidation of ``epoch``: logged, or at or below the floor
-    (a rebuild read it from the durable record, or it is older than the log keeps)."""
-    return epoch <= floor or any(m.epoch == epoch for m in log)
+def is_applied(epoch: int, rebuilt_at: int, log: Iterable[Mark]) -> bool:
+    """Whether the hot index already reflects the invalidation of ``epoch``: logged, or at or below the sequence the
+    last rebuild read from the durable record (``rebuilt_at``). Not the pruning floor: an epoch older than the log
+    keeps may never have been applied (a delayed event), and applying it again only costs a re-run."""
+    return epoch <= rebuilt_at or any(m.epoch == epoch for m in log)

@@ -33,10 +33,13 @@ class _ModelCoverage:
     ranges: Coverage = EMPTY
     seq: int = 0
     floor: int = 0
+    rebuilt_at: int = 0
     version: int = 0
     log: list[Mark] = field(default_factory=list)
 
     def complete(self, done: Range, observed_seq: int) -> bool:
+        if observed_seq > self.seq or observed_seq < self.floor:
+            return False  # fail closed, and like Redis, without counting as a write
         part = protocol.accepted_part(done, observed_seq, self.seq, self.floor, self.log)
         self.ranges = cov.union(self.ranges, part)
         self.version += 1
@@ -44,7 +47,7 @@ class _ModelCoverage:
 
     def invalidate(self, epoch: int, ranges: Sequence[Range], keep: int) -> None:
         """Remove ``ranges`` and log them under ``epoch`` unless it is already applied; prune the log."""
-        if protocol.is_applied(epoch, self.floor, self.log):
+        if protocol.is_applied(epoch, self.rebuilt_at, self.log):
             return
         self.seq = max(self.seq, epoch)
         self.version += 1
@@ -137,7 +140,7 @@ class MemoryCoverage:
             state = self._get(model)
             if version != f"{self._generation}:{state.version}":
                 return False
-            self._models[model] = _ModelCoverage(ranges=cov.merge(coverage), seq=seq, floor=seq,
+            self._models[model] = _ModelCoverage(ranges=cov.merge(coverage), seq=seq, floor=seq, rebuilt_at=seq,
                                                  version=state.version + 1)
             return True
 
