@@ -62,8 +62,14 @@ def instance_id(service: str) -> str:
     return f"{service}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
 
+REDIS_TIMEOUT_S = 5.0
+"""A Redis call that gets no answer fails after this long instead of hanging the service (well below a task
+lease's renewal period, so a worker notices a lost Redis before its lease could expire unnoticed)."""
+
+
 def redis_client(config: Config) -> Redis:
-    return Redis.from_url(config.redis.url, health_check_interval=30)
+    return Redis.from_url(config.redis.url, health_check_interval=30, socket_timeout=REDIS_TIMEOUT_S,
+                          socket_connect_timeout=REDIS_TIMEOUT_S)
 
 
 def redis_state(config: Config) -> RedisState:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 from dataclasses import dataclass, field
 
 import pytest
@@ -76,8 +77,18 @@ def handle(runner: TaskRunner, request: TaskRequested) -> Outcome:
     return asyncio.run(runner.handle(request))
 
 
-def ready_state() -> MemoryState:
-    state = MemoryState()
+class Clock:
+    """Monotonic milliseconds that a test can move forward (a pause longer than a lease's ttl)."""
+
+    def __init__(self) -> None:
+        self.skipped_ms = 0
+
+    def __call__(self) -> int:
+        return time.monotonic_ns() // 1_000_000 + self.skipped_ms
+
+
+def ready_state(clock: Clock | None = None) -> MemoryState:
+    state = MemoryState(clock_ms=clock or Clock())
     state.bounds.put_bounds(SRC, RawBounds(0, 600))
     return state
 
@@ -148,29 +159,35 @@ def test_an_invalidation_during_the_run_wins_over_the_completion() -> None:
     assert state.coverage.coverage(MODEL) == ((0, 60),)
 
 
+def _lease_expires(state: MemoryState, clock: Clock, taken_by: str | None) -> None:
+    clock.skipped_ms += 60_000  # the worker paused past its lease's ttl ...
+    if taken_by is not None:  # ... and another worker took the task over
+        state.leases.acquire(f"task:{task().task_id}", taken_by, 600_000)
+
+
 def test_a_run_whose_lease_was_taken_over_records_nothing() -> None:
     """The lease expired (a pause, a partition) and another worker took the task over: only that one records."""
-    state = ready_state()
-    lease = f"task:{task().task_id}"
-
-    def taken_over() -> None:
-        state.leases.release(lease, "worker-1")
-        state.leases.acquire(lease, "worker-2", 60_000)
-
-    runner, published, rows = make_runner(Executor(during=[taken_over]), state)
+    clock = Clock()
+    state = ready_state(clock)
+    runner, published, rows = make_runner(Executor(during=[lambda: _lease_expires(state, clock, "worker-2")]), state)
     assert handle(runner, task()) == "lease-lost"
     assert rows.rows == [] and published.messages == [] and state.coverage.coverage(MODEL) == ()
 
 
+def test_a_run_whose_lease_expired_untaken_records_nothing_and_requeues_the_task() -> None:
+    clock = Clock()
+    state = ready_state(clock)
+    runner, published, rows = make_runner(Executor(during=[lambda: _lease_expires(state, clock, None)]), state)
+    assert handle(runner, task()) == "lease-lost"
+    assert rows.rows == [] and state.coverage.coverage(MODEL) == ()
+    (topic, requeued), = published.messages
+    assert topic == "t.task-requested.default" and isinstance(requeued, TaskRequested), "not left to the deadline"
+
+
 def test_losing_the_lease_stops_the_run() -> None:
-    state = ready_state()
-    lease = f"task:{task().task_id}"
-
-    def taken_over() -> None:
-        state.leases.release(lease, "worker-1")
-        state.leases.acquire(lease, "worker-2", 60_000)
-
-    executor = Executor(during=[taken_over], seconds=5.0)
+    clock = Clock()
+    state = ready_state(clock)
+    executor = Executor(during=[lambda: _lease_expires(state, clock, "worker-2")], seconds=5.0)
     runner, _, rows = make_runner(executor, state)
     assert handle(runner, task()) == "lease-lost"
     assert executor.finished == 0 and rows.rows == [], "the heartbeat found the lease lost and stopped the run"

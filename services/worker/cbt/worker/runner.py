@@ -20,9 +20,9 @@ A run whose lease was lost records nothing: the worker that took the lease over 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
+import uuid
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -155,7 +155,7 @@ class TaskRunner:
             await self._end_lease(held, heartbeat)
             if not held.is_lost or _is_cancelling():
                 raise
-            return _finished("lease-lost")
+            return _finished(await self._lease_lost(task, held))
         except BaseException:
             await self._end_lease(held, heartbeat)
             raise
@@ -193,19 +193,18 @@ class TaskRunner:
                       executed: Executed, held: HeldLease) -> Outcome:
         seq, duration_ms = executed.invalidation_seq, executed.duration_ms
         if not self._still_holds(held):
-            return self._lease_lost(task)
+            return await self._lease_lost(task, held)
         await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
         if isinstance(model, ScheduledModel):
             self.ports.coverage.record_scheduled_run(model.id)
         done = task_range(task) if isinstance(model, IncrementalModel) else None
         if done is not None and not self.ports.coverage.record_completed(model.id, done, seq, held.fence):
             if not self._still_holds(held):
-                return self._lease_lost(task)
+                return await self._lease_lost(task, held)
             # It may have read data the invalidation declared stale: run it again now, on the new data (its ledger
             # claim stays, so the coordinator does not enqueue it a second time).
             log.info("completion superseded by an invalidation; task requeued", extra={"task_id": task.task_id})
-            await self.ports.publisher.publish(self.topics.task_requested(task.pool),
-                                               task.model_copy(update={"enqueued_at_ms": now_ms()}), key=task.task_id)
+            await self._requeue(task)
             return "superseded"
         await self.ports.publisher.publish(self.topics.interval_completed, IntervalCompleted(
             task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
@@ -217,19 +216,32 @@ class TaskRunner:
 
     async def _end_lease(self, held: HeldLease, heartbeat: asyncio.Task[None]) -> None:
         heartbeat.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await heartbeat
-        self.ports.leases.release(held.fence.lease, self.worker_id)
+        try:
+            await asyncio.wait({heartbeat})  # (a cancellation of this task itself still propagates)
+        finally:
+            self.ports.leases.release(held.fence.lease, held.fence.owner)
 
     def _still_holds(self, held: HeldLease) -> bool:
         """Whether the lease is still this run's (renewed now, so it also lasts through the recording)."""
-        return not held.is_lost and self.ports.leases.renew(held.fence.lease, self.worker_id,
+        return not held.is_lost and self.ports.leases.renew(held.fence.lease, held.fence.owner,
                                                             int(self.lease_ttl_s * 1000))
 
-    def _lease_lost(self, task: TaskRequested) -> Outcome:
-        log.warning("task lease lost before recording; the run is not recorded (its new holder records it)",
-                    extra={"task_id": task.task_id})
+    async def _lease_lost(self, task: TaskRequested, held: HeldLease) -> Outcome:
+        """The run records nothing. If another run holds the lease, it records the task; if nobody does (Redis was
+        unreachable past the ttl, or restarted), the task is requeued so it is not left to the ledger deadline."""
+        probe = f"{self.worker_id}/probe-{uuid.uuid4().hex[:8]}"
+        if self.ports.leases.acquire(held.fence.lease, probe, int(self.lease_ttl_s * 1000)) is None:
+            log.warning("task lease taken over; this run is not recorded", extra={"task_id": task.task_id})
+            return "lease-lost"
+        self.ports.leases.release(held.fence.lease, probe)
+        log.warning("task lease lost and not taken over; task requeued", extra={"task_id": task.task_id})
+        await self._requeue(task)
         return "lease-lost"
+
+    async def _requeue(self, task: TaskRequested) -> None:
+        """Publish the task again (its ledger claim stays, so the coordinator does not enqueue a second copy)."""
+        await self.ports.publisher.publish(self.topics.task_requested(task.pool),
+                                           task.model_copy(update={"enqueued_at_ms": now_ms()}), key=task.task_id)
 
     async def _execute_with_retries(self, model: Transformation, task: TaskRequested) -> str | None:
         """``None`` on success, else the last error."""
@@ -282,26 +294,31 @@ class TaskRunner:
         """Take the lease, waiting while a duplicate holds it (it may finish, or its holder may have died)."""
         deadline = time.monotonic() + self.lease_ttl_s * 2
         ttl_ms = int(self.lease_ttl_s * 1000)
-        while (token := self.ports.leases.acquire(lease, self.worker_id, ttl_ms)) is None:
+        owner = f"{self.worker_id}/{uuid.uuid4().hex[:12]}"  # this run, not the process: it may take the task again
+        while (token := self.ports.leases.acquire(lease, owner, ttl_ms)) is None:
             if time.monotonic() > deadline or self._is_covered(model, task):
                 return None
             await asyncio.sleep(0.2)
-        return HeldLease(Fence(lease, self.worker_id, token))
+        return HeldLease(Fence(lease, owner, token))
 
     async def _renew(self, held: HeldLease, work: asyncio.Future[Executed | Outcome]) -> None:
         """Renew the lease every third of its ttl; keep trying through Redis errors (sooner); when the lease is
         found lost — it expired and may have been taken over — stop the run."""
         ttl_ms = int(self.lease_ttl_s * 1000)
         pause = self.lease_ttl_s / 3
+        renewed_at = time.monotonic()
         while True:
             await asyncio.sleep(pause)
             try:
-                renewed = self.ports.leases.renew(held.fence.lease, self.worker_id, ttl_ms)
+                renewed = self.ports.leases.renew(held.fence.lease, held.fence.owner, ttl_ms)
             except Exception as e:
+                # Past one ttl without a renewal the lease has expired on the server whatever happens next.
+                renewed = time.monotonic() - renewed_at < self.lease_ttl_s
                 log.warning("task lease renewal failed; retrying", extra={"lease": held.fence.lease, "error": str(e)})
                 pause = min(1.0, self.lease_ttl_s / 10)
-                continue
-            pause = self.lease_ttl_s / 3
+            else:
+                pause = self.lease_ttl_s / 3
+                renewed_at = time.monotonic() if renewed else renewed_at
             if not renewed:
                 held.is_lost = True
                 log.error("task lease lost while running; stopping the run", extra={"lease": held.fence.lease})
