@@ -4,16 +4,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from pyspark.sql import SparkSession
 
 from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
+from cbt.adapters.spark import connect
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
 from cbt.state.ports import DurableRecord
 from cbt.testing.memory_record import MemoryRecord
 from cbt.testing.memory_state import MemoryCoverage
+from tests.conftest import Endpoints
 
 M = "an.hourly"
 OTHER = "an.daily"
@@ -164,6 +167,24 @@ def test_epochs_grow_and_a_redelivered_event_keeps_its_first(record: DurableReco
     assert (first.epoch, second.epoch) == (1, 2)
     assert again == first, "as first recorded: same epoch, same ranges"
     assert record.invalidation_seqs() == {M: 2, OTHER: 1}
+
+
+@pytest.mark.integration
+def test_concurrent_invalidators_get_distinct_epochs(admin: DeltaAdmin, spark_database: str,
+                                                     endpoints: Endpoints) -> None:
+    """Epochs are allocated inside the recording commit: Delta must serialise two sessions recording at once."""
+    sessions = [connect(endpoints.spark_remote) for _ in range(3)]
+    try:
+        writers = [DeltaAdmin(session, (spark_database, "cbt_incremental"), (spark_database, "cbt_scheduled"),
+                              (spark_database, "cbt_invalidations"), conflict_retries=20) for session in sessions]
+        with ThreadPoolExecutor(len(writers)) as pool:
+            stored = list(pool.map(lambda i: writers[i % len(writers)].record_invalidation(
+                invalidation(f"inv-{i}", {M: [(i, i + 1)]})), range(6)))
+    finally:
+        for session in sessions:
+            session.stop()
+    assert sorted(r.epoch for r in stored) == [1, 2, 3, 4, 5, 6]
+    assert {r.id: r.epoch for r in admin.invalidations(limit=10)} == {r.id: r.epoch for r in stored}
 
 
 def test_consolidation_inside_the_invalidation_window_keeps_what_lies_outside(record: DurableRecord) -> None:

@@ -14,7 +14,8 @@ Order of effects for an incremental task (each step makes a crash at any point s
    scheduled run, flag the model as having run;
 7. publish ``interval-completed``, release the ledger entry and the lease; then the offset is committed.
 
-A run whose lease was lost records nothing: the worker that took the lease over runs and records the task.
+A run whose lease was lost records nothing: the run that took the lease over records the task, or, when nobody
+did (Redis unreachable past the ttl, or restarted), the task is requeued (``docs/protocol.md``).
 """
 
 from __future__ import annotations
