@@ -23,8 +23,11 @@ from cbt.contract.messages import Message, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import Coordinator
 from cbt.models.dag import ModelSet
+from cbt.scheduling.cron import previous_fire
+from cbt.state.admin_records import ScheduledRun
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
+from cbt.testing.memory_record import MemoryRecord
 from tests.e2e.harness import CONFIG
 from tests.unit.scheduling.factories import sched
 
@@ -52,6 +55,9 @@ class SlowAdmin:
         time.sleep(CONSOLIDATION_S)
         self.consolidating.clear()
         return []
+
+    def last_scheduled_runs(self, model_ids: object = None) -> dict[str, object]:
+        return {}
 
 
 def test_scheduled_runs_fire_every_second_while_a_consolidation_runs(redis_client: Redis, redis_prefix: str) -> None:
@@ -81,3 +87,27 @@ def test_scheduled_runs_fire_every_second_while_a_consolidation_runs(redis_clien
 
     fired_during = asyncio.run(tick_while_consolidating())
     assert len(set(fired_during)) >= CONSOLIDATION_S - 1, fired_during
+
+
+def test_a_fire_time_the_admin_tables_recorded_is_not_run_again_after_redis_was_emptied(
+    redis_client: Redis, redis_prefix: str
+) -> None:
+    """Redis lost the coordinator's scheduled-run marks: the durable record of runs still says the latest fire
+    time ran, so recovery must not run it a second time (found by the e2e's once-per-fire-time check)."""
+    hourly = "out.hourly"
+    models = ModelSet({hourly: sched(hourly, schedule="0 * * * *")})
+    latest = previous_fire("0 * * * *", int(time.time()))
+    admin = MemoryRecord()
+    admin.record_scheduled_run(ScheduledRun(hourly, latest, f"{hourly}:@{latest}", "success"))
+    state = RedisState(redis_client, redis_prefix)
+    state.coverage.mark_built(int(time.time()), state.coverage.generation())  # rebuilt; the marks are gone
+    publisher = Publisher()
+    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+                      publisher, Topics("t."), lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
+    coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
+                              "c1", lambda: admin)  # type: ignore[arg-type,return-value]
+
+    asyncio.run(coordinator.tick())
+
+    fired = [m.scheduled_unix for m in publisher.sent if isinstance(m, TaskRequested)]
+    assert latest not in fired, "the fire time already ran (admin tables), and ran again"

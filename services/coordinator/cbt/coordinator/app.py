@@ -116,10 +116,21 @@ class Coordinator:
     async def _recover(self, now: int) -> None:
         """On taking leadership: plan everything once, and run scheduled models whose run was missed."""
         await self.planner.replan(m.id for m in self.models.incrementals)
+        last_runs = await self._last_fire_times()
         for model in self.models.scheduled:
-            owed = missed_run(model.schedule, self.marks.get(f"scheduled:{model.id}"), now)
+            owed = missed_run(model.schedule, last_runs.get(model.id), now)
             if owed is not None:
                 await self._run_scheduled(model.id, owed)
+
+    async def _last_fire_times(self) -> dict[ModelId, int]:
+        """The fire time each scheduled model last ran for: Redis's mark, else — Redis emptied — the admin tables'
+        record of runs, so a fire time that already ran is not run a second time."""
+        marks = {m.id: self.marks.get(f"scheduled:{m.id}") for m in self.models.scheduled}
+        unknown = [model_id for model_id, mark in marks.items() if mark is None]
+        recorded = await asyncio.to_thread(self.admin().last_scheduled_runs, unknown) if unknown else {}
+        out = {model_id: mark for model_id, mark in marks.items() if mark is not None}
+        out.update({model_id: run.scheduled_unix for model_id, run in recorded.items()})
+        return out
 
     async def _run_scheduled(self, model_id: str, fire_time: int) -> None:
         model = self.models.get(model_id)
