@@ -58,8 +58,8 @@ def rebuild(admin: DurableRecord, coverage: CoverageWriter, model_ids: Collectio
         raise RebuildIncomplete(f"hot index rebuild: {len(pending)} model(s) kept changing during the rebuild "
                                 f"({', '.join(sorted(pending)[:5])}); try again")
     if scheduled_ids:
-        for model_id in admin.last_scheduled_runs(scheduled_ids, successful_only=True):
-            coverage.record_scheduled_run(model_id)
+        for model_id, run in admin.last_scheduled_runs(scheduled_ids, successful_only=True).items():
+            coverage.record_scheduled_run(model_id, run.scheduled_unix)
     if not coverage.mark_built(built_at, generation):
         raise RebuildIncomplete("hot index rebuild: Redis was emptied during the rebuild; try again")
     return counts

@@ -14,7 +14,7 @@ pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a le
     {prefix}ver:{m}          int   bumped by every write to the model (a rebuild's fence)
     {prefix}generation       str   random id of this Redis's life, created when missing (a rebuild's fence)
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
-    {prefix}scheduled-ran    set   scheduled models with at least one successful run
+    {prefix}scheduled-fired  hash  scheduled model -> latest fire time it ran for successfully
     {prefix}bounds           hash  model -> {"min": int, "max": int}
     {prefix}ledger:{m}       zset  member task id, score deadline_ms
     {prefix}ledger-task:{m}  hash  task id -> {"range": [start, end] | null, "deadline_ms": int}
@@ -169,6 +169,13 @@ redis.call('INCR', KEYS[5])
 return 1
 """
 
+# KEYS: scheduled-fired. ARGV: model, fire time. Keeps the latest.
+_RECORD_FIRE = """
+local current = redis.call('HGET', KEYS[1], ARGV[1])
+if not current or tonumber(current) < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 0
+"""
+
 # KEYS: index-built, generation. ARGV: built_at, expected generation. Returns 1 when marked.
 _MARK_BUILT = """
 if redis.call('GET', KEYS[2]) ~= ARGV[2] then return 0 end
@@ -242,6 +249,8 @@ class RedisCoverage:
         self._prefix = prefix
         self._keep = keep_invalidations
         self._generation_key = f"{prefix}generation"
+        self._fired_key = f"{prefix}scheduled-fired"
+        self._record_fire = client.register_script(_RECORD_FIRE)
         self._record = client.register_script(_RECORD_COMPLETED)
         self._invalidate = client.register_script(_APPLY_INVALIDATION)
         self._generation = client.register_script(_GENERATION)
@@ -268,11 +277,15 @@ class RedisCoverage:
         ordered = list(models)
         if not ordered:
             return set()
-        flags = cast("list[int]", self._client.smismember(f"{self._prefix}scheduled-ran", ordered))
-        return {model for model, flag in zip(ordered, flags, strict=True) if flag}
+        fired = cast("list[bytes | str | None]", self._client.hmget(self._fired_key, ordered))
+        return {model for model, fire in zip(ordered, fired, strict=True) if fire is not None}
 
-    def record_scheduled_run(self, model: ModelId) -> None:
-        self._client.sadd(f"{self._prefix}scheduled-ran", model)
+    def last_fire(self, model: ModelId) -> int | None:
+        value = cast("bytes | str | None", self._client.hget(self._fired_key, model))
+        return None if value is None else int(value)
+
+    def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
+        self._record_fire(keys=[self._fired_key], args=[model, fire_unix])
 
     def coverage(self, model: ModelId) -> Coverage:
         return self.coverages([model])[model]

@@ -54,6 +54,10 @@ class CoverageReader(Protocol):
         """The scheduled transformations among ``models`` that have completed at least one successful run."""
         ...
 
+    def last_fire(self, model: ModelId) -> int | None:
+        """The latest fire time a scheduled model ran for successfully (``None``: never)."""
+        ...
+
 
 class CoverageWriter(Protocol):
     def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
@@ -79,8 +83,9 @@ class CoverageWriter(Protocol):
         still ``version``; False when something wrote to it since (read the durable record again)."""
         ...
 
-    def record_scheduled_run(self, model: ModelId) -> None:
-        """A scheduled transformation completed a run successfully: from now on it offers data to dependents."""
+    def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
+        """A scheduled transformation completed its run for ``fire_unix`` successfully: from now on it offers data
+        to dependents, and no copy of a run for that fire time or an earlier one runs again."""
         ...
 
     def mark_built(self, built_at: int, generation: str) -> bool:

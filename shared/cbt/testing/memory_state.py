@@ -71,7 +71,7 @@ class MemoryCoverage:
         self._keep = keep_invalidations
         self._leases = leases or MemoryLeases()
         self._models: dict[ModelId, _ModelCoverage] = {}
-        self._scheduled_ran: set[ModelId] = set()
+        self._last_fire: dict[ModelId, int] = {}
         self._built = built
         self._generation = uuid.uuid4().hex
         self._lock = threading.Lock()
@@ -80,7 +80,7 @@ class MemoryCoverage:
         """Forget everything, like an emptied Redis."""
         with self._lock:
             self._models.clear()
-            self._scheduled_ran.clear()
+            self._last_fire.clear()
             self._built = False
             self._generation = uuid.uuid4().hex
 
@@ -112,11 +112,15 @@ class MemoryCoverage:
 
     def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
         with self._lock:
-            return self._scheduled_ran.intersection(models)
+            return set(self._last_fire).intersection(models)
 
-    def record_scheduled_run(self, model: ModelId) -> None:
+    def last_fire(self, model: ModelId) -> int | None:
         with self._lock:
-            self._scheduled_ran.add(model)
+            return self._last_fire.get(model)
+
+    def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
+        with self._lock:
+            self._last_fire[model] = max(fire_unix, self._last_fire.get(model, fire_unix))
 
     def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         if done[0] >= done[1]:

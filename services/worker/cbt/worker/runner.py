@@ -2,7 +2,8 @@
 
 Order of effects for an incremental task (each step makes a crash at any point safe):
 0. while the hot index is being rebuilt (Redis emptied) → wait: "not covered" cannot be trusted yet;
-1. already covered in the hot index → acknowledge without running (a redelivered duplicate);
+1. already covered in the hot index (for a scheduled run: its fire time, or a later one, already ran) → acknowledge
+   without running (a redelivered duplicate);
 2. take the task's lease and its fencing token (a duplicate running elsewhere waits for it or for its coverage);
    a heartbeat renews it, through transient Redis errors, and stops the run when the lease is lost;
 3. read the model's invalidation sequence, then re-check every dependency (never fail open);
@@ -196,8 +197,8 @@ class TaskRunner:
         if not self._still_holds(held):
             return await self._lease_lost(task, held)
         await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
-        if isinstance(model, ScheduledModel):
-            self.ports.coverage.record_scheduled_run(model.id)
+        if isinstance(model, ScheduledModel) and task.scheduled_unix is not None:
+            self.ports.coverage.record_scheduled_run(model.id, task.scheduled_unix)
         done = task_range(task) if isinstance(model, IncrementalModel) else None
         if done is not None and not self.ports.coverage.record_completed(model.id, done, seq, held.fence):
             if not self._still_holds(held):
@@ -285,10 +286,12 @@ class TaskRunner:
             await asyncio.sleep(self.index_poll_s)
 
     def _is_covered(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> bool:
+        """Already done: an interval covered, or a scheduled run for this fire time (or a later one) succeeded."""
+        if isinstance(model, ScheduledModel):
+            fired = self.ports.coverage.last_fire(model.id)
+            return fired is not None and task.scheduled_unix is not None and fired >= task.scheduled_unix
         wanted = task_range(task)
-        if not isinstance(model, IncrementalModel) or wanted is None:
-            return False
-        return covers(self.ports.coverage.coverage(model.id), wanted)
+        return wanted is not None and covers(self.ports.coverage.coverage(model.id), wanted)
 
     async def _acquire(self, lease: str, model: IncrementalModel | ScheduledModel,
                        task: TaskRequested) -> HeldLease | None:
