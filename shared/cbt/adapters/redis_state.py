@@ -15,6 +15,7 @@ pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a le
     {prefix}generation       str   random id of this Redis's life, created when missing (a rebuild's fence)
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
     {prefix}scheduled-fired  hash  scheduled model -> latest fire time it ran for successfully
+    {prefix}fired:{m}        zset  the latest 1000 fire times a scheduled model ran for successfully
     {prefix}bounds           hash  model -> {"min": int, "max": int}
     {prefix}ledger:{m}       zset  member task id, score deadline_ms
     {prefix}ledger-task:{m}  hash  task id -> {"range": [start, end] | null, "deadline_ms": int}
@@ -169,10 +170,12 @@ redis.call('INCR', KEYS[5])
 return 1
 """
 
-# KEYS: scheduled-fired. ARGV: model, fire time. Keeps the latest.
+# KEYS: scheduled-fired, fired:{m}. ARGV: model, fire time. Keeps the latest in the hash, the latest 1000 in the zset.
 _RECORD_FIRE = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
 if not current or tonumber(current) < tonumber(ARGV[2]) then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[2])
+redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -1001)
 return 0
 """
 
@@ -280,12 +283,11 @@ class RedisCoverage:
         fired = cast("list[bytes | str | None]", self._client.hmget(self._fired_key, ordered))
         return {model for model, fire in zip(ordered, fired, strict=True) if fire is not None}
 
-    def last_fire(self, model: ModelId) -> int | None:
-        value = cast("bytes | str | None", self._client.hget(self._fired_key, model))
-        return None if value is None else int(value)
+    def has_fired(self, model: ModelId, fire_unix: int) -> bool:
+        return self._client.zscore(f"{self._prefix}fired:{model}", fire_unix) is not None
 
     def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
-        self._record_fire(keys=[self._fired_key], args=[model, fire_unix])
+        self._record_fire(keys=[self._fired_key, f"{self._prefix}fired:{model}"], args=[model, fire_unix])
 
     def coverage(self, model: ModelId) -> Coverage:
         return self.coverages([model])[model]

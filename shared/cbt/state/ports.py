@@ -54,8 +54,9 @@ class CoverageReader(Protocol):
         """The scheduled transformations among ``models`` that have completed at least one successful run."""
         ...
 
-    def last_fire(self, model: ModelId) -> int | None:
-        """The latest fire time a scheduled model ran for successfully (``None``: never)."""
+    def has_fired(self, model: ModelId, fire_unix: int) -> bool:
+        """Whether a scheduled model's run for ``fire_unix`` succeeded (among its latest 1000 successful runs; after
+        Redis was emptied, only the latest one recorded in the admin tables is known)."""
         ...
 
 
@@ -85,7 +86,7 @@ class CoverageWriter(Protocol):
 
     def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
         """A scheduled transformation completed its run for ``fire_unix`` successfully: from now on it offers data
-        to dependents, and no copy of a run for that fire time or an earlier one runs again."""
+        to dependents, and no copy of the run for that fire time runs again."""
         ...
 
     def mark_built(self, built_at: int, generation: str) -> bool:

@@ -71,7 +71,7 @@ class MemoryCoverage:
         self._keep = keep_invalidations
         self._leases = leases or MemoryLeases()
         self._models: dict[ModelId, _ModelCoverage] = {}
-        self._last_fire: dict[ModelId, int] = {}
+        self._fired: dict[ModelId, set[int]] = {}
         self._built = built
         self._generation = uuid.uuid4().hex
         self._lock = threading.Lock()
@@ -80,7 +80,7 @@ class MemoryCoverage:
         """Forget everything, like an emptied Redis."""
         with self._lock:
             self._models.clear()
-            self._last_fire.clear()
+            self._fired.clear()
             self._built = False
             self._generation = uuid.uuid4().hex
 
@@ -112,15 +112,15 @@ class MemoryCoverage:
 
     def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
         with self._lock:
-            return set(self._last_fire).intersection(models)
+            return set(self._fired).intersection(models)
 
-    def last_fire(self, model: ModelId) -> int | None:
+    def has_fired(self, model: ModelId, fire_unix: int) -> bool:
         with self._lock:
-            return self._last_fire.get(model)
+            return fire_unix in self._fired.get(model, ())
 
     def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
         with self._lock:
-            self._last_fire[model] = max(fire_unix, self._last_fire.get(model, fire_unix))
+            self._fired.setdefault(model, set()).add(fire_unix)
 
     def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         if done[0] >= done[1]:

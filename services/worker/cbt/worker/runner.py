@@ -2,8 +2,8 @@
 
 Order of effects for an incremental task (each step makes a crash at any point safe):
 0. while the hot index is being rebuilt (Redis emptied) → wait: "not covered" cannot be trusted yet;
-1. already covered in the hot index (for a scheduled run: its fire time, or a later one, already ran) → acknowledge
-   without running (a redelivered duplicate);
+1. already covered in the hot index (for a scheduled run: its fire time already ran) → acknowledge without running
+   (a redelivered duplicate);
 2. take the task's lease and its fencing token (a duplicate running elsewhere waits for it or for its coverage);
    a heartbeat renews it, through transient Redis errors, and stops the run when the lease is lost;
 3. read the model's invalidation sequence, then re-check every dependency (never fail open);
@@ -286,10 +286,9 @@ class TaskRunner:
             await asyncio.sleep(self.index_poll_s)
 
     def _is_covered(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> bool:
-        """Already done: an interval covered, or a scheduled run for this fire time (or a later one) succeeded."""
+        """Already done: an interval covered, or a scheduled run for this fire time succeeded."""
         if isinstance(model, ScheduledModel):
-            fired = self.ports.coverage.last_fire(model.id)
-            return fired is not None and task.scheduled_unix is not None and fired >= task.scheduled_unix
+            return task.scheduled_unix is not None and self.ports.coverage.has_fired(model.id, task.scheduled_unix)
         wanted = task_range(task)
         return wanted is not None and covers(self.ports.coverage.coverage(model.id), wanted)
 
