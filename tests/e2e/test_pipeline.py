@@ -15,6 +15,7 @@ from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.contract.messages import TaskRequested
 from cbt.dev.generator import SourceTables, write_blocks
 from cbt.models.spec import IncrementalModel, ScheduledModel
+from cbt.scheduling.coverage import covers
 from cbt.scheduling.cron import next_fire
 from cbt.state.admin_records import CONSOLIDATED
 from tests.e2e.harness import T0, Deployment, Oracle
@@ -138,6 +139,9 @@ def test_an_invalidation_while_its_range_runs_then_redis_emptied_converges(deplo
     event_id = publish_invalidation(dep.config.kafka.bootstrap_servers, "beacon_blocks", *reorg, reason="reorg",
                                     source="e2e", id=f"reorg:{reorg[0]}", topic_prefix=dep.config.kafka.topic_prefix)
     dep.wait_applied(event_id)
+    ids = [m.id for m in dep.models.incrementals]
+    in_flight = dep.state.ledger.in_flight(ids, 0)
+    done_before = admin_from_config(dep.spark, dep.config).coverage(ids)  # durable: only grows from here on
     flushed_ms = int(time.time() * 1000)
     dep.redis.delete(*dep.redis.scan_iter(match=f"{dep.config.redis.key_prefix}*"))  # coverage, ledger, leases, …
     dep.write_sources(T0 + 300, SOURCE_END)
@@ -146,7 +150,9 @@ def test_an_invalidation_while_its_range_runs_then_redis_emptied_converges(deplo
 
     (record,) = admin_from_config(dep.spark, dep.config).invalidations()
     assert record.affected, "the event reached the derived models"
-    again = [(m, s, e) for m, s, e in _runs_since(dep, flushed_ms) if e <= T0 + 240
+    running = {(m, t.range) for m, tasks in in_flight.items() for t in tasks}  # their claims went with Redis
+    again = [(m, s, e) for m, s, e in _runs_since(dep, flushed_ms)
+             if covers(done_before[m], (s, e)) and (m, (s, e)) not in running
              and not any(s < hi and lo < e for lo, hi in record.affected.get(m, ()))]
     assert again == [], "intervals completed outside the invalidated ranges ran again after Redis was emptied"
 

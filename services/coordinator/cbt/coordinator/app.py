@@ -70,7 +70,8 @@ class Coordinator:
             self.tracker = None
         if self.tracker is None:
             tracker = DueTracker.for_models(self.models.incrementals, self.models.scheduled, now)
-            await self._recover(now)  # when it raises, the next tick recovers again (it is idempotent)
+            async with self._leadership_kept():  # (it may read the admin tables: seconds on a busy Spark)
+                await self._recover(now)  # when it raises, the next tick recovers again (it is idempotent)
             self.tracker = tracker
         await self.tracker.run_due(now, self._run_due)
         await self._consolidate_when_due(now)
