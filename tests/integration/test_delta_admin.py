@@ -11,9 +11,11 @@ from pyspark.sql import SparkSession
 
 from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
+from cbt.adapters.delta_admin_sql import INCREMENTAL_COLUMNS
 from cbt.adapters.spark import connect
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
 from cbt.state.ports import DurableRecord
+from cbt.state.protocol import UNKNOWN_STEP, Piece
 from cbt.testing.memory_record import MemoryRecord
 from cbt.testing.memory_state import MemoryCoverage
 from tests.conftest import Endpoints
@@ -45,7 +47,8 @@ def record(request: pytest.FixtureRequest) -> DurableRecord:
 
 
 def done(start: int, end: int, *, model: str = M, seq: int = 0) -> CompletedInterval:
-    return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", invalidation_seq=seq)
+    return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", invalidation_seq=seq,
+                             task_interval=end - start)
 
 
 def invalidation(inv_id: str, affected: dict[str, list[tuple[int, int]]]) -> InvalidationRecord:
@@ -86,6 +89,27 @@ def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spa
 
 
 @pytest.mark.integration
+def test_a_table_from_before_task_boundaries_gets_the_column_and_its_rows_read_as_before(
+    spark: SparkSession, spark_database: str
+) -> None:
+    old = ", ".join(f"`{name}` {kind}" for name, kind in INCREMENTAL_COLUMNS if name != "task_interval")
+    spark.sql(f"CREATE TABLE {spark_database}.cbt_incremental ({old}) USING DELTA PARTITIONED BY (`database`, `table`)")
+    spark.sql(f"INSERT INTO {spark_database}.cbt_incremental VALUES "
+              "(now(), 'an', 'hourly', 0, 600, 't1', 'consolidated', 0, 'consolidated', 0), "
+              "(now(), 'an', 'hourly', 600, 100, 't2', 'forward', 0, 'w', 0)")
+    admin = DeltaAdmin(spark, incremental=(spark_database, "cbt_incremental"),
+                       scheduled=(spark_database, "s"), invalidations=(spark_database, "i"))
+
+    admin.ensure_tables()
+    admin.ensure_tables()
+
+    assert "task_interval" in spark.table(f"{spark_database}.cbt_incremental").columns
+    assert admin.live_pieces([M], (0, 1000)) == {M: [Piece((0, 600), UNKNOWN_STEP), Piece((600, 700), 100)]}
+    admin.record_completed([done(700, 800)])
+    assert admin.coverage([M]) == {M: ((0, 800),)}
+
+
+@pytest.mark.integration
 def test_ensure_tables_names_the_missing_columns_of_a_foreign_table(spark: SparkSession, spark_database: str) -> None:
     spark.sql(f"CREATE TABLE {spark_database}.legacy (`database` STRING, `table` STRING, position BIGINT) USING DELTA")
     tables = DeltaAdmin(spark, incremental=(spark_database, "legacy"), scheduled=(spark_database, "s"),
@@ -110,17 +134,20 @@ def test_a_batch_is_one_commit_and_coverage_is_merged_ranges(
 @pytest.mark.integration
 def test_consolidation_keeps_coverage_identical_and_reduces_rows(admin: DeltaAdmin, spark: SparkSession,
                                                                    spark_database: str) -> None:  # fmt: skip
-    admin.record_completed([done(0, 10), done(10, 20), done(5, 15), done(30, 40), done(40, 45), done(100, 110)])
+    tasks = [done(0, 10), done(10, 20), done(20, 30), done(5, 15), done(30, 35), done(35, 40), done(100, 110)]
+    admin.record_completed(tasks)
     admin.record_completed([done(0, 10, model=OTHER)])
     covered = admin.coverage([M, OTHER])
 
     result = {c.model: (c.rows_before, c.rows_after) for c in admin.consolidate()}
 
-    assert result == {M: (6, 3), OTHER: (1, 1)}
-    assert admin.coverage([M, OTHER]) == covered == {M: ((0, 20), (30, 45), (100, 110)), OTHER: ((0, 10),)}
-    assert stored_rows(spark, spark_database) == 3
+    assert result == {M: (7, 5), OTHER: (1, 1)}
+    assert admin.coverage([M, OTHER]) == covered == {M: ((0, 40), (100, 110)), OTHER: ((0, 10),)}
+    assert stored_rows(spark, spark_database) == 5
+    pieces = admin.live_pieces([M], (0, 1000))[M]
+    assert {t for p in pieces for t in p.tasks((0, 1000))} == {t.range for t in tasks}, "every task boundary kept"
     unchanged = commits(spark, spark_database)
-    assert [(c.rows_before, c.rows_after) for c in admin.consolidate(M)] == [(3, 3)]
+    assert [(c.rows_before, c.rows_after) for c in admin.consolidate(M)] == [(5, 5)]
     assert commits(spark, spark_database) == unchanged
 
 
@@ -190,26 +217,45 @@ def test_concurrent_invalidators_get_distinct_epochs(admin: DeltaAdmin, spark_da
 def test_consolidation_inside_the_invalidation_window_keeps_what_lies_outside(record: DurableRecord) -> None:
     """Scenario 3: a consolidated row overlapping an invalidated range loses that range only, then and later."""
     record.record_completed([done(0, 10, seq=0), done(10, 20, seq=0), done(20, 30, seq=0), done(30, 40, seq=0)])
-    record.record_invalidation(invalidation("inv-1", {M: [(10, 20), (25, 26)]}))
-    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 40))}
+    record.record_invalidation(invalidation("inv-1", {M: [(10, 20)]}))
+    assert record.coverage([M]) == {M: ((0, 10), (20, 40))}
 
-    assert [(c.rows_before, c.rows_after) for c in record.consolidate(M)] == [(4, 3)]
-    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 40))}
+    assert [(c.rows_before, c.rows_after) for c in record.consolidate(M)] == [(4, 2)]
+    assert record.coverage([M]) == {M: ((0, 10), (20, 40))}
 
-    record.record_invalidation(invalidation("inv-2", {M: [(28, 32)]}))
-    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 28), (32, 40))}
+    record.record_invalidation(invalidation("inv-2", {M: [(30, 40)]}))
+    assert record.coverage([M]) == {M: ((0, 10), (20, 30))}
     record.consolidate(M)
-    assert record.coverage([M]) == {M: ((0, 10), (20, 25), (26, 28), (32, 40))}
+    assert record.coverage([M]) == {M: ((0, 10), (20, 30))}
+
+
+def test_consolidation_keeps_every_task_boundary_so_re_runs_stay_exact(record: DurableRecord) -> None:
+    """Scenario 10: tasks started at 17 (where the data started); after consolidation an invalidation must still
+    find [317, 617), not a whole merged row nor the model's grid."""
+    record.record_completed([done(17, 317), done(317, 617), done(617, 917), done(917, 977)])
+    record.record_invalidation(invalidation("inv-1", {M: [(317, 617)]}))
+    record.record_completed([done(317, 617, seq=1)])  # its re-run
+
+    assert [(c.rows_before, c.rows_after) for c in record.consolidate(M)] == [(5, 2)]
+
+    assert record.live_pieces([M, OTHER], (0, 2000)) == {M: [Piece((17, 917), 300), Piece((917, 977), 60)],
+                                                         OTHER: []}
+    assert record.live_pieces([M], (600, 620)) == {M: [Piece((17, 917), 300)]}
+    assert record.invalidated_ranges([M, OTHER]) == {M: ((317, 617),)}
+    record.record_invalidation(invalidation("inv-2", {M: [(617, 917)]}))
+    assert record.live_pieces([M], (0, 2000)) == {M: [Piece((17, 617), 300), Piece((917, 977), 60)]}
 
 
 def test_rebuilding_a_hot_index_restores_the_live_parts(record: DurableRecord) -> None:
-    record.record_completed([done(0, 100), done(100, 200, model=OTHER)])
-    record.record_invalidation(invalidation("inv-1", {M: [(40, 60)]}))
+    record.record_completed([done(0, 100), done(100, 200, model=OTHER), done(200, 300)])
+    record.record_invalidation(invalidation("inv-1", {M: [(40, 60), (200, 300)]}))
+    record.record_completed([done(200, 300, seq=1)])
     index = MemoryCoverage(built=False)
 
-    assert hot_index.rebuild(record, index, [M, OTHER], [], built_at=1) == {M: 2, OTHER: 1}
+    assert hot_index.rebuild(record, index, [M, OTHER], [], built_at=1) == {M: 3, OTHER: 1}
 
-    assert index.coverages([M, OTHER]) == {M: ((0, 40), (60, 100)), OTHER: ((100, 200),)}
+    assert index.coverages([M, OTHER]) == {M: ((0, 40), (60, 100), (200, 300)), OTHER: ((100, 200),)}
+    assert index.reruns([M, OTHER]) == {M: ((40, 60),), OTHER: ()}, "[200, 300) ran again since"
     assert [index.invalidation_seq(m) for m in (M, OTHER)] == [1, 0]
     assert not index.record_completed(M, (40, 60), 0), "a task that read the data before the rebuild"
 

@@ -29,6 +29,7 @@ from cbt.models.loader import load_models
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.scheduling.state import RawBounds
+from cbt.state.admin_records import CompletedInterval
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
 from cbt.testing.memory_record import MemoryRecord
@@ -115,7 +116,10 @@ def test_bad_events_are_rejected_with_reasons_and_a_good_one_is_applied_once(
     two = models.resolve("block_propagation_two_minute")
     state = RedisState(redis_client, config.redis.key_prefix)
     state.coverage.mark_built(0, state.coverage.generation())  # as after the coordinator's start-up rebuild
-    for model in (minute, two):
+    admin = admin_from_config(spark, config)
+    admin.ensure_tables()
+    for model, step in ((minute, 60), (two, 120)):  # as the workers record: durable row, then the hot index
+        admin.record_completed([CompletedInterval(model, 0, 3_000, f"{model}:0", task_interval=step)])
         state.coverage.record_completed(model, (0, 3_000), 0)
 
     def scenario() -> None:
@@ -133,7 +137,7 @@ def test_bad_events_are_rejected_with_reasons_and_a_good_one_is_applied_once(
 
     assert state.coverage.coverage(minute) == ((0, 960), (1_020, 3_000))
     assert state.coverage.invalidation_seq(minute) == 1, "a duplicate must not be applied again"
-    (record,) = admin_from_config(spark, config).invalidations()
+    (record,) = admin.invalidations()
     assert (record.id, record.model, record.start, record.end) == ("good-1", models.resolve("beacon_blocks"), 1_000,
                                                                    1_010)
     assert record.affected[minute] == ((960, 1_020),)

@@ -135,6 +135,30 @@ def test_apply_invalidation_removes_only_the_ranges_across_models(state: StatePo
     assert [state.coverage.invalidation_seq(m) for m in (A, B)] == [6, 5]
 
 
+def test_invalidated_tasks_stay_listed_as_re_runs_until_the_coverage_holds_them_again(state: StatePorts) -> None:
+    """Scenario 10: the tasks themselves are kept, so each is planned whole and once, not the gap they leave."""
+    state.coverage.record_completed(A, (17, 917), 0)
+    state.coverage.apply_invalidation(1, {A: [(317, 617), (617, 917)], B: [(0, 10)]})
+    assert state.coverage.reruns([A, B, C]) == {A: ((317, 617), (617, 917)), B: ((0, 10),), C: ()}
+    assert state.coverage.record_completed(A, (617, 917), 0) is False, "read before the event: not a re-run"
+    assert state.coverage.reruns([A])[A] == ((317, 617), (617, 917))
+    assert state.coverage.record_completed(A, (617, 917), 1)
+    assert state.coverage.record_completed(A, (317, 467), 1)
+    assert state.coverage.reruns([A])[A] == ((317, 617),), "half of it ran: still to re-run whole"
+    assert state.coverage.record_completed(A, (467, 617), 1)
+    assert state.coverage.reruns([A])[A] == ()
+    state.coverage.apply_invalidation(1, {A: [(317, 617)]})
+    assert state.coverage.reruns([A])[A] == (), "a redelivered epoch lists nothing again"
+
+
+def test_a_rebuild_replaces_the_re_runs(state: StatePorts) -> None:
+    state.coverage.apply_invalidation(1, {A: [(0, 10)]})
+    version = state.coverage.versions([A])[A]
+    assert state.coverage.replace_coverage(A, ((10, 20),), 1, version, [(20, 30), (30, 40)])
+    assert state.coverage.reruns([A])[A] == ((20, 30), (30, 40))
+    assert state.coverage.coverage(A) == ((10, 20),)
+
+
 def test_an_epoch_is_applied_once(state: StatePorts) -> None:
     """A redelivered event must neither move the sequence nor remove what re-runs restored since (scenario 4)."""
     state.coverage.record_completed(A, (0, 100), 0)

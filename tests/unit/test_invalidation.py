@@ -1,4 +1,4 @@
-"""The invalidation range mapping (SPEC §8): what each model loses, on its own interval grid, and the schemas."""
+"""The invalidation mapping (SPEC §8): which tasks each model re-runs, and the event schemas."""
 
 from __future__ import annotations
 
@@ -13,7 +13,8 @@ from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Model
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.invalidation import event_schemas, impact, schema_text, snap, why_rejected
+from cbt.scheduling.invalidation import event_schemas, impact, reach, schema_text, snap, why_rejected
+from cbt.state.protocol import UNKNOWN_STEP, Piece
 from tests.unit.scheduling.factories import ext, inc, models_of, sched
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
@@ -54,24 +55,50 @@ def test_snap_widens_outward_to_the_models_grid(rng: Range, interval: int, expec
     assert snap(rng, interval) == expected
 
 
-def test_exact_interval_of_a_transformation_removes_only_that_interval() -> None:
-    result = impact(model_set(), "an.minute", (120, 180), cascade=False)
+def ran(**pieces: list[tuple[int, int, int]]) -> dict[str, list[Piece]]:
+    """Live pieces per model from ``an_minute=[(start, end, step), ...]``."""
+    return {k.replace("_", ".", 1): [Piece((s, e), step) for s, e, step in v] for k, v in pieces.items()}
+
+
+GRID = ran(an_minute=[(0, 3600, 60)], an_two=[(0, 3600, 120)], an_five=[(0, 3600, 300)],
+           an_hourly=[(0, 3600, 3600)], an_tx=[(0, 3600, 60)])
+"""Every model ran every interval on its own grid from 0."""
+
+
+def test_exact_interval_of_a_transformation_re_runs_only_that_interval() -> None:
+    result = impact(model_set(), "an.minute", (120, 180), cascade=False, ran=GRID)
     assert ranges_of(result.ranges) == {"an.minute": [(120, 180)]}
 
 
-def test_partial_overlap_is_widened_to_whole_intervals() -> None:
-    result = impact(model_set(), "an.two", (130, 250), cascade=False)
-    assert ranges_of(result.ranges) == {"an.two": [(120, 360)]}
+def test_partial_overlap_re_runs_each_whole_task_it_touches() -> None:
+    result = impact(model_set(), "an.two", (130, 250), cascade=False, ran=GRID)
+    assert ranges_of(result.ranges) == {"an.two": [(120, 240), (240, 360)]}
 
 
-def test_cascade_through_a_chain_widens_each_model_on_its_own_grid_using_the_widened_upstream() -> None:
-    result = impact(model_set(), "ext.blocks", (245, 250))
+def test_the_tasks_that_ran_are_re_run_at_their_own_offsets_not_on_a_grid() -> None:
+    """Scenario 10 of issue 10: a 300-position model whose tasks started at 17 re-runs [317, 617), not [300, 600)."""
+    result = impact(model_set(), "an.five", (400, 410), cascade=False, ran=ran(an_five=[(17, 617, 300)]))
+    assert ranges_of(result.ranges) == {"an.five": [(317, 617)]}
+
+
+def test_positions_nothing_ran_over_need_no_re_run() -> None:
+    result = impact(model_set(), "an.minute", (120, 180), cascade=False, ran=ran(an_minute=[(0, 120, 60)]))
+    assert ranges_of(result.ranges) == {"an.minute": []}
+
+
+def test_cascade_passes_each_models_re_run_tasks_down() -> None:
+    result = impact(model_set(), "ext.blocks", (245, 250), ran=GRID)
     assert ranges_of(result.ranges) == {
         "an.minute": [(240, 300)],
         "an.two": [(240, 360)],
-        "an.five": [(0, 600)],
+        "an.five": [(0, 300), (300, 600)],
         "an.hourly": [(0, 3600)],
     }
+
+
+def test_a_dependent_re_runs_over_the_range_even_where_its_parent_had_nothing_to_re_run() -> None:
+    result = impact(model_set(), "ext.blocks", (245, 250), ran=ran(an_two=[(0, 600, 120)]))
+    assert ranges_of(result.ranges)["an.two"] == [(240, 360)]
 
 
 def test_models_come_parents_first() -> None:
@@ -80,47 +107,60 @@ def test_models_come_parents_first() -> None:
 
 
 def test_external_model_itself_loses_nothing_only_its_descendants() -> None:
-    result = impact(model_set(), "ext.tx", (61, 62))
+    result = impact(model_set(), "ext.tx", (61, 62), ran=GRID)
     assert ranges_of(result.ranges) == {"an.tx": [(60, 120)]}
 
 
 def test_no_cascade_on_an_external_model_removes_nothing() -> None:
-    assert impact(model_set(), "ext.blocks", (0, 100), cascade=False).ranges == {}
+    assert impact(model_set(), "ext.blocks", (0, 100), cascade=False, ran=GRID).ranges == {}
 
 
 def test_no_cascade_keeps_descendants() -> None:
-    result = impact(model_set(), "an.minute", (0, 60), cascade=False)
+    result = impact(model_set(), "an.minute", (0, 60), cascade=False, ran=GRID)
     assert set(result.ranges) == {"an.minute"}
 
 
 def test_scheduled_descendant_is_listed_and_the_cascade_stops_there() -> None:
-    result = impact(model_set(), "an.two", (0, 120))
+    result = impact(model_set(), "an.two", (0, 120), ran=GRID)
     assert result.scheduled == ("an.report",)
     assert "an.after" not in result.ranges
     assert set(result.ranges) == {"an.two", "an.five"}
 
 
 def test_unrelated_models_are_untouched() -> None:
-    result = impact(model_set(), "ext.blocks", (0, 60))
+    result = impact(model_set(), "ext.blocks", (0, 60), ran=GRID)
     assert "an.tx" not in result.ranges
 
 
-def test_overlapping_in_flight_task_is_removed_whole_even_off_the_grid() -> None:
+def test_an_overlapping_in_flight_task_is_re_run_whole_with_every_task_it_overlaps() -> None:
     in_flight = {"an.minute": [(217, 277), (400, 460)], "an.two": [(480, 600)]}
-    result = impact(model_set(), "ext.blocks", (245, 250), in_flight=in_flight)
-    assert ranges_of(result.ranges)["an.minute"] == [(217, 300)]
-    assert ranges_of(result.ranges)["an.two"] == [(120, 360)], "widened from the in-flight task's [217, 300)"
+    result = impact(model_set(), "ext.blocks", (245, 250), in_flight=in_flight, ran=GRID)
+    assert ranges_of(result.ranges)["an.minute"] == [(180, 240), (217, 277), (240, 300)]
+    assert ranges_of(result.ranges)["an.two"] == [(120, 240), (240, 360)], "reached from the in-flight [217, 277)"
 
 
-def test_ranges_do_not_depend_on_coverage_so_a_redelivery_maps_the_same() -> None:
-    first = impact(model_set(), "ext.blocks", (245, 250))
-    assert impact(model_set(), "ext.blocks", (245, 250)) == first
+def test_rows_overlapping_a_re_run_task_are_re_run_too() -> None:
+    """A short gap widened to interval.min overlaps the task below it: both read the changed positions."""
+    rows = ran(an_five=[(0, 300, 300), (300, 420, 120), (400, 520, 120)])
+    result = impact(model_set(), "an.five", (310, 320), cascade=False, ran=rows)
+    assert ranges_of(result.ranges) == {"an.five": [(300, 420), (400, 520)]}
+
+
+def test_rows_consolidated_without_task_boundaries_fall_back_to_the_models_grid() -> None:
+    rows = ran(an_two=[(0, 600, UNKNOWN_STEP)])
+    result = impact(model_set(), "an.two", (130, 250), cascade=False, ran=rows)
+    assert ranges_of(result.ranges) == {"an.two": [(120, 360)]}
 
 
 def test_a_model_fed_by_two_affected_parents_gets_the_union() -> None:
     join = inc("an.join", ["an.minute", "an.hourly"], imax=60)
-    result = impact(model_set(join), "ext.blocks", (245, 250))
-    assert ranges_of(result.ranges)["an.join"] == [(0, 3600)]
+    result = impact(model_set(join), "ext.blocks", (245, 250), ran={**GRID, **ran(an_join=[(0, 7200, 60)])})
+    assert ranges_of(result.ranges)["an.join"] == [(s, s + 60) for s in range(0, 3600, 60)]
+
+
+def test_reach_holds_every_task_the_cascade_can_reach() -> None:
+    assert reach(model_set(), "an.five", (1000, 1010)) == (280, 1730), "an.five (300) and an.after (60)"
+    assert reach(model_set(), "an.five", (10, 20), cascade=False) == (0, 620)
 
 
 def event(**fields: object) -> Invalidation:

@@ -14,7 +14,7 @@ from cbt.contract.topics import Topics
 from cbt.invalidator.handler import InvalidationHandler
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId
-from cbt.state.admin_records import InvalidationRecord
+from cbt.state.admin_records import CompletedInterval, InvalidationRecord
 from cbt.state.ports import InFlightTask
 from cbt.testing.memory_record import MemoryRecord
 from cbt.testing.memory_state import MemoryState
@@ -69,6 +69,12 @@ class Rig:
         self.replanned.append(list(model_ids))
         return 0
 
+    def complete(self, model: ModelId, rng: tuple[int, int], step: int) -> None:
+        """A worker's completion of tasks of ``step`` over ``rng``: durable row first, then the hot index."""
+        self.admin.record_completed([CompletedInterval(model, rng[0], rng[1] - rng[0], f"{model}:{rng[0]}",
+                                                       task_interval=step)])
+        self.state.coverage.record_completed(model, rng, 0)
+
     def handler(self) -> InvalidationHandler:
         return InvalidationHandler(MODELS, self.state.coverage, self.state.ledger, self.admin, self.seen,
                                    self.publisher, TOPICS, self.replan, max_range=10_000)
@@ -118,13 +124,15 @@ def test_rejection_carries_the_id_when_the_body_has_one() -> None:
 
 def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> None:
     rig = Rig()
-    for model in ("an.minute", "an.two"):
-        rig.state.coverage.record_completed(model, (0, 600), 0)
+    rig.complete("an.minute", (0, 600), 60)
+    rig.complete("an.two", (0, 600), 120)
 
     assert asyncio.run(rig.handler().handle(good())) == "applied"
 
     assert rig.state.coverage.coverage("an.minute") == ((0, 120), (180, 600))
     assert rig.state.coverage.coverage("an.two") == ((0, 120), (240, 600))
+    assert rig.state.coverage.reruns(["an.minute", "an.two"]) == {"an.minute": ((120, 180),),
+                                                                 "an.two": ((120, 240),)}
     record = rig.admin.invalidations["e1"]
     assert dict(record.affected) == {"an.minute": ((120, 180),), "an.two": ((120, 240),)}
     assert dict(record.seqs) == {"an.minute": 1, "an.two": 1}
@@ -132,6 +140,22 @@ def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> No
     assert rig.state.coverage.invalidation_seq("an.two") == 1
     assert rig.replanned == [["an.minute", "an.two"]]
     assert rig.seen.ids == {"e1"}
+
+
+def test_the_tasks_that_ran_are_re_run_whatever_their_offset() -> None:
+    """Scenario 10: tasks ran at offsets of their own (forward fill starts where the data started), not on a grid."""
+    rig = Rig()
+    rig.complete("an.minute", (17, 617), 60)
+    rig.complete("an.two", (17, 257), 120)
+    rig.complete("an.two", (257, 317), 60)  # a short forward task at the head
+
+    assert asyncio.run(rig.handler().handle(good(start=140, end=260))) == "applied"
+
+    assert rig.admin.invalidations["e1"].affected == {
+        "an.minute": ((137, 197), (197, 257), (257, 317)),
+        "an.two": ((137, 257), (257, 317)),
+    }
+    assert rig.state.coverage.coverage("an.two") == ((17, 137),)
 
 
 def test_a_table_name_is_resolved_to_the_model_id() -> None:
@@ -151,7 +175,7 @@ def test_duplicate_id_is_applied_once() -> None:
 
 def test_infrastructure_failure_raises_for_redelivery_and_the_redelivery_applies() -> None:
     rig = Rig()
-    rig.state.coverage.record_completed("an.minute", (0, 600), 0)
+    rig.complete("an.minute", (0, 600), 60)
     rig.admin.is_down = True
     handler = rig.handler()
     with pytest.raises(RuntimeError, match="spark is down"):
@@ -169,7 +193,7 @@ def test_a_redelivered_event_keeps_its_first_epoch_and_ranges() -> None:
     """Scenario 4: the seen-marker was lost (Redis emptied and rebuilt, or a crash before marking), so the event is
     handled again: the sequence must not move, and re-runs done since must not be removed again."""
     rig = Rig()
-    rig.state.coverage.record_completed("an.minute", (0, 600), 0)
+    rig.complete("an.minute", (0, 600), 60)
     handler = rig.handler()
     assert asyncio.run(handler.handle(good())) == "applied"
     seq = rig.state.coverage.invalidation_seq("an.minute")
@@ -202,14 +226,14 @@ def test_events_wait_while_the_hot_index_is_rebuilt() -> None:
 
 def test_in_flight_task_overlapping_the_range_cannot_record_its_completion() -> None:
     rig = Rig()
-    rig.state.coverage.record_completed("an.minute", (0, 100), 0)
+    rig.complete("an.minute", (0, 100), 100)
     observed = rig.state.coverage.invalidation_seq("an.minute")
     rig.state.ledger.claim("an.minute", InFlightTask("an.minute:100:70", (100, 170), 2**62))
 
     asyncio.run(rig.handler().handle(good()))
 
     assert not rig.state.coverage.record_completed("an.minute", (100, 170), observed)
-    assert rig.admin.invalidations["e1"].affected["an.minute"] == ((100, 180),)
+    assert rig.admin.invalidations["e1"].affected["an.minute"] == ((100, 170),), "[0, 100) ran, but not over it"
 
 
 def test_no_cascade_on_an_external_model_is_recorded_and_removes_nothing() -> None:

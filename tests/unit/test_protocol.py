@@ -6,7 +6,19 @@ from __future__ import annotations
 import pytest
 
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.state.protocol import Completion, Mark, accepted_part, is_applied, live_coverage, live_part, next_epoch
+from cbt.state.protocol import (
+    UNKNOWN_STEP,
+    Completion,
+    Mark,
+    Piece,
+    accepted_part,
+    is_applied,
+    live_coverage,
+    live_part,
+    live_pieces,
+    next_epoch,
+    runs,
+)
 
 
 @pytest.mark.parametrize(
@@ -57,3 +69,34 @@ def test_an_epoch_is_applied_once() -> None:
     assert is_applied(3, rebuilt_at=3, log=[])
     assert is_applied(5, rebuilt_at=3, log=[Mark(5, (0, 1))])
     assert not is_applied(4, rebuilt_at=3, log=[Mark(5, (0, 1))])
+
+
+def test_a_live_piece_keeps_its_rows_tasks_when_the_marks_follow_them() -> None:
+    row = Completion((17, 917), 0, step=300)
+    assert live_pieces(row, [Mark(1, (317, 617))]) == [Piece((17, 317), 300), Piece((617, 917), 300)]
+
+
+def test_a_piece_cut_off_its_rows_task_boundaries_is_one_task_of_its_own() -> None:
+    row = Completion((0, 600), 0, step=300)
+    assert live_pieces(row, [Mark(1, (250, 350))]) == [Piece((0, 250), 250), Piece((350, 600), 250)]
+
+
+def test_a_row_without_a_step_is_one_task() -> None:
+    assert live_pieces(Completion((10, 70), 0), []) == [Piece((10, 70), 60)]
+
+
+def test_a_piece_lists_the_tasks_it_holds_over_a_range() -> None:
+    assert Piece((17, 917), 300).tasks((400, 700)) == [(317, 617), (617, 917)]
+    assert Piece((17, 917), 300).tasks((917, 1000)) == []
+    assert Piece((0, 600), UNKNOWN_STEP).tasks((0, 600)) == []
+
+
+def test_runs_merge_touching_pieces_of_one_step_and_keep_every_task_boundary() -> None:
+    pieces = [Piece((0, 300), 300), Piece((300, 600), 300), Piece((600, 700), 100), Piece((700, 800), 100),
+              Piece((650, 750), 100), Piece((0, 300), 300), Piece((800, 1100), 300),
+              Piece((2000, 2100), UNKNOWN_STEP), Piece((2100, 2200), UNKNOWN_STEP)]
+    assert runs(pieces) == [Piece((0, 600), 300), Piece((600, 700), 100), Piece((650, 750), 100),
+                            Piece((700, 800), 100), Piece((800, 1100), 300), Piece((2000, 2100), UNKNOWN_STEP),
+                            Piece((2100, 2200), UNKNOWN_STEP)]
+    tasks = {t for p in pieces for t in p.tasks((0, 3000))}
+    assert {t for p in runs(pieces) for t in p.tasks((0, 3000))} == tasks

@@ -11,8 +11,11 @@ than in the protocol's own terms (so a wrong rule in ``cbt.state.protocol`` fail
 * nothing valid is lost: a position some task computed after every invalidation of it was applied is covered in
   the durable record;
 * sequences never go backwards, and every event gets a new, higher epoch (a redelivery keeps its first);
+* nothing invalidated is forgotten: every position an applied event named that the hot index does not cover lies
+  in one of its pending re-runs (so the planner runs it again);
 * once things settle (events applied, tasks recorded, superseded tasks re-run, the index rebuilt), the hot index
-  equals the durable record's coverage.
+  equals the durable record's coverage, and its pending re-runs, like those a rebuild derives from the durable
+  record, hold every invalidated position not covered and no range that is covered whole.
 """
 
 from __future__ import annotations
@@ -59,6 +62,7 @@ class Rebuild:
     version: str
     seq: int
     coverage: Coverage | None = None
+    reruns: tuple[Range, ...] = ()
 
 
 @dataclass
@@ -168,6 +172,7 @@ class Protocol(RuleBasedStateMachine):
     def rebuild_reads_the_coverage(self) -> None:
         assert self.rebuild_read is not None
         self.rebuild_read.coverage = self.record.coverage([M])[M]
+        self.rebuild_read.reruns = self._durable_reruns(self.rebuild_read.coverage)
         self.tick()
 
     @precondition(lambda self: self.rebuild_read is not None and self.rebuild_read.coverage is not None)
@@ -175,7 +180,7 @@ class Protocol(RuleBasedStateMachine):
     def rebuild_writes(self) -> None:
         read, self.rebuild_read = self.rebuild_read, None
         assert read is not None and read.coverage is not None
-        if self.hot.coverage.replace_coverage(M, read.coverage, read.seq, read.version):
+        if self.hot.coverage.replace_coverage(M, read.coverage, read.seq, read.version, read.reruns):
             self.hot.coverage.mark_built(self.clock, read.generation)
         self.tick()
 
@@ -203,7 +208,17 @@ class Protocol(RuleBasedStateMachine):
             self.record.record_completed([CompletedInterval(M, r[0], r[1] - r[0], "rerun", invalidation_seq=seq)])
             self.rows.append(Row(r, started))
             assert self.hot.coverage.record_completed(M, r, seq), "nothing is pending: a re-run must record"
-        assert self.hot.coverage.coverage(M) == self.record.coverage([M])[M], "quiet: hot index = durable record"
+        durable = self.record.coverage([M])[M]
+        assert self.hot.coverage.coverage(M) == durable, "quiet: hot index = durable record"
+        uncovered = {p for e in self.events for p in range(*e.range) if not cov.covers(durable, (p, p + 1))}
+        rebuilt = self._durable_reruns(durable)
+        for name, pending in (("hot index", self.hot.coverage.reruns([M])[M]), ("rebuild", rebuilt)):
+            assert not any(cov.covers(durable, r) for r in pending), f"{name}: a covered range listed as a re-run"
+            assert {p for r in pending for p in range(*r)} >= uncovered, f"{name}: an invalidated position forgotten"
+
+    def _durable_reruns(self, durable: Coverage) -> tuple[Range, ...]:
+        """What a rebuild lists as re-runs: the recorded ranges the durable coverage does not hold."""
+        return tuple(r for r in self.record.invalidated_ranges([M]).get(M, ()) if not cov.covers(durable, r))
 
     # -- what must hold ---------------------------------------------------------------------------------------
 
@@ -234,6 +249,18 @@ class Protocol(RuleBasedStateMachine):
                 events = [e for e in self.events if e.range[0] <= position < e.range[1]]
                 if all(e.applied is not None and e.applied < row.started for e in events):
                     assert cov.covers(durable, (position, position + 1)), f"durable record lost {position}"
+
+    @invariant()
+    def nothing_invalidated_is_forgotten(self) -> None:
+        if not self.hot.coverage.is_built():
+            return
+        hot, pending = self.hot.coverage.coverage(M), self.hot.coverage.reruns([M])[M]
+        for event in self.events:
+            if event.applied is None:
+                continue
+            for position in range(*event.range):
+                if not cov.covers(hot, (position, position + 1)):
+                    assert any(s <= position < e for s, e in pending), f"{position} left without a re-run"
 
     @invariant()
     def sequences_never_go_backwards(self) -> None:

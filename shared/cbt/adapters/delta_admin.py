@@ -42,6 +42,7 @@ from cbt.state.admin_records import (
     encode_ranges,
     split_model_id,
 )
+from cbt.state.protocol import Piece
 
 log = logging.getLogger("cbt.admin")
 TableName = tuple[str, str]
@@ -144,13 +145,34 @@ class DeltaAdmin:
         )
         for table, statement, columns in tables:
             self._create(f"create {table}", statement)
+            if table == self._inc:
+                self._add_task_interval()
             self._check_columns(table, [name for name, _ in columns])
 
-    def _check_columns(self, table: str, expected: list[str]) -> None:
+    def _add_task_interval(self) -> None:
+        """Tables created before task boundaries were kept get the ``task_interval`` column (nullable: old rows
+        read as one task each, or unknown boundaries for consolidated ones). Another service may add it at once."""
+        for attempt in range(_CREATE_ATTEMPTS):
+            if "task_interval" in self._columns(self._inc):
+                return
+            log.info("admin tables: adding column task_interval to %s", self._inc)
+            try:
+                self._sql(f"add task_interval to {self._inc}",
+                          f"ALTER TABLE {self._inc} ADD COLUMNS ({q.TASK_INTERVAL_COLUMN})")
+                return
+            except AdminTableError:
+                if attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+            time.sleep(0.5 * (attempt + 1))
+
+    def _columns(self, table: str) -> set[str]:
         try:
-            present = set(self._spark.table(table).columns)
+            return set(self._spark.table(table).columns)
         except PySparkException as e:
             raise AdminTableError(f"admin tables: read the schema of {table} failed: {e}") from e
+
+    def _check_columns(self, table: str, expected: list[str]) -> None:
+        present = self._columns(table)
         missing = [name for name in expected if name not in present]
         if missing:
             raise AdminTableError(
@@ -176,7 +198,7 @@ class DeltaAdmin:
         """Append completed intervals, any number of models, in one Delta commit (the worker's group commit)."""
         values = [
             (_utc(r.completed_at_ms), *split_model_id(r.model), r.position, r.interval, r.task_id, r.direction,
-             r.invalidation_seq, r.worker, r.duration_ms)
+             r.invalidation_seq, r.worker, r.duration_ms, r.interval if r.task_interval is None else r.task_interval)
             for r in rows
         ]  # fmt: skip
         if values:
@@ -193,13 +215,35 @@ class DeltaAdmin:
             ranges.setdefault(f"{row['database']}.{row['table']}", []).append((row["range_start"], row["range_end"]))
         return {model: merge(rs) if rs else EMPTY for model, rs in ranges.items()}
 
+    def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
+        """The live pieces of each model's rows that overlap ``window``: the tasks that ran there."""
+        if not model_ids:
+            return {}
+        where, params = q.model_filter(model_ids)
+        rows = self._sql("read live tasks", q.live_pieces_query(self._inc, self._inv, where),
+                         {**params, "lo": window[0], "hi": window[1]})
+        out: dict[ModelId, list[Piece]] = {m: [] for m in model_ids}
+        for row in rows:
+            start = int(row["position"])
+            piece = Piece((start, start + int(row["interval"])), int(row["step"]))
+            out.setdefault(f"{row['database']}.{row['table']}", []).append(piece)
+        return {m: sorted(pieces) for m, pieces in out.items()}
+
+    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+        """Every range ever recorded as invalidated per model (models never invalidated are absent)."""
+        statement, params = q.invalidated_ranges_query(self._inv, model_ids)
+        out: dict[ModelId, list[Range]] = {}
+        for row in self._sql("read invalidated ranges", statement, params):
+            out.setdefault(row["model"], []).append((int(row["range_start"]), int(row["range_end"])))
+        return {m: tuple(sorted(rs)) for m, rs in out.items()}
+
     def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
         """The highest recorded invalidation sequence per model; models never invalidated are absent."""
         statement, params = q.seqs_query(self._inv, model_ids)
         return {row["model"]: int(row["seq"]) for row in self._sql("read invalidation sequences", statement, params)}
 
     def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
-        """Rewrite each model's rows as its merged live ranges, one commit per model that has anything to merge.
+        """Rewrite each model's rows as runs of its live tasks, one commit per model that has anything to merge.
 
         Coverage is unchanged; stale rows are dropped (they cover nothing); models already minimal are not touched.
         A model whose appends keep winning over the rewrite is left as it is (``is_deferred``) for the next run.
@@ -209,7 +253,7 @@ class DeltaAdmin:
         done: list[Consolidation] = []
         for row in sorted(counts, key=lambda r: (r["database"], r["table"])):
             model = f"{row['database']}.{row['table']}"
-            before, after = int(row["row_count"]), int(row["island_count"])
+            before, after = int(row["row_count"]), int(row["run_count"])
             if after >= before:
                 done.append(Consolidation(model, before, before))
                 continue

@@ -28,8 +28,12 @@ INCREMENTAL_COLUMNS = (
     ("invalidation_seq", "BIGINT"),
     ("worker", "STRING"),
     ("duration_ms", "BIGINT"),
+    ("task_interval", "BIGINT"),
 )
 """Name and Spark SQL type of each ``cbt_incremental`` column, in table order."""
+TASK_INTERVAL_COLUMN = ("task_interval BIGINT COMMENT 'length of each task the row records: the row covers tasks "
+                        "[position + k * task_interval, ...); null: one task (or consolidated before it was kept)'")
+"""The column added to tables created before task boundaries were kept (``ALTER TABLE ... ADD COLUMNS``)."""
 SCHEDULED_COLUMNS = (
     ("updated_date_time", "TIMESTAMP"),
     ("database", "STRING"),
@@ -69,7 +73,8 @@ def create_incremental(table: str) -> str:
   position BIGINT COMMENT 'first covered position', `interval` BIGINT COMMENT 'covers [position, position + interval)',
   task_id STRING, direction STRING COMMENT 'forward | backfill | rerun | consolidated',
   invalidation_seq BIGINT COMMENT 'model invalidation sequence read before the task ran',
-  worker STRING, duration_ms BIGINT
+  worker STRING, duration_ms BIGINT,
+  {TASK_INTERVAL_COLUMN}
 ) USING DELTA PARTITIONED BY (`database`, `table`)
 COMMENT 'cbt: completed intervals; live coverage excludes rows superseded by cbt_invalidations'"""
 
@@ -107,13 +112,8 @@ def model_filter(models: Collection[ModelId] | None, prefix: str = "m") -> tuple
     return "(" + " OR ".join(terms) + ")", params
 
 
-def _live(incremental: str, invalidations: str, where: str) -> str:
-    """CTEs ending in ``live``: every row's live part (``cbt.state.protocol.live_part``) as rows with the columns
-    ``database, table, position, interval, invalidation_seq, duration_ms``.
-
-    A row no newer invalidation overlaps is live whole. A row that some do overlap is cut at its own ends and at
-    theirs (clipped to it), and each piece between two consecutive cuts that none of them covers is kept.
-    """
+def _inv_ranges(invalidations: str) -> str:
+    """CTEs ``inv_seqs`` (model, epoch, ranges per recorded event) and ``inv_ranges`` (one row per range)."""
     return f"""inv_seqs AS (
   SELECT s.key AS model, s.value AS seq,
          from_json(i.affected, 'map<string,array<array<bigint>>>')[s.key] AS ranges
@@ -121,43 +121,60 @@ def _live(incremental: str, invalidations: str, where: str) -> str:
 ),
 inv_ranges AS (
   SELECT model, seq, r[0] AS range_start, r[1] AS range_end FROM inv_seqs LATERAL VIEW explode(ranges) x AS r
-),
+)"""
+
+
+def _live(incremental: str, invalidations: str, where: str) -> str:
+    """CTEs ending in ``live``: every row's live pieces (``cbt.state.protocol.live_pieces``) as rows with the
+    columns ``database, table, position, interval, invalidation_seq, duration_ms, step``.
+
+    A row no newer invalidation overlaps is live whole. A row that some do overlap is cut at its own ends and at
+    theirs (clipped to it), and each piece between two consecutive cuts that none of them covers is kept; a piece
+    keeps the row's step when it starts and ends on the row's task boundaries, else it is one task of its own.
+    A row's step is its ``task_interval``; without one, the whole row (one task), or unknown (``0``) for a row
+    consolidated before task boundaries were kept.
+    """
+    return f"""{_inv_ranges(invalidations)},
 model_rows AS (
   SELECT `database`, `table`, position, `interval`, coalesce(invalidation_seq, 0) AS invalidation_seq,
-         coalesce(duration_ms, 0) AS duration_ms
+         coalesce(duration_ms, 0) AS duration_ms,
+         coalesce(task_interval, CASE WHEN direction = '{CONSOLIDATED}' THEN 0 ELSE `interval` END) AS step
   FROM {incremental} WHERE {where} AND position IS NOT NULL AND `interval` > 0
 ),
 hits AS (
-  SELECT r.`database`, r.`table`, r.position, r.`interval`, r.invalidation_seq,
+  SELECT r.`database`, r.`table`, r.position, r.`interval`, r.invalidation_seq, r.step,
          greatest(v.range_start, r.position) AS cut_start, least(v.range_end, r.position + r.`interval`) AS cut_end
   FROM model_rows r JOIN inv_ranges v
     ON v.model = concat(r.`database`, '.', r.`table`) AND v.seq > r.invalidation_seq
    AND v.range_start < r.position + r.`interval` AND v.range_end > r.position
 ),
 cuts AS (
-  SELECT DISTINCT `database`, `table`, position, `interval`, invalidation_seq, cut
+  SELECT DISTINCT `database`, `table`, position, `interval`, invalidation_seq, step, cut
   FROM hits LATERAL VIEW explode(array(position, position + `interval`, cut_start, cut_end)) c AS cut
 ),
 pieces AS (
-  SELECT `database`, `table`, position, `interval`, invalidation_seq, cut AS piece_start,
-         lead(cut) OVER (PARTITION BY `database`, `table`, position, `interval`, invalidation_seq ORDER BY cut)
-           AS piece_end
+  SELECT `database`, `table`, position, `interval`, invalidation_seq, step, cut AS piece_start,
+         lead(cut) OVER (PARTITION BY `database`, `table`, position, `interval`, invalidation_seq, step
+                         ORDER BY cut) AS piece_end
   FROM cuts
 ),
 kept AS (
   SELECT p.* FROM pieces p LEFT ANTI JOIN hits h
     ON h.`database` = p.`database` AND h.`table` = p.`table` AND h.position = p.position
-   AND h.`interval` = p.`interval` AND h.invalidation_seq = p.invalidation_seq
+   AND h.`interval` = p.`interval` AND h.invalidation_seq = p.invalidation_seq AND h.step = p.step
    AND h.cut_start <= p.piece_start AND h.cut_end >= p.piece_end
   WHERE p.piece_end IS NOT NULL
 ),
 live AS (
   SELECT r.* FROM model_rows r LEFT ANTI JOIN hits h
     ON h.`database` = r.`database` AND h.`table` = r.`table` AND h.position = r.position
-   AND h.`interval` = r.`interval` AND h.invalidation_seq = r.invalidation_seq
+   AND h.`interval` = r.`interval` AND h.invalidation_seq = r.invalidation_seq AND h.step = r.step
   UNION ALL
   SELECT `database`, `table`, piece_start AS position, piece_end - piece_start AS `interval`, invalidation_seq,
-         0 AS duration_ms
+         0 AS duration_ms,
+         CASE WHEN step = 0 THEN 0
+              WHEN (piece_start - position) % step = 0 AND (piece_end - piece_start) % step = 0 THEN step
+              ELSE piece_end - piece_start END AS step
   FROM kept
 )"""
 
@@ -178,6 +195,30 @@ islands AS (
   SELECT `database`, `table`, min(position) AS range_start, max(row_end) AS range_end,
          min(invalidation_seq) AS min_seq, sum(duration_ms) AS duration_ms
   FROM numbered GROUP BY `database`, `table`, island
+)"""
+
+
+# Runs (``cbt.state.protocol.runs``): equal pieces count once; a piece joins the run of the one before it when it
+# starts where that one ends and has the same (known) step.
+_RUNS = """units AS (
+  SELECT `database`, `table`, position, `interval`, step, min(invalidation_seq) AS invalidation_seq,
+         sum(duration_ms) AS duration_ms
+  FROM live GROUP BY `database`, `table`, position, `interval`, step
+),
+chained AS (
+  SELECT *, CASE WHEN step <> 0 AND lag(step) OVER w = step AND lag(position + `interval`) OVER w = position
+                 THEN 0 ELSE 1 END AS is_first
+  FROM units WINDOW w AS (PARTITION BY `database`, `table` ORDER BY position, `interval`, step)
+),
+run_numbers AS (
+  SELECT *, sum(is_first) OVER (PARTITION BY `database`, `table` ORDER BY position, `interval`, step
+    ROWS UNBOUNDED PRECEDING) AS run
+  FROM chained
+),
+runs AS (
+  SELECT `database`, `table`, min(position) AS range_start, max(position + `interval`) AS range_end,
+         max(step) AS step, min(invalidation_seq) AS min_seq, sum(duration_ms) AS duration_ms
+  FROM run_numbers GROUP BY `database`, `table`, run
 )"""
 
 
@@ -202,34 +243,53 @@ WHERE {where} GROUP BY s.key"""
 
 
 def row_counts_query(incremental: str, invalidations: str, where: str) -> str:
-    """Per model: ``row_count`` stored and ``island_count``, the rows it would have after consolidation."""
+    """Per model: ``row_count`` stored and ``run_count``, the rows it would have after consolidation."""
     return f"""WITH {_live(incremental, invalidations, where)},
-{_ISLANDS},
+{_RUNS},
 stored AS (SELECT `database`, `table`, count(*) AS row_count FROM {incremental} WHERE {where} GROUP BY 1, 2),
-merged AS (SELECT `database`, `table`, count(*) AS island_count FROM islands GROUP BY 1, 2)
-SELECT s.`database`, s.`table`, s.row_count, coalesce(m.island_count, 0) AS island_count
+merged AS (SELECT `database`, `table`, count(*) AS run_count FROM runs GROUP BY 1, 2)
+SELECT s.`database`, s.`table`, s.row_count, coalesce(m.run_count, 0) AS run_count
 FROM stored s LEFT JOIN merged m ON s.`database` = m.`database` AND s.`table` = m.`table`"""
 
 
 def consolidate_statement(incremental: str, invalidations: str) -> str:
-    """Rewrite one model's rows (``:db``, ``:tbl``, ``:model``) as its merged live ranges in one Delta commit.
+    """Rewrite one model's rows (``:db``, ``:tbl``, ``:model``) as runs of its live tasks in one Delta commit.
 
     The rows are read inside the same transaction that replaces them, so a row appended concurrently either is
     read and merged or makes the commit fail with a conflict; it is never dropped. A merged row carries the highest
     epoch recorded for the model: every recorded invalidation is already cut out of it, and one recorded later gets
-    a higher epoch, so it still cuts the merged row (only where it overlaps).
+    a higher epoch, so it still cuts the merged row (only where it overlaps). It keeps its tasks' length in
+    ``task_interval``, so an invalidation still re-runs exactly the tasks that ran.
     """
     where = "`database` = :db AND `table` = :tbl"
     return f"""INSERT INTO {incremental} REPLACE WHERE {where}
 WITH {_live(incremental, invalidations, where)},
-{_ISLANDS},
+{_RUNS},
 seq_floor AS (SELECT coalesce(max(seq), 0) AS seq FROM inv_seqs WHERE model = :model)
 SELECT current_timestamp() AS updated_date_time, i.`database`, i.`table`,
   i.range_start AS position, i.range_end - i.range_start AS `interval`,
   concat(:model, ':', i.range_start, ':', i.range_end - i.range_start) AS task_id,
   '{CONSOLIDATED}' AS direction, greatest(i.min_seq, f.seq) AS invalidation_seq,
-  '{CONSOLIDATED}' AS worker, i.duration_ms
-FROM islands i CROSS JOIN seq_floor f"""
+  '{CONSOLIDATED}' AS worker, i.duration_ms, nullif(i.step, 0) AS task_interval
+FROM runs i CROSS JOIN seq_floor f"""
+
+
+def live_pieces_query(incremental: str, invalidations: str, where: str) -> str:
+    """The live pieces (``cbt.state.protocol.Piece``) of the rows ``where`` selects that overlap ``[:lo, :hi)``:
+    columns ``database, table, position, interval, step``."""
+    rows = f"({where}) AND position < :hi AND position + `interval` > :lo"
+    return f"""WITH {_live(incremental, invalidations, rows)}
+SELECT DISTINCT `database`, `table`, position, `interval`, step FROM live
+WHERE position < :hi AND position + `interval` > :lo"""
+
+
+def invalidated_ranges_query(invalidations: str, models: Collection[ModelId]) -> tuple[str, Params]:
+    """Every range ever recorded as invalidated for ``models`` (the tasks events re-run): columns ``model,
+    range_start, range_end``."""
+    params: Params = {f"s{i}": m for i, m in enumerate(sorted(models))}
+    where = "model IN (" + ", ".join(f":{k}" for k in params) + ")" if params else "FALSE"
+    return f"""WITH {_inv_ranges(invalidations)}
+SELECT DISTINCT model, range_start, range_end FROM inv_ranges WHERE {where}""", params
 
 
 def insert_invalidation_statement(invalidations: str) -> str:

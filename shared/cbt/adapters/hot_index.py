@@ -18,6 +18,7 @@ from collections.abc import Collection
 
 from cbt.errors import CbtError
 from cbt.models.spec import ModelId
+from cbt.scheduling import coverage as cov
 from cbt.state.ports import CoverageWriter, DurableRecord
 
 log = logging.getLogger("cbt.admin")
@@ -31,8 +32,9 @@ class RebuildIncomplete(CbtError):
 
 def rebuild(admin: DurableRecord, coverage: CoverageWriter, model_ids: Collection[ModelId],
             scheduled_ids: Collection[ModelId], built_at: int, rounds: int = REBUILD_ROUNDS) -> dict[ModelId, int]:
-    """Overwrite every incremental model's hot coverage and sequence, and every scheduled model's "has run" flag,
-    from the durable record, then mark the index built; returns the number of covered ranges per incremental model.
+    """Overwrite every incremental model's hot coverage, sequence and re-runs (the invalidated tasks its coverage
+    does not hold again), and every scheduled model's "has run" flag, from the durable record, then mark the index
+    built; returns the number of covered ranges per incremental model.
 
     Raises ``RebuildIncomplete`` (the index stays untrusted) when it cannot finish; calling it again is safe.
     """
@@ -44,10 +46,12 @@ def rebuild(admin: DurableRecord, coverage: CoverageWriter, model_ids: Collectio
         versions = coverage.versions(pending)
         seqs = admin.invalidation_seqs(pending)  # before the coverage: an event recorded in between is then above
         covered = admin.coverage(pending)        # the sequence written, so its application is not skipped
+        invalidated = admin.invalidated_ranges(pending)
         missed = []
         for model_id in pending:
             ranges = covered.get(model_id, ())
-            if coverage.replace_coverage(model_id, ranges, seqs.get(model_id, 0), versions[model_id]):
+            reruns = [r for r in invalidated.get(model_id, ()) if not cov.covers(ranges, r)]
+            if coverage.replace_coverage(model_id, ranges, seqs.get(model_id, 0), versions[model_id], reruns):
                 counts[model_id] = len(ranges)
             else:
                 missed.append(model_id)

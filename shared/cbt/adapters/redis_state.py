@@ -12,6 +12,7 @@ pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a le
     {prefix}invfloor:{m}     int   floor of that log (missing = 0): marks at or below it may be forgotten
     {prefix}rebuilt:{m}      int   sequence the last rebuild read: epochs at or below it are reflected
     {prefix}ver:{m}          int   bumped by every write to the model (a rebuild's fence)
+    {prefix}rerun:{m}        zset  member "start:end", score start   tasks invalidated and not run again yet
     {prefix}generation       str   random id of this Redis's life, created when missing (a rebuild's fence)
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
     {prefix}scheduled-fired  hash  scheduled model -> latest fire time it ran for successfully
@@ -69,6 +70,13 @@ local function add_range(key, s, e)
   end
   redis.call('ZADD', key, fmt(s), fmt(s) .. ':' .. fmt(e))
 end
+-- whether the merged ranges in zset `key` hold all of [s, e)
+local function covers(key, s, e)
+  local r = redis.call('ZREVRANGEBYSCORE', key, fmt(s), '-inf', 'LIMIT', 0, 1)[1]
+  if not r then return false end
+  local _, re = parse(r)
+  return re >= e
+end
 local function remove_range(key, s, e)
   for _, r in ipairs(collect(key, '(' .. fmt(e), function(re) return re > s end)) do
     redis.call('ZREM', key, r[1])
@@ -78,12 +86,13 @@ local function remove_range(key, s, e)
 end
 """
 
-# KEYS: cov, seq, inv, floor, ver[, lease, lease token]. ARGV: start, end, observed_seq[, owner, token].
-# Adds the live part of [start, end) (cbt.state.protocol.accepted_part); returns 1 when all of it was added.
+# KEYS: cov, seq, inv, floor, ver, rerun[, lease, lease token]. ARGV: start, end, observed_seq[, owner, token].
+# Adds the live part of [start, end) (cbt.state.protocol.accepted_part) and drops the re-runs now covered; returns 1
+# when all of it was added.
 _RECORD_COMPLETED = (
     _LUA_RANGES
     + """
-if KEYS[6] and (redis.call('GET', KEYS[6]) ~= ARGV[4] or redis.call('GET', KEYS[7]) ~= ARGV[5]) then return 0 end
+if KEYS[7] and (redis.call('GET', KEYS[7]) ~= ARGV[4] or redis.call('GET', KEYS[8]) ~= ARGV[5]) then return 0 end
 local s, e, observed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
 local floor = tonumber(redis.call('GET', KEYS[4]) or '0')
@@ -102,20 +111,26 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[3], '+inf'))
   parts = kept
 end
 for _, p in ipairs(parts) do add_range(KEYS[1], p[1], p[2]) end
+if #parts > 0 then
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. fmt(e))) do
+    local rs, re = parse(m)
+    if re > s and covers(KEYS[1], rs, re) then redis.call('ZREM', KEYS[6], m) end
+  end
+end
 redis.call('INCR', KEYS[5])
 if #parts == 1 and parts[1][1] == s and parts[1][2] == e then return 1 end
 return 0
 """
 )
 
-# KEYS: cov, seq, inv, floor, ver, rebuilt per model. ARGV: keep, epoch, then per model: n, start1, end1, ...
+# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun per model. ARGV: keep, epoch, then per model: n, start1, end1, ...
 # A model that already reflects the epoch (logged, or at or below what the last rebuild read) is skipped:
 # cbt.state.protocol.is_applied.
 _APPLY_INVALIDATION = (
     _LUA_RANGES
     + """
 local keep, epoch, argi = tonumber(ARGV[1]), tonumber(ARGV[2]), 3
-for k = 1, #KEYS, 6 do
+for k = 1, #KEYS, 7 do
   local n = tonumber(ARGV[argi])
   local floor = tonumber(redis.call('GET', KEYS[k + 3]) or '0')
   local rebuilt = tonumber(redis.call('GET', KEYS[k + 5]) or '0')
@@ -126,6 +141,7 @@ for k = 1, #KEYS, 6 do
       if s < e then
         remove_range(KEYS[k], s, e)
         redis.call('ZADD', KEYS[k + 2], epoch, fmt(epoch) .. ':' .. fmt(s) .. ':' .. fmt(e))
+        redis.call('ZADD', KEYS[k + 6], s, fmt(s) .. ':' .. fmt(e))
       end
     end
     local extra = redis.call('ZCARD', KEYS[k + 2]) - keep
@@ -157,12 +173,14 @@ for k = 2, #KEYS do out[#out + 1] = gen .. ':' .. (redis.call('GET', KEYS[k]) or
 return out
 """
 
-# KEYS: cov, seq, inv, floor, ver, rebuilt, generation. ARGV: expected version, seq, start1, end1, ...
-# Returns 1 when done.
+# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun, generation. ARGV: expected version, seq, n, then n coverage
+# ranges start1, end1, ..., then re-runs start1, end1, ... Returns 1 when done.
 _REPLACE = """
-if (redis.call('GET', KEYS[7]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[3])
-for i = 3, #ARGV, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
+if (redis.call('GET', KEYS[8]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[7])
+local n = tonumber(ARGV[3])
+for i = 4, 3 + 2 * n, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
+for i = 4 + 2 * n, #ARGV, 2 do redis.call('ZADD', KEYS[7], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[4], ARGV[2])
 redis.call('SET', KEYS[6], ARGV[2])
@@ -262,9 +280,10 @@ class RedisCoverage:
         self._mark_built = client.register_script(_MARK_BUILT)
 
     def _keys(self, model: ModelId) -> list[str]:
-        """The model's coverage, sequence, invalidation log, log floor, version and rebuilt-at keys, in the scripts'
-        order."""
-        return [f"{self._prefix}{kind}:{model}" for kind in ("cov", "seq", "inv", "invfloor", "ver", "rebuilt")]
+        """The model's coverage, sequence, invalidation log, log floor, version, rebuilt-at and re-run keys, in the
+        scripts' order."""
+        kinds = ("cov", "seq", "inv", "invfloor", "ver", "rebuilt", "rerun")
+        return [f"{self._prefix}{kind}:{model}" for kind in kinds]
 
     def is_built(self) -> bool:
         return bool(self._client.exists(f"{self._prefix}index-built"))
@@ -294,10 +313,17 @@ class RedisCoverage:
 
     def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]:
         """Every requested model's coverage (empty when none), read in one transaction."""
+        return self._ranges(models, 0)
+
+    def reruns(self, models: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+        return self._ranges(models, 6)
+
+    def _ranges(self, models: Collection[ModelId], key: int) -> dict[ModelId, tuple[Range, ...]]:
+        """The ranges in each model's zset number ``key`` of ``_keys``, by start, read in one transaction."""
         ordered = list(models)
         pipe = self._client.pipeline(transaction=True)
         for model in ordered:
-            pipe.zrange(self._keys(model)[0], 0, -1)
+            pipe.zrange(self._keys(model)[key], 0, -1)
         replies = pipe.execute()
         return {m: tuple(_parse_range(x) for x in reply) for m, reply in zip(ordered, replies, strict=True)}
 
@@ -308,7 +334,9 @@ class RedisCoverage:
     def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         if done[0] >= done[1]:
             return True
-        keys, args = self._keys(model)[:5], list[int | str]([done[0], done[1], observed_seq])
+        cov_key, seq_key, inv_key, floor_key, ver_key, _, rerun_key = self._keys(model)
+        keys = [cov_key, seq_key, inv_key, floor_key, ver_key, rerun_key]
+        args = list[int | str]([done[0], done[1], observed_seq])
         if fence is not None:
             keys += [f"{self._prefix}lease:{fence.lease}", f"{self._prefix}lease-token:{fence.lease}"]
             args += [fence.owner, fence.token]
@@ -332,10 +360,14 @@ class RedisCoverage:
         replies = self._versions(keys=keys, args=[uuid.uuid4().hex])
         return {m: _text(v) for m, v in zip(ordered, replies, strict=True)}
 
-    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str) -> bool:
-        """Overwrite one model's coverage and sequence if its version is unchanged; the log restarts at ``seq``."""
-        args: list[int | str] = [version, seq]
-        args.extend(position for r in cov.merge(coverage) for position in r)
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
+                         reruns: Sequence[Range] = ()) -> bool:
+        """Overwrite one model's coverage, sequence and re-runs if its version is unchanged; the log restarts at
+        ``seq``."""
+        merged = cov.merge(coverage)
+        args: list[int | str] = [version, seq, len(merged)]
+        args.extend(position for r in merged for position in r)
+        args.extend(position for r in reruns if r[0] < r[1] for position in r)
         return bool(self._replace(keys=[*self._keys(model), self._generation_key], args=args))
 
 

@@ -71,7 +71,7 @@ def plan_backfill(model: IncrementalModel, ready: Readiness, effective: Coverage
             )
         elif item not in tasks:
             tasks.append(item)
-    return FillPlan(tuple(tasks), _summarize(notes))
+    return FillPlan(tuple(tasks), summarize(notes))
 
 
 def _candidates(model: IncrementalModel, ready: Readiness, effective: Coverage, win: Range) -> Iterator[Range | str]:
@@ -119,7 +119,7 @@ def _end_can_grow(model: IncrementalModel, win: Range) -> bool:
     return limit is None or win[1] < limit - model.fill.buffer
 
 
-def _summarize(notes: list[str]) -> str | None:
+def summarize(notes: list[str]) -> str | None:
     if not notes:
         return None
     shown = "; ".join(notes[:MAX_NOTES])

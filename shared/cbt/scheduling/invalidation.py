@@ -1,4 +1,4 @@
-"""What an invalidation removes (SPEC §8): per model, the coverage ranges to drop so they are re-run. Pure.
+"""What an invalidation re-runs (SPEC §8): per model, the tasks to remove from coverage and run again. Pure.
 
 Ranges are half-open ``[start, end)``. Every model of a pipeline shares one position domain (the loader checks that
 a model's ``interval.type`` equals its dependencies'), so positions ``[s, e)`` of a dependency feed positions
@@ -6,18 +6,19 @@ a model's ``interval.type`` equals its dependencies'), so positions ``[s, e)`` o
 
 The rule, per incremental model M (the named one, then with ``cascade`` every descendant, parents first):
 
-* M's *input* is the invalidated range if M is the named model, plus what every affected dependency of M had
-  affected (so a dependency re-run over a widened range counts as changed over all of it);
-* M's input is widened outward to multiples of M's ``interval.max`` — the model's own grid: an hourly model loses
-  whole hours, never a few minutes of one, so it is re-run in whole intervals;
-* every in-flight task of M that overlaps the widened range is added whole, so its completion is refused and its
-  admin row removed whole (``cbt.state.ports``: a task that read the old data must not mark anything covered).
+* M's *input* is the invalidated range if M is the named model, plus the input and the re-run tasks of every
+  affected dependency of M (a dependency re-run over a task counts as changed over all of it);
+* M re-runs exactly the tasks that ran over its input — the live pieces of its completion rows, cut at their own
+  task boundaries (``cbt.state.protocol.Piece``) — and every in-flight task of M that overlaps it (so that task's
+  completion is refused); a task that overlaps one of those is added too, until none is left (rows overlap only
+  where a short gap was widened to ``interval.min``). Positions nothing ran over need no re-run.
+* A row consolidated before task boundaries were kept has unknown boundaries: there, the input is widened to
+  multiples of M's ``interval.max``, as earlier versions did.
 
-Removing more than was covered is harmless (a removal of uncovered positions changes nothing, and a re-run is
-idempotent); removing less would leave stale rows, so every choice here errs wide. The result does not depend on
-coverage, so a redelivered event maps to the same ranges. External models have no coverage: only their
-descendants lose any. Scheduled models have no positions: they are listed, keep their runs, and the cascade does
-not pass through them (they refresh on their own schedule).
+The result depends on what ran when the event arrived; a redelivered event is applied as first recorded
+(``DurableRecord.record_invalidation``), so it re-runs the same tasks. External models have no coverage: only
+their descendants re-run. Scheduled models have no positions: they are listed, keep their runs, and the cascade
+does not pass through them (they refresh on their own schedule).
 """
 
 from __future__ import annotations
@@ -31,14 +32,15 @@ from cbt.contract.messages import Invalidation, InvalidationRejected
 from cbt.models.dag import ModelSet, UnknownModel
 from cbt.models.spec import ExternalModel, IncrementalModel, ModelId
 from cbt.scheduling.coverage import Coverage, Range, merge
+from cbt.state.protocol import UNKNOWN_STEP, Piece
 
 
 @dataclass(frozen=True)
 class Impact:
-    """The ranges an invalidation removes per incremental model, and the scheduled models it reached."""
+    """The tasks an invalidation re-runs per incremental model, and the scheduled models it reached."""
 
-    ranges: Mapping[ModelId, Coverage] = field(default_factory=dict)
-    """Every affected incremental model, in topological order (parents first), with merged ranges."""
+    ranges: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
+    """Every affected incremental model, in topological order (parents first), with its tasks, sorted."""
     scheduled: tuple[ModelId, ...] = ()
 
     @property
@@ -58,10 +60,28 @@ def _overlaps(a: Range, b: Range) -> bool:
     return max(a[0], b[0]) < min(a[1], b[1])
 
 
-def _incremental_ranges(model: IncrementalModel, inputs: Coverage, in_flight: Sequence[Range]) -> Coverage:
-    widened = merge(snap(r, model.interval.max) for r in inputs)
-    running = [t for t in in_flight if any(_overlaps(t, w) for w in widened)]
-    return merge([*widened, *running])
+def _tasks_over(model: IncrementalModel, r: Range, ran: Sequence[Piece], in_flight: Sequence[Range]) -> set[Range]:
+    """M's tasks that overlap ``r``: ran (live pieces, cut at their tasks), or in flight."""
+    found = {t for t in in_flight if _overlaps(t, r)}
+    for piece in ran:
+        if piece.step == UNKNOWN_STEP:
+            if _overlaps(piece.range, r):
+                found.add(snap((max(r[0], piece.range[0]), min(r[1], piece.range[1])), model.interval.max))
+        else:
+            found.update(piece.tasks(r))
+    return found
+
+
+def rerun_tasks(model: IncrementalModel, inputs: Coverage, ran: Sequence[Piece],
+                in_flight: Sequence[Range]) -> tuple[Range, ...]:
+    """The tasks of ``model`` to re-run for ``inputs`` (see the module docstring), sorted."""
+    found: set[Range] = set()
+    reach = inputs
+    while reach:
+        new = {t for r in reach for t in _tasks_over(model, r, ran, in_flight)} - found
+        found |= new
+        reach = merge(new)
+    return tuple(sorted(found))
 
 
 def impact(
@@ -71,22 +91,25 @@ def impact(
     *,
     cascade: bool = True,
     in_flight: Mapping[ModelId, Sequence[Range]] | None = None,
+    ran: Mapping[ModelId, Sequence[Piece]] | None = None,
 ) -> Impact:
-    """The ranges to remove when ``rng`` of ``model_id`` is invalidated (see the module docstring)."""
-    running = in_flight or {}
+    """The tasks to re-run when ``rng`` of ``model_id`` is invalidated, given what ``ran`` (each model's live
+    pieces near the range) and what is ``in_flight`` (see the module docstring)."""
+    running, pieces = in_flight or {}, ran or {}
     order = (model_id, *models.descendants(model_id)) if cascade else (model_id,)
     inputs: dict[ModelId, list[Range]] = {model_id: [rng]}
-    ranges: dict[ModelId, Coverage] = {}
+    ranges: dict[ModelId, tuple[Range, ...]] = {}
     scheduled: list[ModelId] = []
     for current in order:
         model = models.models[current]
         received = merge(inputs.get(current, ()))
         if not received:
             continue
-        if isinstance(model, ExternalModel):
+        if isinstance(model, IncrementalModel):
+            ranges[current] = rerun_tasks(model, received, pieces.get(current, ()), running.get(current, ()))
+            changed = merge([*received, *ranges[current]])
+        elif isinstance(model, ExternalModel):
             changed = received
-        elif isinstance(model, IncrementalModel):
-            changed = ranges[current] = _incremental_ranges(model, received, running.get(current, ()))
         else:
             scheduled.append(current)
             continue
@@ -94,6 +117,14 @@ def impact(
             for dependent in models.dependents(current):
                 inputs.setdefault(dependent, []).extend(changed)
     return Impact(ranges, tuple(scheduled))
+
+
+def reach(models: ModelSet, model_id: ModelId, rng: Range, *, cascade: bool = True) -> Range:
+    """A window that holds every task ``impact`` can reach from ``rng``: the range widened by twice the
+    ``interval.max`` of every incremental model on the way (the durable record is read over it)."""
+    order = (model_id, *models.descendants(model_id)) if cascade else (model_id,)
+    margin = 2 * sum(m.interval.max for m in (models.models[i] for i in order) if isinstance(m, IncrementalModel))
+    return (max(rng[0] - margin, 0), rng[1] + margin)
 
 
 def why_rejected(models: ModelSet, event: Invalidation, max_range: int) -> str | None:

@@ -12,10 +12,12 @@ Per model, in this order:
 2. free slots = the per-model concurrency limit minus its in-flight tasks;
 3. forward fill (when ``schedules.forwardfill`` is set and asked for) takes slots first, to keep the head
    fresh;
-4. backfill (when ``schedules.backfill`` is set and asked for) takes the remaining slots; it sees the forward
+4. re-runs after invalidations (``cbt.scheduling.rerun``), whatever the schedules, take the next slots;
+5. backfill (when ``schedules.backfill`` is set and asked for) takes the remaining slots; it sees the forward
    tasks just planned as in flight, so a head-first model backfills its leading gap in the same tick.
 
-In-flight task ranges count as covered for planning: they are never planned again.
+In-flight task ranges and pending re-runs count as covered for forward fill and backfill: they are never planned
+there (a re-run is planned as itself, whole).
 """
 
 from __future__ import annotations
@@ -30,10 +32,12 @@ from cbt.scheduling import coverage as cov
 from cbt.scheduling.backfill import plan_backfill
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.forward import FillPlan, plan_forward
+from cbt.scheduling.rerun import plan_reruns
 from cbt.scheduling.state import StateSnapshot
 
 Direction = Literal["forward", "backfill"]
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backfill")
+TaskDirection = Literal["forward", "backfill", "rerun"]
 COVERAGE_UNKNOWN = "the coverage index is being rebuilt from the admin tables; planning resumes after it"
 
 
@@ -44,7 +48,7 @@ class Task:
     model_id: ModelId
     position: int
     interval: int
-    direction: Direction
+    direction: TaskDirection
 
     @property
     def end(self) -> int:
@@ -81,14 +85,19 @@ def plan_model(
     if ready.valid is None:
         return ModelPlan(model.id, None, (), ready.reason)
     in_flight = state.in_flight.get(model.id, ())
-    effective = effective_coverage(model.id, state)
+    reruns = state.reruns.get(model.id, ())
+    effective = cov.union(effective_coverage(model.id, state), cov.merge(reruns))
     slots = max(concurrency - len(in_flight), 0)
-    results: list[tuple[Direction, FillPlan]] = []
+    results: list[tuple[TaskDirection, FillPlan]] = []
     if model.schedules.forwardfill and "forward" in directions:
         forward = plan_forward(model, ready, effective, slots)
         results.append(("forward", forward))
         effective = cov.union(effective, cov.merge(forward.tasks))
         slots -= len(forward.tasks)
+    if reruns:
+        rerun = plan_reruns(ready, reruns, in_flight, slots)
+        results.append(("rerun", rerun))
+        slots -= len(rerun.tasks)
     if model.schedules.backfill and "backfill" in directions:
         results.append(("backfill", plan_backfill(model, ready, effective, slots)))
     elif not model.schedules.backfill:
@@ -136,7 +145,7 @@ def _unfilled_note(effective: Coverage, valid: Range) -> str | None:
     )
 
 
-def _waiting(results: list[tuple[Direction, FillPlan]], concurrency: int, in_flight: int) -> str | None:
+def _waiting(results: list[tuple[TaskDirection, FillPlan]], concurrency: int, in_flight: int) -> str | None:
     reasons: list[str] = []
     if any(fill.is_out_of_slots for _, fill in results):
         reasons.append(f"concurrency limit {concurrency} reached ({in_flight} in flight before this plan)")

@@ -8,6 +8,7 @@ JSON form (what ``cbt plan --state`` reads)::
     {"bounds":    {"db.table": {"min": 1000, "max": 5000}},  # externals: raw, max exclusive, no lag
      "coverage":  {"db.table": [[0, 100], [200, 300]]},       # transformations: half-open, any order
      "in_flight": {"db.table": [[300, 400]]},                 # optional: tasks enqueued or running
+     "reruns":    {"db.table": [[100, 200]]},                 # optional: invalidated tasks to run again
      "now": 1700000000}                                       # optional, informational
 
 A bounds entry whose ``min`` or ``max`` is ``null`` means the table is empty (no data), like a missing entry.
@@ -24,7 +25,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 
-KNOWN_KEYS = ("bounds", "coverage", "in_flight", "now")
+KNOWN_KEYS = ("bounds", "coverage", "in_flight", "reruns", "now")
 
 
 class StateFileError(CbtError):
@@ -46,7 +47,8 @@ class StateSnapshot:
     ``bounds``: raw external bounds (a missing entry means not scanned yet: no data). ``coverage``: completed
     ranges per incremental transformation (missing means nothing completed). ``in_flight``: the ranges of
     tasks already enqueued or running per model, one entry per task (they are never planned again and count
-    against the model's concurrency limit). ``now``: unix seconds, informational only (planning never depends
+    against the model's concurrency limit). ``reruns``: per model, the tasks invalidations removed that have not
+    run again (each is planned whole, once). ``now``: unix seconds, informational only (planning never depends
     on the clock). ``never_ran``: scheduled transformations known not to have completed a run yet — they offer
     no data until their first success (a state file cannot say so: there every scheduled model counts as run).
     ``coverage_known``: False while the live coverage index is being rebuilt (Redis emptied): nothing is planned
@@ -56,6 +58,7 @@ class StateSnapshot:
     bounds: Mapping[ModelId, RawBounds] = field(default_factory=dict)
     coverage: Mapping[ModelId, Coverage] = field(default_factory=dict)
     in_flight: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
+    reruns: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
     now: int | None = None
     never_ran: frozenset[ModelId] = frozenset()
     coverage_known: bool = True
@@ -95,6 +98,7 @@ def snapshot_from_json(data: object) -> tuple[StateSnapshot, list[str]]:
         bounds=_parse_bounds(data.get("bounds", {})),
         coverage={k: cov.merge(v) for k, v in _parse_range_map(data.get("coverage", {}), "coverage").items()},
         in_flight=_parse_range_map(data.get("in_flight", {}), "in_flight"),
+        reruns=_parse_range_map(data.get("reruns", {}), "reruns"),
         now=now,
     )
     return snapshot, warnings

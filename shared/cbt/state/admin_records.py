@@ -43,6 +43,8 @@ class CompletedInterval:
 
     ``invalidation_seq`` is the model's invalidation sequence the worker read before running the task; the parts
     of the row that an invalidation recorded under a higher epoch overlaps are stale (``cbt.state.protocol``).
+    ``task_interval``: the length of each task the row records (``None``: one task, the whole row; a consolidated
+    row is a run of touching tasks of one length).
     """
 
     model: ModelId
@@ -54,9 +56,13 @@ class CompletedInterval:
     worker: str = ""
     duration_ms: int = 0
     completed_at_ms: int = field(default_factory=now_ms)
+    task_interval: int | None = None
 
     def __post_init__(self) -> None:
         split_model_id(self.model)
+        if self.task_interval is not None and (self.task_interval <= 0 or self.interval % self.task_interval):
+            raise AdminRecordError(f"{self.task_id}: task_interval {self.task_interval} does not divide interval "
+                                   f"{self.interval}")
         if self.position < 0 or self.interval <= 0:
             raise AdminRecordError(
                 f"{self.task_id}: expected position >= 0 and interval > 0, got {self.position}, {self.interval}"
@@ -87,9 +93,9 @@ class ScheduledRun:
 class InvalidationRecord:
     """An accepted invalidation event and what applying it did.
 
-    ``affected`` holds the ranges removed per model (the named model and, with cascade, its descendants, each on
-    its own interval grid); ``seqs`` maps each of those models to the event's epoch, allocated by the durable
-    record when it records the event (``cbt.state.protocol``).
+    ``affected`` holds per model the tasks it re-runs (the named model and, with cascade, its descendants: the
+    intervals that ran over the range, or were running); ``seqs`` maps each of those models to the event's epoch,
+    allocated by the durable record when it records the event (``cbt.state.protocol``).
     """
 
     id: str

@@ -31,6 +31,8 @@ class LiveStateReader:
         return replace(
             read_models_state(self.models, involved, self.coverage, self.bounds),
             in_flight={m: _ranges(tasks) for m, tasks in in_flight.items()},
+            reruns=self.coverage.reruns([m for m in model_ids if isinstance(self.models.models.get(m),
+                                                                              IncrementalModel)]),
             now=now_ms // 1000,
         )
 

@@ -18,6 +18,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
+from cbt.state.protocol import Piece
 
 DEFAULT_KEEP_INVALIDATIONS = 1000
 """How many of a model's latest invalidation sequences are kept to check completions against."""
@@ -50,6 +51,10 @@ class CoverageReader(Protocol):
     def coverage(self, model: ModelId) -> Coverage: ...
     def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]: ...
     def invalidation_seq(self, model: ModelId) -> int: ...
+    def reruns(self, models: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+        """Per model, the tasks invalidations removed that have not run again yet (each to be re-run whole, once)."""
+        ...
+
     def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
         """The scheduled transformations among ``models`` that have completed at least one successful run."""
         ...
@@ -67,8 +72,9 @@ class CoverageWriter(Protocol):
         ...
 
     def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[Range]]) -> None:
-        """Remove the ranges from each model's coverage and raise its sequence to ``epoch``, once per epoch (a
-        model that already reflects ``epoch`` is left alone)."""
+        """Remove the ranges (tasks) from each model's coverage, list them as re-runs, and raise its sequence to
+        ``epoch``, once per epoch (a model that already reflects ``epoch`` is left alone). A re-run stays listed
+        until the model's coverage holds all of it again."""
         ...
 
     def generation(self) -> str:
@@ -79,9 +85,10 @@ class CoverageWriter(Protocol):
         """Each model's version, which changes with every write to it and with the generation."""
         ...
 
-    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str) -> bool:
-        """Overwrite one model's coverage and sequence (a rebuild from the durable record) if its version is
-        still ``version``; False when something wrote to it since (read the durable record again)."""
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
+                         reruns: Sequence[Range] = ()) -> bool:
+        """Overwrite one model's coverage, sequence and re-runs (a rebuild from the durable record) if its version
+        is still ``version``; False when something wrote to it since (read the durable record again)."""
         ...
 
     def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
@@ -103,8 +110,17 @@ class DurableRecord(Protocol):
         """Live coverage per model (``cbt.state.protocol.live_coverage``)."""
         ...
 
+    def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
+        """The live pieces of each model's rows that overlap ``window`` (``cbt.state.protocol.live_pieces``):
+        which tasks ran there."""
+        ...
+
     def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
         """The highest epoch recorded per model; models never invalidated are absent."""
+        ...
+
+    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+        """Every range (task) ever recorded as invalidated per model; models never invalidated are absent."""
         ...
 
     def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
@@ -113,7 +129,8 @@ class DurableRecord(Protocol):
         ...
 
     def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
-        """Rewrite each model's rows as its live coverage (coverage unchanged, fewer rows)."""
+        """Rewrite each model's rows as runs of its live tasks (coverage and task boundaries unchanged, fewer
+        rows)."""
         ...
 
     def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None,

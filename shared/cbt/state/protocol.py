@@ -18,6 +18,9 @@ hot path, and that is rebuilt from the durable record whenever it is lost.
 * An invalidation is applied to the hot index once per epoch (``is_applied``): a redelivery does not remove
   coverage that re-runs already restored. A rebuild sets the floor and records the sequence it read
   (``rebuilt_at``): every epoch up to it is reflected in what it loaded.
+* **Tasks.** A row records whole tasks of one length, its *step* (a task's row: one task; a consolidated row: a
+  run of equal, touching tasks, ``runs``). An invalidation names whole tasks, so a live part is still made of
+  whole tasks of its row (``live_pieces``), and an invalidation re-runs exactly the tasks that ran over its range.
 """
 
 from __future__ import annotations
@@ -37,12 +40,39 @@ class Mark:
     range: Range
 
 
+UNKNOWN_STEP = 0
+"""The step of a row whose task boundaries are not known (consolidated before they were kept)."""
+
+
 @dataclass(frozen=True)
 class Completion:
-    """One completion row: ``range`` computed by a task that read sequence ``seq`` before running."""
+    """One completion row: ``range`` computed by tasks of length ``step`` (``None``: one task, the whole row) that
+    read sequence ``seq`` before running."""
 
     range: Range
     seq: int
+    step: int | None = None
+
+    @property
+    def task_step(self) -> int:
+        return self.range[1] - self.range[0] if self.step is None else self.step
+
+
+@dataclass(frozen=True, order=True)
+class Piece:
+    """A live part of a row: ``range`` is made of whole tasks of length ``step`` from its start (``UNKNOWN_STEP``:
+    boundaries not known)."""
+
+    range: Range
+    step: int
+
+    def tasks(self, within: Range) -> list[Range]:
+        """The piece's tasks that overlap ``within`` (``[]`` when its boundaries are unknown)."""
+        low, high = max(self.range[0], within[0]), min(self.range[1], within[1])
+        if self.step == UNKNOWN_STEP or low >= high:
+            return []
+        start = self.range[0] + (low - self.range[0]) // self.step * self.step
+        return [(s, min(s + self.step, self.range[1])) for s in range(start, high, self.step)]
 
 
 def subtract(r: Range, holes: Iterable[Range]) -> Coverage:
@@ -56,6 +86,31 @@ def subtract(r: Range, holes: Iterable[Range]) -> Coverage:
 def live_part(row: Completion, marks: Iterable[Mark]) -> Coverage:
     """What ``row`` still covers: its range minus the ranges invalidated under a higher epoch."""
     return subtract(row.range, (m.range for m in marks if m.epoch > row.seq))
+
+
+def live_pieces(row: Completion, marks: Iterable[Mark]) -> list[Piece]:
+    """``live_part`` as pieces: a piece that starts and ends on the row's task boundaries keeps its step; one that
+    does not (a mark that did not follow them) counts as one task of its own length."""
+    step = row.task_step
+    out = []
+    for start, end in live_part(row, marks):
+        whole = step != UNKNOWN_STEP and (start - row.range[0]) % step == 0 and (end - start) % step == 0
+        out.append(Piece((start, end), step if whole or step == UNKNOWN_STEP else end - start))
+    return out
+
+
+def runs(pieces: Iterable[Piece]) -> list[Piece]:
+    """Pieces merged into as few as possible without losing a task boundary: each result is a run of touching
+    pieces of one step, in order (consolidation). Equal pieces count once; overlapping ones stay apart."""
+    out: list[Piece] = []
+    for piece in sorted(set(pieces)):
+        last = out[-1] if out else None
+        if last is not None and piece.step != UNKNOWN_STEP and last.step == piece.step \
+                and last.range[1] == piece.range[0]:
+            out[-1] = Piece((last.range[0], piece.range[1]), piece.step)
+        else:
+            out.append(piece)
+    return out
 
 
 def live_coverage(rows: Iterable[Completion], marks: Iterable[Mark]) -> Coverage:

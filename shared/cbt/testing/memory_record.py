@@ -11,10 +11,11 @@ import threading
 from collections.abc import Collection, Iterable
 
 from cbt.models.spec import ModelId
-from cbt.scheduling.coverage import Coverage
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.coverage import Coverage, Range
 from cbt.state import protocol
 from cbt.state.admin_records import CONSOLIDATED, CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
-from cbt.state.protocol import Completion, Mark
+from cbt.state.protocol import UNKNOWN_STEP, Completion, Mark, Piece
 
 
 class MemoryRecord:
@@ -32,6 +33,20 @@ class MemoryRecord:
         with self._lock:
             wanted = model_ids if model_ids is not None else {r.model for r in self.rows}
             return {m: self._live(m) for m in wanted}
+
+    def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
+        with self._lock:
+            return {m: sorted({p for p in self._pieces(m) if p.range[0] < window[1] and p.range[1] > window[0]})
+                    for m in model_ids}
+
+    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+        with self._lock:
+            out: dict[ModelId, set[Range]] = {}
+            for record in self.invalidations.values():
+                for model, ranges in record.affected.items():
+                    if model in model_ids and model in record.seqs:
+                        out.setdefault(model, set()).update(ranges)
+            return {m: tuple(sorted(rs)) for m, rs in out.items()}
 
     def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
         with self._lock:
@@ -57,8 +72,7 @@ class MemoryRecord:
             for model in models:
                 before = [r for r in self.rows if r.model == model]
                 top = max((m.epoch for m in self._marks(model)), default=0)
-                after = [CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}",
-                                           CONSOLIDATED, top, CONSOLIDATED) for start, end in self._live(model)]
+                after = [_consolidated(model, run, top) for run in protocol.runs(self._pieces(model))]
                 if len(after) < len(before):
                     self.rows = [r for r in self.rows if r.model != model] + after
                     done.append(Consolidation(model, len(before), len(after)))
@@ -85,6 +99,23 @@ class MemoryRecord:
         return [Mark(r.seqs[model], rng) for r in self.invalidations.values() if model in r.seqs
                 for rng in r.affected.get(model, ())]
 
+    def _pieces(self, model: ModelId) -> list[Piece]:
+        marks = self._marks(model)
+        return [piece for r in self.rows if r.model == model
+                for piece in protocol.live_pieces(Completion(r.range, r.invalidation_seq, _step(r)), marks)]
+
     def _live(self, model: ModelId) -> Coverage:
-        rows = (Completion(r.range, r.invalidation_seq) for r in self.rows if r.model == model)
-        return protocol.live_coverage(rows, self._marks(model))
+        return cov.merge(p.range for p in self._pieces(model))
+
+
+def _consolidated(model: ModelId, run: Piece, seq: int) -> CompletedInterval:
+    (start, end), step = run.range, run.step
+    return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", CONSOLIDATED, seq,
+                             CONSOLIDATED, task_interval=None if step == UNKNOWN_STEP else step)
+
+
+def _step(row: CompletedInterval) -> int | None:
+    """The row's task length as the Delta adapter reads it: unknown for a consolidated row without one."""
+    if row.task_interval is None and row.direction == CONSOLIDATED:
+        return UNKNOWN_STEP
+    return row.task_interval

@@ -36,12 +36,14 @@ class _ModelCoverage:
     rebuilt_at: int = 0
     version: int = 0
     log: list[Mark] = field(default_factory=list)
+    reruns: set[Range] = field(default_factory=set)
 
     def complete(self, done: Range, observed_seq: int) -> bool:
         if observed_seq > self.seq or observed_seq < self.floor:
             return False  # fail closed, and like Redis, without counting as a write
         part = protocol.accepted_part(done, observed_seq, self.seq, self.floor, self.log)
         self.ranges = cov.union(self.ranges, part)
+        self.reruns = {r for r in self.reruns if not cov.covers(self.ranges, r)}
         self.version += 1
         return part == (done,)
 
@@ -55,6 +57,7 @@ class _ModelCoverage:
             if r[0] < r[1]:
                 self.ranges = cov.remove(self.ranges, r)
                 self.log.append(Mark(epoch, r))
+                self.reruns.add(r)
         if len(self.log) > keep:
             self.log.sort(key=lambda m: m.epoch)
             dropped, self.log = self.log[: len(self.log) - keep], self.log[len(self.log) - keep :]
@@ -110,6 +113,10 @@ class MemoryCoverage:
         with self._lock:
             return self._get(model).seq
 
+    def reruns(self, models: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+        with self._lock:
+            return {m: tuple(sorted(self._get(m).reruns)) for m in models}
+
     def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
         with self._lock:
             return set(self._fired).intersection(models)
@@ -139,13 +146,15 @@ class MemoryCoverage:
         with self._lock:
             return {m: f"{self._generation}:{self._get(m).version}" for m in models}
 
-    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str) -> bool:
+    def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
+                         reruns: Sequence[Range] = ()) -> bool:
         with self._lock:
             state = self._get(model)
             if version != f"{self._generation}:{state.version}":
                 return False
             self._models[model] = _ModelCoverage(ranges=cov.merge(coverage), seq=seq, floor=seq, rebuilt_at=seq,
-                                                 version=state.version + 1)
+                                                 version=state.version + 1,
+                                                 reruns={r for r in reruns if r[0] < r[1]})
             return True
 
     def _get(self, model: ModelId) -> _ModelCoverage:

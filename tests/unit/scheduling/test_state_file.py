@@ -13,6 +13,7 @@ def test_snapshot_from_json_normalises_coverage() -> None:
             "bounds": {"eth.blocks": {"min": 0, "max": 50}, "eth.empty": {"min": None, "max": None}},
             "coverage": {"an.t": [[200, 300], [0, 100], [100, 150]]},
             "in_flight": {"an.t": [[300, 400]]},
+            "reruns": {"an.t": [[0, 100]]},
             "now": 1700000000,
             "comment": "ignored",
         }
@@ -20,8 +21,9 @@ def test_snapshot_from_json_normalises_coverage() -> None:
     assert snap.bounds == {"eth.blocks": RawBounds(0, 50)}
     assert snap.coverage == {"an.t": ((0, 150), (200, 300))}
     assert snap.in_flight == {"an.t": ((300, 400),)}
+    assert snap.reruns == {"an.t": ((0, 100),)}
     assert snap.now == 1700000000
-    assert warnings == ["$.comment: unknown key ignored (known: bounds, coverage, in_flight, now)"]
+    assert warnings == ["$.comment: unknown key ignored (known: bounds, coverage, in_flight, reruns, now)"]
 
 
 def test_empty_document_is_an_empty_snapshot() -> None:

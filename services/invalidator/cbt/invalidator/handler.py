@@ -8,7 +8,9 @@ Order of effects for an accepted event (``docs/protocol.md``), each step safe to
 
 1. wait while the hot index is being rebuilt (Redis emptied): what is in flight cannot be read from it meanwhile;
 2. skip the event when its id is marked done (a duplicate);
-3. map it to ranges per model (``cbt.scheduling.invalidation``);
+3. map it to the tasks to re-run per model (``cbt.scheduling.invalidation``): first the in-flight tasks from the
+   ledger, then what ran from the durable record (a task that finishes in between is released from the ledger only
+   after its row is durable, so it is in one of the two reads);
 4. record it in the durable record, which allocates its epoch in the same commit — from this moment the ranges are
    no longer covered there, whatever happens to Redis; an id already recorded comes back with its first epoch and
    ranges, so a redelivery applies exactly what the first delivery did;
@@ -35,7 +37,7 @@ from cbt.contract.messages import RAW_BODY_LIMIT, Invalidation, InvalidationReje
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId
-from cbt.scheduling.invalidation import Impact, impact, why_rejected
+from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
 from cbt.state.admin_records import InvalidationRecord
 from cbt.state.ports import CoverageReader, CoverageWriter, DurableRecord, Publisher, TaskLedger
 
@@ -98,9 +100,12 @@ class InvalidationHandler:
     async def _apply(self, event: Invalidation, model_id: ModelId, received_at_ms: int) -> Impact:
         involved = [m for m in (model_id, *self.models.descendants(model_id))
                     if isinstance(self.models.models[m], IncrementalModel)]
+        rng = (event.start, event.end)
         running = self.ledger.in_flight(involved, int(time.time() * 1000))
         in_flight = {m: [t.range for t in tasks if t.range is not None] for m, tasks in running.items()}
-        result = impact(self.models, model_id, (event.start, event.end), cascade=event.cascade, in_flight=in_flight)
+        window = reach(self.models, model_id, rng, cascade=event.cascade)
+        ran = await asyncio.to_thread(self.admin.live_pieces, involved, window)
+        result = impact(self.models, model_id, rng, cascade=event.cascade, in_flight=in_flight, ran=ran)
         record = InvalidationRecord(
             id=event.id, model=model_id, start=event.start, end=event.end, reason=event.reason,
             source=event.source, cascade=event.cascade, metadata=dict(event.metadata), affected=result.ranges,
