@@ -14,10 +14,11 @@ Order of effects for an accepted event (``docs/protocol.md``), each step safe to
 4. record it in the durable record, which allocates its epoch in the same commit — from this moment the ranges are
    no longer covered there, whatever happens to Redis; an id already recorded comes back with its first epoch and
    ranges, so a redelivery applies exactly what the first delivery did;
-5. apply it to the hot index: remove the ranges and raise each model's sequence to the epoch, atomically and once
-   per epoch — from now on an in-flight task that read an older sequence cannot mark these ranges covered;
-6. mark the id done, then re-plan the affected models at once so their gaps are enqueued (the coordinator's
-   backfill tick would find them too).
+5. apply it to the hot index: remove the tasks, list them as re-runs and raise each model's sequence to the
+   epoch, atomically and once per epoch — from now on an in-flight task that read an older sequence cannot mark
+   these ranges covered;
+6. mark the id done, then re-plan the affected models at once so their re-runs are enqueued (the coordinator's
+   ticks would find them too).
 """
 
 from __future__ import annotations
