@@ -1,9 +1,14 @@
-"""Model scripts as subprocesses: a minimal inherited environment, a timeout, and the stderr tail on failure."""
+"""Model scripts as subprocesses: a minimal inherited environment, a timeout, and the stderr tail on failure.
+
+A script runs in a process group of its own; when it times out or its run is cancelled, the whole group is killed,
+so nothing it started keeps running (or writing) after the task has ended."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
+import signal
 import sys
 from collections.abc import Mapping, Sequence
 
@@ -30,13 +35,22 @@ async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: flo
     try:
         out, err = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
     except TimeoutError:
-        proc.kill()
-        await proc.wait()
+        await _kill_group(proc)
         raise ScriptError(f"{' '.join(argv)!r} timed out after {timeout_s:.0f}s") from None
+    except asyncio.CancelledError:  # the run was stopped (lease lost): nothing of it may keep running
+        await _kill_group(proc)
+        raise
     if proc.returncode != 0:
         why = _error_text(err.decode(errors="replace"))
         raise ScriptError(f"{' '.join(argv)!r} exited with {proc.returncode}: {why}")
     return out.decode(errors="replace")
+
+
+async def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the script and everything it started (its own process group), then reap it."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    await asyncio.shield(proc.wait())
 
 
 def _error_text(stderr: str) -> str:

@@ -1,0 +1,67 @@
+"""Model scripts as subprocesses (``cbt.adapters.scripts``): a script that times out, or whose run is cancelled,
+leaves nothing running — not even what it started in the background."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from cbt.adapters.scripts import ScriptError, run_script
+
+# Starts a grandchild that would outlive its parent, writes its pid, then waits on it.
+SPAWNS_A_SLEEPER = 'sleep 300 & echo $! > "$PID_FILE"; wait'
+
+
+def _is_running(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    status = Path(f"/proc/{pid}/stat").read_text().split()[2] if Path(f"/proc/{pid}/stat").exists() else "X"
+    return status not in ("Z", "X")  # a zombie waiting for its reaper has stopped running
+
+
+def _grandchild(pid_file: Path) -> int:
+    for _ in range(100):
+        if pid_file.exists() and pid_file.read_text().strip():
+            return int(pid_file.read_text())
+        time.sleep(0.05)
+    raise AssertionError("the script never started its child")
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(100):
+        if not _is_running(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_script_that_times_out_is_killed_with_everything_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    with pytest.raises(ScriptError, match="timed out after 1s"):
+        asyncio.run(run_script(["sh", "-c", SPAWNS_A_SLEEPER], {"PID_FILE": str(pid_file)}, 1.0))
+    assert _gone(_grandchild(pid_file)), "the script's child outlived the timeout"
+
+
+def test_a_cancelled_run_kills_the_script_and_everything_it_started(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+
+    async def scenario() -> None:
+        run = asyncio.create_task(run_script(["sh", "-c", SPAWNS_A_SLEEPER], {"PID_FILE": str(pid_file)}, 300.0))
+        await asyncio.to_thread(_grandchild, pid_file)
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+
+    asyncio.run(scenario())
+    assert _gone(_grandchild(pid_file)), "the script's child outlived the cancelled run"
+
+
+def test_a_failing_script_reports_its_exit_code_and_stderr() -> None:
+    with pytest.raises(ScriptError, match=r"exited with 3: .*no such table"):
+        asyncio.run(run_script(["sh", "-c", "echo 'no such table' >&2; exit 3"], {}, 10.0))
