@@ -69,7 +69,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         models=models,
         ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, BrokerPublisher(broker), recorder),
         executor=SparkExecutor(spark, RenderSettings.from_config(config), config.worker.task_timeout_s,
-                               str(config.base_dir)),
+                               str(config.base_dir), config.spark.query_timeout_s),
         topics=runtime.topics(config), worker_id=owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -24,6 +25,8 @@ from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
 
 CONFLICT_RETRIES = 20
+INTERRUPT_WAIT_S = 30.0
+"""How long an interrupted statement's call is waited for before the task moves on regardless."""
 log = logging.getLogger("cbt.worker")
 
 
@@ -45,6 +48,8 @@ class SparkExecutor:
     exec_timeout_s: float
     workdir: str | None = None
     """Where exec commands run: the config file's folder."""
+    query_timeout_s: float = 600.0
+    """Longest a statement may run (``spark.query_timeout``); past it, it is interrupted on the server."""
     _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
 
     async def run(self, model: Transformation, task: TaskContext) -> None:
@@ -67,19 +72,56 @@ class SparkExecutor:
         if model.exec is not None:
             await self._run_exec(model, task)
         else:
-            await asyncio.to_thread(self._run_sql, task_statements(model, task, self.settings))
+            await self._run_sql(task_statements(model, task, self.settings))
 
-    def _run_sql(self, statements: Sequence[str]) -> None:
+    async def _run_sql(self, statements: Sequence[str]) -> None:
+        """Each statement under its own operation tag: when it outlives the query timeout, or the run is cancelled
+        (lease lost), the tag is interrupted on the Spark Connect server, so the statement stops there
+        too instead of writing after the task has ended."""
         for statement in statements:
+            tag = f"cbt-{uuid.uuid4().hex}"
+            running = asyncio.ensure_future(asyncio.to_thread(self._collect, statement, tag))
             try:
-                self.spark.sql(statement).collect()
-            except Exception as e:  # Spark Connect raises many exception types; keep the server's message
-                raise TaskExecutionError(f"{type(e).__name__}: {_first_lines(str(e))}") from e
+                await asyncio.wait_for(asyncio.shield(running), self.query_timeout_s)
+            except TimeoutError:
+                await self._interrupt(tag, running)
+                raise TaskExecutionError(
+                    f"query timeout: a statement ran longer than spark.query_timeout ({self.query_timeout_s:g} s) "
+                    "and was interrupted on the Spark Connect server"
+                ) from None
+            except asyncio.CancelledError:
+                await self._interrupt(tag, running)
+                raise
+
+    def _collect(self, statement: str, tag: str) -> None:
+        self.spark.addTag(tag)  # tags are per thread: this statement's only
+        try:
+            self.spark.sql(statement).collect()
+        except Exception as e:  # Spark Connect raises many exception types; keep the server's message
+            raise TaskExecutionError(f"{type(e).__name__}: {_first_lines(str(e))}") from e
+        finally:
+            self.spark.removeTag(tag)
+
+    async def _interrupt(self, tag: str, running: asyncio.Future[None]) -> None:
+        """Interrupt the tagged statement on the server and wait (bounded) for its call to return."""
+        running.add_done_callback(_retrieve)  # its error (interrupted) is expected: not worth a warning
+        try:
+            await asyncio.shield(asyncio.to_thread(self.spark.interruptTag, tag))
+        except Exception as e:  # the server may be gone: the statement then dies with its session
+            log.warning("interrupting a statement failed", extra={"tag": tag, "error": str(e)[:300]})
+        await asyncio.wait({running}, timeout=INTERRUPT_WAIT_S)
+        if not running.done():
+            log.warning("an interrupted statement has not returned; moving on", extra={"tag": tag})
 
     async def _run_exec(self, model: Transformation, task: TaskContext) -> None:
         assert model.exec is not None
         await run_script(exec_argv(model.exec), exec_environment(model, task, self.settings), self.exec_timeout_s,
                          self.workdir)
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 def _first_lines(text: str, lines: int = 8) -> str:
