@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from cbt.models.spec import ModelId
 
@@ -171,6 +171,32 @@ class InvalidationRejected(Message):
     id: str | None = None
     """The event's id when it could be read."""
     received_at_ms: int = Field(default_factory=now_ms)
+
+
+class MessageRejected(Message):
+    """A body on a consumed topic that the consuming service could not use (malformed, or of another kind), with
+    the reason; ``raw`` is the body as text. The service acknowledged it and kept running."""
+
+    kind: Literal["message-rejected"] = "message-rejected"
+    topic: str
+    service: str
+    raw: Annotated[str, Field(max_length=RAW_BODY_LIMIT)]
+    reason: str
+    received_at_ms: int = Field(default_factory=now_ms)
+
+
+def rejected(topic: str, service: str, raw: bytes, reason: str) -> MessageRejected:
+    return MessageRejected(topic=topic, service=service, raw=raw.decode("utf-8", errors="replace")[:RAW_BODY_LIMIT],
+                           reason=reason[:2000])
+
+
+def describe(error: ValidationError) -> str:
+    """A pydantic error as one line per problem: ``field: message``."""
+    problems = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(part) for part in item["loc"]) or "body"
+        problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)
 
 
 def decode_invalidation(raw: bytes | str) -> Invalidation:

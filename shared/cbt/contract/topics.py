@@ -36,6 +36,11 @@ class Topics:
     def bounds_updated(self) -> str:
         return f"{self.prefix}bounds-updated"
 
+    @property
+    def message_rejected(self) -> str:
+        """Bodies on the other consumed topics that their service could not use, with the reason."""
+        return f"{self.prefix}message-rejected"
+
     def all(self, pools: tuple[str, ...] = (DEFAULT_POOL,)) -> tuple[str, ...]:
         """Every topic for the given worker pools, task topics first."""
         return (
@@ -45,4 +50,5 @@ class Topics:
             self.invalidation,
             self.invalidation_rejected,
             self.bounds_updated,
+            self.message_rejected,
         )

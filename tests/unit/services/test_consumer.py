@@ -6,7 +6,7 @@ import asyncio
 from dataclasses import dataclass, field
 
 from cbt.concurrency.ordered_acks import InOrderAcks
-from cbt.contract.messages import TaskRequested
+from cbt.contract.messages import IntervalCompleted, TaskRequested
 from cbt.worker.consumer import PipelinedConsumer
 from cbt.worker.runner import Outcome
 
@@ -44,6 +44,8 @@ class Runner:
 @dataclass
 class Broker:
     actions: list[tuple[str, str]] = field(default_factory=list)
+    rejected: list[tuple[bytes, str]] = field(default_factory=list)
+    is_down: bool = False
 
     async def commit(self, m: Message) -> None:
         self.actions.append(("commit", m.name))
@@ -51,9 +53,14 @@ class Broker:
     async def rewind(self, m: Message) -> None:
         self.actions.append(("rewind", m.name))
 
+    async def reject(self, body: bytes, reason: str) -> None:
+        if self.is_down:
+            raise RuntimeError("broker unavailable")
+        self.rejected.append((body, reason))
+
 
 def consumer_for(runner: Runner, broker: Broker, stopping: asyncio.Event) -> PipelinedConsumer:
-    return PipelinedConsumer(runner, InOrderAcks(broker.commit, broker.rewind, max_pending=1), stopping)
+    return PipelinedConsumer(runner, InOrderAcks(broker.commit, broker.rewind, max_pending=1), stopping, broker.reject)
 
 
 def test_stopping_lets_the_running_task_finish_commits_it_and_starts_nothing_new() -> None:
@@ -78,7 +85,7 @@ def test_stopping_lets_the_running_task_finish_commits_it_and_starts_nothing_new
     assert broker.actions == [("commit", "m1")]
 
 
-def test_a_failing_runner_rewinds_to_the_message_and_a_malformed_one_is_committed() -> None:
+def test_a_failing_runner_rewinds_to_the_message_and_a_malformed_one_is_rejected_then_committed() -> None:
     broker = Broker()
 
     async def scenario() -> None:
@@ -89,3 +96,32 @@ def test_a_failing_runner_rewinds_to_the_message_and_a_malformed_one_is_committe
 
     asyncio.run(scenario())
     assert broker.actions == [("commit", "junk"), ("rewind", "m1")]
+    ((body, reason),) = broker.rejected
+    assert body == b"{not json" and "Invalid JSON" in reason
+
+
+def test_a_message_of_another_kind_is_rejected_with_the_reason() -> None:
+    broker = Broker()
+    other = IntervalCompleted(task_id=f"{MODEL}:0:60", model=MODEL, position=0, interval=60)
+
+    async def scenario() -> None:
+        consumer = consumer_for(Runner(), broker, asyncio.Event())
+        await consumer.on_message(Message("other", other.encode()))
+        await consumer.finish()
+
+    asyncio.run(scenario())
+    assert broker.actions == [("commit", "other")]
+    assert broker.rejected == [(other.encode(), "kind: expected 'task-requested' on a task topic, got "
+                                                "'interval-completed'")]
+
+
+def test_a_rejection_that_cannot_be_published_is_not_committed() -> None:
+    broker = Broker(is_down=True)
+
+    async def scenario() -> None:
+        consumer = consumer_for(Runner(), broker, asyncio.Event())
+        await consumer.on_message(Message("junk", b"{not json"))
+        await consumer.finish()
+
+    asyncio.run(scenario())
+    assert broker.actions == [("rewind", "junk")], "redelivered, so the rejection is not lost"

@@ -16,11 +16,11 @@ from pydantic import ValidationError
 
 from cbt.adapters import hot_index, runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
-from cbt.contract.messages import BoundsUpdated, IntervalCompleted, decode
+from cbt.contract.messages import BoundsUpdated, IntervalCompleted, decode, describe, rejected
 from cbt.coordinator.ticker import DueTracker, Kind, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
@@ -48,15 +48,24 @@ class Coordinator:
     consolidation: asyncio.Task[None] | None = None
     """The consolidation running in the background, if any: the leader's ticks go on meanwhile."""
 
-    async def on_event(self, raw: bytes) -> None:
-        """A completion or bounds change: re-plan the model's dependents now (and the model itself)."""
+    async def on_event(self, raw: bytes, topic: str) -> None:
+        """A completion or bounds change: re-plan the model's dependents now (and the model itself). A body that is
+        neither is published to ``message-rejected`` with the reason, and acknowledged."""
         try:
             message = decode(raw)
         except ValidationError as e:
-            log.error("ignoring a malformed event", extra={"error": str(e)[:500]})
+            await self._reject(raw, topic, describe(e))
             return
         if isinstance(message, IntervalCompleted | BoundsUpdated):
             await self.planner.replan_dependents(message.model)
+        else:
+            await self._reject(raw, topic, f"kind: expected 'interval-completed' or 'bounds-updated', got "
+                                           f"{message.kind!r}")
+
+    async def _reject(self, raw: bytes, topic: str, reason: str) -> None:
+        log.error("rejecting an event", extra={"topic": topic, "reason": reason[:500]})
+        await self.planner.publisher.publish(self.planner.topics.message_rejected,
+                                             rejected(topic, "coordinator", raw, reason), key="coordinator")
 
     async def tick(self) -> None:
         """Renew or take leadership; as leader, run what the wall clock says is due."""
@@ -197,7 +206,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     group = f"{config.kafka.topic_prefix}coordinator"
 
     async def on_event(message: KafkaMessage) -> None:
-        await coordinator.on_event(message.body)
+        topic, _ = partition_of(message)
+        await coordinator.on_event(message.body, topic)
 
     broker.subscriber(topics.interval_completed, topics.bounds_updated, group_id=group,
                       auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,

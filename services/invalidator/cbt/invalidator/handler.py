@@ -34,7 +34,14 @@ from typing import Literal, Protocol
 
 from pydantic import ValidationError
 
-from cbt.contract.messages import RAW_BODY_LIMIT, Invalidation, InvalidationRejected, decode_invalidation, now_ms
+from cbt.contract.messages import (
+    RAW_BODY_LIMIT,
+    Invalidation,
+    InvalidationRejected,
+    decode_invalidation,
+    describe,
+    now_ms,
+)
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId
@@ -142,15 +149,6 @@ class InvalidationHandler:
         message = InvalidationRejected(raw=text, reason=reason, id=event_id)
         await self.publisher.publish(self.topics.invalidation_rejected, message, key=event_id or "rejected")
         return "rejected"
-
-
-def describe(error: ValidationError) -> str:
-    """A pydantic error as one line per problem: ``field: message``."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = ".".join(str(part) for part in item["loc"]) or "body"
-        problems.append(f"{where}: {item['msg']}")
-    return "; ".join(problems)
 
 
 def _id_of(raw: bytes) -> str | None:

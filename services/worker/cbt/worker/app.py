@@ -24,9 +24,11 @@ from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
+from cbt.contract.messages import rejected
+from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
-from cbt.worker.consumer import PipelinedConsumer
+from cbt.worker.consumer import PipelinedConsumer, Reject
 from cbt.worker.executor import SparkExecutor
 from cbt.worker.recorder import AdminRecorder
 from cbt.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
@@ -40,6 +42,16 @@ PIPELINE_DEPTH = 1
 
 def consumed_pools(config: Config) -> list[str]:
     return config.worker.consume or ["default", *config.worker.pools]
+
+
+def _rejecter(publisher: BrokerPublisher, topics: Topics, pool: str) -> Reject:
+    """Publishes what the pool's consumers cannot use to ``message-rejected``."""
+
+    async def reject(body: bytes, reason: str) -> None:
+        message = rejected(topics.task_requested(pool), "worker", body, reason)
+        await publisher.publish(topics.message_rejected, message, key="worker")
+
+    return reject
 
 
 def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: PipelinedConsumer) -> None:
@@ -65,17 +77,20 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     recorder = AdminRecorder(admin_from_config(spark, config), owner)
     await asyncio.to_thread(recorder.admin.ensure_tables)
     retry = config.worker.retry
+    publisher = BrokerPublisher(broker)
+    topics = runtime.topics(config)
     runner = TaskRunner(
         models=models,
-        ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, BrokerPublisher(broker), recorder),
+        ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, publisher, recorder),
         executor=SparkExecutor(spark, RenderSettings.from_config(config), config.worker.task_timeout_s,
                                str(config.base_dir), config.spark.query_timeout_s),
-        topics=runtime.topics(config), worker_id=owner,
+        topics=topics, worker_id=owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
     )
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
-    consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, PIPELINE_DEPTH, partition_of), stop)
-                 for _ in pools]
+    consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, PIPELINE_DEPTH, partition_of), stop,
+                                   _rejecter(publisher, topics, pool))
+                 for pool in pools]
     for pool, consumer in zip(pools, consumers, strict=True):
         subscribe(broker, config, pool, consumer)
     async with broker:

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from cbt.concurrency.ordered_acks import InOrderAcks
-from cbt.contract.messages import TaskRequested, decode
+from cbt.contract.messages import TaskRequested, decode, describe
 from cbt.worker.runner import Outcome
 
 log = logging.getLogger("cbt.worker")
@@ -33,11 +33,16 @@ class Delivered(Protocol):
     def body(self) -> bytes: ...
 
 
+Reject = Callable[[bytes, str], Awaitable[None]]
+"""Publishes a body this consumer cannot use, with the reason (``message-rejected``); returns once published."""
+
+
 @dataclass
 class PipelinedConsumer:
     runner: Runner
     chain: InOrderAcks[Any]
     stopping: asyncio.Event
+    reject: Reject
     _working: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     async def on_message(self, message: Delivered) -> None:
@@ -45,7 +50,7 @@ class PipelinedConsumer:
             return
         async with self._working:
             generation = self.chain.generation_of(message)
-            recording = await _work(self.runner, message.body)
+            recording = await _work(self.runner, self.reject, message.body)
         await self.chain.submit(message, recording, generation)  # enters the chain before anything else runs
 
     async def finish(self) -> None:
@@ -55,15 +60,17 @@ class PipelinedConsumer:
         await self.chain.drain()
 
 
-async def _work(runner: Runner, body: bytes) -> Awaitable[object]:
-    """Run the task's work now; returns the awaitable of what remains (a failure surfaces when it is awaited)."""
+async def _work(runner: Runner, reject: Reject, body: bytes) -> Awaitable[object]:
+    """Run the task's work now; returns the awaitable of what remains (a failure surfaces when it is awaited). A body
+    that is not a task is rejected with the reason — its offset is committed once the rejection is published."""
     try:
         task = decode(body)
     except ValidationError as e:
-        log.error("ignoring a malformed task message", extra={"error": str(e)[:500]})
-        return asyncio.sleep(0)
+        log.error("rejecting a malformed task message", extra={"error": str(e)[:500]})
+        return reject(body, describe(e))
     if not isinstance(task, TaskRequested):
-        return asyncio.sleep(0)
+        log.error("rejecting a message of another kind on a task topic", extra={"kind": task.kind})
+        return reject(body, f"kind: expected 'task-requested' on a task topic, got {task.kind!r}")
     try:
         remaining = await runner.begin(task)
     except Exception as e:

@@ -1,0 +1,51 @@
+"""The coordinator's event consumer (``interval-completed``, ``bounds-updated``) on a real Redis: a body it cannot
+use is published to ``message-rejected`` with the reason, and the coordinator goes on (issue 11)."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from redis import Redis
+
+from cbt.adapters.redis_marks import RedisMarks
+from cbt.adapters.redis_state import RedisState
+from cbt.config.settings import load_config
+from cbt.contract.messages import IntervalCompleted, MessageRejected, TaskRequested
+from cbt.contract.topics import Topics
+from cbt.coordinator.app import Coordinator
+from cbt.models.dag import ModelSet
+from cbt.state.live import LiveStateReader
+from cbt.state.planner import Planner
+from tests.e2e.harness import CONFIG
+from tests.integration.test_coordinator_schedules import Publisher
+from tests.unit.scheduling.factories import ext, inc, models_of
+
+pytestmark = pytest.mark.integration
+TOPICS = Topics("t.")
+
+
+def test_bodies_the_coordinator_cannot_use_are_rejected_with_the_reason(redis_client: Redis,
+                                                                         redis_prefix: str) -> None:
+    models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
+    state = RedisState(redis_client, redis_prefix)
+    publisher = Publisher()
+    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+                      publisher, TOPICS, lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
+    coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
+                              "c1", lambda: None)  # type: ignore[arg-type,return-value]
+    task = TaskRequested(task_id="an.minute:0:60", model="an.minute", position=0, interval=60)
+
+    async def scenario() -> None:
+        await coordinator.on_event(b'{"kind": "interval-completed", "model": 5}', TOPICS.interval_completed)
+        await coordinator.on_event(task.encode(), TOPICS.bounds_updated)
+        await coordinator.on_event(IntervalCompleted(task_id="an.minute:0:60", model="an.minute", position=0,
+                                                     interval=60).encode(), TOPICS.interval_completed)
+
+    asyncio.run(scenario())
+    rejections = [m for m in publisher.sent if isinstance(m, MessageRejected)]
+    assert [(r.topic, r.service) for r in rejections] == [(TOPICS.interval_completed, "coordinator"),
+                                                          (TOPICS.bounds_updated, "coordinator")]
+    assert "model: Input should be a valid string" in rejections[0].reason
+    assert rejections[1].reason == "kind: expected 'interval-completed' or 'bounds-updated', got 'task-requested'"
+    assert rejections[1].raw == task.encode().decode()
