@@ -10,8 +10,9 @@ The rule, per incremental model M (the named one, then with ``cascade`` every de
   affected dependency of M (a dependency re-run over a task counts as changed over all of it);
 * M re-runs exactly the tasks that ran over its input — the live pieces of its completion rows, cut at their own
   task boundaries (``cbt.state.protocol.Piece``) — and every in-flight task of M that overlaps it (so that task's
-  completion is refused); a task that overlaps one of those is added too, until none is left (rows overlap only
-  where a short gap was widened to ``interval.min``). Positions nothing ran over need no re-run.
+  completion is refused). Positions nothing ran over need no re-run. A task that only overlaps a re-run one (rows
+  overlap where a short gap was widened to ``interval.min``) read no changed data: it keeps what the re-run does
+  not rewrite.
 * A row consolidated before task boundaries were kept has unknown boundaries: there, the input is widened to
   multiples of M's ``interval.max``, as earlier versions did.
 
@@ -75,13 +76,7 @@ def _tasks_over(model: IncrementalModel, r: Range, ran: Sequence[Piece], in_flig
 def rerun_tasks(model: IncrementalModel, inputs: Coverage, ran: Sequence[Piece],
                 in_flight: Sequence[Range]) -> tuple[Range, ...]:
     """The tasks of ``model`` to re-run for ``inputs`` (see the module docstring), sorted."""
-    found: set[Range] = set()
-    reach = inputs
-    while reach:
-        new = {t for r in reach for t in _tasks_over(model, r, ran, in_flight)} - found
-        found |= new
-        reach = merge(new)
-    return tuple(sorted(found))
+    return tuple(sorted({t for r in inputs for t in _tasks_over(model, r, ran, in_flight)}))
 
 
 def impact(
