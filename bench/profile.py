@@ -21,6 +21,7 @@ from bench.stack import BenchDeployment, Endpoints, deploy
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_admin import ensure_topics
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.spark import SessionPool
 from cbt.contract.messages import TaskRequested
 from cbt.dev.generator import SourceTables, write_blocks
 from cbt.models.templates import RenderSettings
@@ -97,7 +98,8 @@ async def _profile(bd: BenchDeployment, spark: SparkSession, scenario: Scenario)
             publisher=Timed(BrokerPublisher(broker), "kafka", timings),
             recorder=Timed(recorder, "admin", timings),
         )
-        executor = SparkExecutor(spark, RenderSettings.from_config(config), 600, str(config.base_dir))
+        sessions = SessionPool(config.spark.remote or "")
+        executor = SparkExecutor(sessions, RenderSettings.from_config(config), 600, str(config.base_dir))
         runner = TaskRunner(bd.dep.models, ports, Timed(executor, "spark", timings),
                             bd.topics, "bench-profile")
         outcomes: list[str] = []
@@ -110,6 +112,7 @@ async def _profile(bd: BenchDeployment, spark: SparkSession, scenario: Scenario)
             timings.add("handle (total)", time.perf_counter() - handle_began)
         elapsed_s = time.perf_counter() - began
     await recorder.close()
+    sessions.close()
     tasks = len(outcomes)
     steps = timings.per_task_ms(tasks)
     accounted = sum(v["ms_per_task"] for k, v in steps.items() if k != "handle (total)")

@@ -1,18 +1,22 @@
-"""The worker's Spark executor on a real Spark Connect server: a statement that outlives ``spark.query_timeout``,
-or whose run is cancelled (lease lost, shutdown), is interrupted on the server — it never writes afterwards."""
+"""The worker's Spark executor on a real Spark Connect server: a statement that outlives its timeout, or whose run
+is cancelled (lease lost, shutdown), is interrupted on the server — it never writes afterwards; each model's session
+state stays its own."""
 
 from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
 from pyspark.sql import SparkSession
 
+from cbt.adapters.spark import SessionPool
 from cbt.models.spec import IncrementalModel
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.worker.executor import SparkExecutor, TaskExecutionError
+from tests.conftest import Endpoints
 from tests.unit.scheduling.factories import inc
 
 pytestmark = pytest.mark.integration
@@ -36,6 +40,13 @@ def rows_after_the_sleep(spark: SparkSession, table: str) -> int:
 
 
 @pytest.fixture
+def sessions(endpoints: Endpoints) -> Iterator[SessionPool]:
+    pool = SessionPool(endpoints.spark_remote)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
 def table(spark: SparkSession, spark_database: str) -> str:
     name = f"{spark_database}.out"
     spark.sql(f"CREATE TABLE {name} (v STRING) USING DELTA")
@@ -43,9 +54,9 @@ def table(spark: SparkSession, spark_database: str) -> str:
 
 
 def test_a_statement_past_the_query_timeout_fails_the_attempt_and_is_stopped_on_the_server(
-    spark: SparkSession, table: str
+    spark: SparkSession, sessions: SessionPool, table: str
 ) -> None:
-    executor = SparkExecutor(spark, RenderSettings(), exec_timeout_s=60, query_timeout_s=2)
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, query_timeout_s=2)
 
     with pytest.raises(TaskExecutionError, match=r"query timeout: .*spark.query_timeout \(2 s\)"):
         asyncio.run(executor.run(slow_insert(table), task()))
@@ -55,8 +66,21 @@ def test_a_statement_past_the_query_timeout_fails_the_attempt_and_is_stopped_on_
     assert spark.sql(f"SELECT v FROM {table}").collect()[0]["v"] == "next"
 
 
-def test_a_cancelled_run_stops_its_statement_on_the_server(spark: SparkSession, table: str) -> None:
-    executor = SparkExecutor(spark, RenderSettings(), exec_timeout_s=60, query_timeout_s=600)
+def test_the_models_own_timeout_wins_over_the_global_one(
+    spark: SparkSession, sessions: SessionPool, table: str
+) -> None:
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, query_timeout_s=600)
+
+    with pytest.raises(TaskExecutionError, match=r"query timeout: a statement ran longer than an.slow's timeout \(2 s\)"):
+        asyncio.run(executor.run(replace(slow_insert(table), timeout_s=2), task()))
+
+    assert rows_after_the_sleep(spark, table) == 0, "the timed-out statement still wrote"
+
+
+def test_a_cancelled_run_stops_its_statement_on_the_server(
+    spark: SparkSession, sessions: SessionPool, table: str
+) -> None:
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, query_timeout_s=600)
 
     async def scenario() -> None:
         run = asyncio.create_task(executor.run(slow_insert(table), task()))
@@ -67,3 +91,21 @@ def test_a_cancelled_run_stops_its_statement_on_the_server(spark: SparkSession, 
 
     asyncio.run(scenario())
     assert rows_after_the_sleep(spark, table) == 0, "the cancelled run's statement still wrote"
+
+
+def test_a_models_set_and_temp_views_do_not_reach_another_models_session(
+    sessions: SessionPool, spark: SparkSession
+) -> None:
+    leaky = replace(inc("an.leaky", imax=60), sql=(
+        "SET spark.sql.ansi.enabled=false;\n"
+        "CREATE OR REPLACE TEMP VIEW shared_name AS SELECT 'leaked' AS v"
+    ))
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, query_timeout_s=60)
+    context = TaskContext(model_id="an.x", task_start_unix=int(time.time()), start=0, end=60)
+
+    asyncio.run(executor.run(leaky, context))
+
+    assert sessions.session("an.leaky").sql("SELECT v FROM shared_name").collect()[0]["v"] == "leaked"
+    assert not sessions.session("an.reader").catalog.tableExists("shared_name"), "a temp view reached another model"
+    value = sessions.session("an.reader").conf.get("spark.sql.ansi.enabled")
+    assert value == spark.conf.get("spark.sql.ansi.enabled"), "a SET reached another model's session"

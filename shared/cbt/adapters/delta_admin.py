@@ -16,7 +16,7 @@ import json
 import logging
 import random
 import time
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -25,7 +25,7 @@ from pyspark.sql import Row, SparkSession
 from pyspark.sql.types import LongType, StringType, StructField, StructType, TimestampType
 
 from cbt.adapters import delta_admin_sql as q
-from cbt.adapters.spark import quote_identifier
+from cbt.adapters.spark import connect, is_session_lost, quote_identifier
 from cbt.config.settings import Config
 from cbt.errors import CbtError
 from cbt.models.spec import ModelId
@@ -92,8 +92,11 @@ class DeltaAdmin:
         invalidations: TableName = ("admin", "cbt_invalidations"),
         *,
         conflict_retries: int = 8,
+        reconnect: Callable[[], SparkSession] | None = None,
     ) -> None:
         self._spark = spark
+        self._reconnect = reconnect
+        """Makes a new session when the current one is lost (the Spark Connect server restarted)."""
         self._databases = sorted({incremental[0], scheduled[0], invalidations[0]})
         self._inc, self._sched, self._inv = (self._qualified(n) for n in (incremental, scheduled, invalidations))
         self._conflict_retries = conflict_retries
@@ -108,8 +111,15 @@ class DeltaAdmin:
         try:
             rows: list[Row] = self._spark.sql(statement, args=dict(params or {})).collect()
         except PySparkException as e:
+            self._replace_lost_session(e)
             raise AdminTableError(f"admin tables: {what} failed: {e}") from e
         return rows
+
+    def _replace_lost_session(self, error: Exception) -> None:
+        """After a lost session, the next call gets a new one; this call fails (its callers retry)."""
+        if self._reconnect is not None and is_session_lost(error):
+            log.warning("admin tables: the Spark Connect session was lost; reconnecting")
+            self._spark = self._reconnect()
 
     def _rewrite(self, what: str, statement: str, params: Mapping[str, object]) -> list[Row]:
         """Run a read-then-rewrite commit, again when Delta reports a concurrent change to what it read."""
@@ -127,6 +137,7 @@ class DeltaAdmin:
         try:
             self._spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(table)
         except PySparkException as e:
+            self._replace_lost_session(e)
             raise AdminTableError(f"admin tables: {what} failed: {e}") from e
 
     # -- tables ---------------------------------------------------------------------------------------------------
@@ -351,7 +362,8 @@ def _invalidation(row: Row) -> InvalidationRecord:
 
 def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin:
     """The admin tables named in ``config.admin``."""
-    names = config.admin
+    names, remote = config.admin, config.spark.remote
     return DeltaAdmin(spark, (names.incremental.database, names.incremental.table),
                       (names.scheduled.database, names.scheduled.table),
-                      (names.invalidations.database, names.invalidations.table))
+                      (names.invalidations.database, names.invalidations.table),
+                      reconnect=(lambda: connect(remote)) if remote else None)

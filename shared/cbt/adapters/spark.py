@@ -1,16 +1,137 @@
-"""Spark Connect sessions: one long-lived client session per process, never a JVM in ours."""
+"""Spark Connect sessions (never a JVM in our processes) and statements that stop on the server when they time out.
+
+A session holds state a statement can change: ``SET`` values, temporary views, the current database. ``SessionPool``
+gives each model its own session, so one model's state never reaches another's statements; and it replaces a
+session after a failure, which is also how a process reconnects once the Spark Connect server has restarted (the
+old session is gone on the server and every statement on it fails).
+"""
 
 from __future__ import annotations
 
-from pyspark.sql import SparkSession
+import asyncio
+import logging
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TypeVar
 
+from pyspark.sql import SparkSession
+from pyspark.sql.connect.client.retries import DefaultPolicy
+
+from cbt.errors import CbtError
 from cbt.models.templates import quote_part as quote_identifier
 
-__all__ = ["connect", "quote_identifier"]
+__all__ = ["QueryTimeout", "SessionPool", "connect", "is_session_lost", "quote_identifier", "run_tagged"]
+
+INTERRUPT_WAIT_S = 30.0
+"""How long an interrupted statement's call is waited for before the caller moves on regardless."""
+T = TypeVar("T")
+log = logging.getLogger("cbt.spark")
+
+
+class QueryTimeout(CbtError):
+    """A statement outlived its timeout and was interrupted on the Spark Connect server."""
+
+
+RETRY_POLICY = DefaultPolicy(max_retries=10, max_backoff=5000)
+"""How long a call rides out an unreachable server before it fails: about 35 s (the client's default is 10 minutes,
+which would hold a task, a scan or a recording that long while the server restarts)."""
+SESSION_LOST = ("NO_ACTIVE_SESSION", "INVALID_HANDLE", "SESSION_CLOSED", "RETRIES_EXCEEDED", "StatusCode.UNAVAILABLE")
+"""Errors after which a session is unusable: the server restarted (it forgot the session) or could not be reached."""
 
 
 def connect(remote: str) -> SparkSession:
     """A new Spark Connect client session on ``remote`` (``sc://host:port``)."""
     session: SparkSession = SparkSession.builder.remote(remote).create()
+    client = getattr(session, "client", None)
+    if client is not None:
+        client.set_retry_policies([RETRY_POLICY])
     return session
 
+
+def is_session_lost(error: BaseException) -> bool:
+    """Whether ``error`` means the session must be replaced (see ``SESSION_LOST``)."""
+    text = f"{type(error).__name__}: {error}"
+    return any(marker in text for marker in SESSION_LOST)
+
+
+class SessionPool:
+    """One Spark Connect session per key (a model id), created on first use and replaced after a failure."""
+
+    def __init__(self, remote: str, create: Callable[[str], SparkSession] = connect) -> None:
+        self._remote = remote
+        self._create = create
+        self._sessions: dict[str, SparkSession] = {}
+        self._lock = threading.Lock()
+
+    def session(self, key: str) -> SparkSession:
+        with self._lock:
+            found = self._sessions.get(key)
+            if found is None:
+                found = self._sessions[key] = self._create(self._remote)
+            return found
+
+    def discard(self, key: str, session: SparkSession) -> None:
+        """Forget ``session`` (if it is still ``key``'s): the next ``session(key)`` starts a fresh one. Called after
+        a failed statement — its session may be the reason (server restarted, state left by a failed run)."""
+        with self._lock:
+            if self._sessions.get(key) is not session:
+                return
+            del self._sessions[key]
+        _stop_quietly(session)
+
+    def close(self) -> None:
+        with self._lock:
+            sessions, self._sessions = list(self._sessions.values()), {}
+        for session in sessions:
+            _stop_quietly(session)
+
+
+async def run_tagged(spark: SparkSession, call: Callable[[], T], timeout_s: float, what: str, limit: str) -> T:
+    """Run ``call`` (statements on ``spark``) in a thread under its own operation tag. Past ``timeout_s``, or when
+    the caller is cancelled, the tag is interrupted on the Spark Connect server so the work stops there too (instead
+    of writing after its task has ended); a timeout raises ``QueryTimeout`` naming ``what`` and the setting
+    ``limit`` that gave ``timeout_s``."""
+    tag = f"cbt-{uuid.uuid4().hex}"
+
+    def tagged() -> T:
+        spark.addTag(tag)  # tags are per thread: this call's statements only
+        try:
+            return call()
+        finally:
+            spark.removeTag(tag)
+
+    running = asyncio.ensure_future(asyncio.to_thread(tagged))
+    try:
+        return await asyncio.wait_for(asyncio.shield(running), timeout_s)
+    except TimeoutError:
+        await _interrupt(spark, tag, running)
+        raise QueryTimeout(f"query timeout: {what} ran longer than {limit} ({timeout_s:g} s) and was interrupted on "
+                           "the Spark Connect server") from None
+    except asyncio.CancelledError:
+        await _interrupt(spark, tag, running)
+        raise
+
+
+async def _interrupt(spark: SparkSession, tag: str, running: asyncio.Future[T]) -> None:
+    """Interrupt the tagged statements on the server and wait (bounded) for their call to return."""
+    running.add_done_callback(_retrieve)  # its error (interrupted) is expected: not worth a warning
+    try:
+        await asyncio.wait_for(asyncio.shield(asyncio.to_thread(spark.interruptTag, tag)), INTERRUPT_WAIT_S)
+    except Exception as e:  # the server may be gone: the statement then dies with its session
+        log.warning("interrupting a statement failed", extra={"tag": tag, "error": str(e)[:300]})
+    await asyncio.wait({running}, timeout=INTERRUPT_WAIT_S)
+    if not running.done():
+        log.warning("an interrupted statement has not returned; moving on", extra={"tag": tag})
+
+
+def _retrieve(future: asyncio.Future[T]) -> None:
+    if not future.cancelled():
+        future.exception()
+
+
+def _stop_quietly(session: SparkSession) -> None:
+    try:
+        session.stop()
+    except Exception as e:  # the server may be gone; the session is abandoned either way
+        log.info("stopping a Spark Connect session failed", extra={"error": str(e)[:200]})

@@ -18,9 +18,9 @@ from cbt.models.yamldoc import Loc, SourceMap
 
 # Which override fields apply to which kind of model.
 APPLIES = {
-    "external": {"lag", "cache"},
-    "incremental": {"interval", "schedules", "limits", "tags"},
-    "scheduled": {"schedule", "tags"},
+    "external": {"lag", "cache", "timeout"},
+    "incremental": {"interval", "schedules", "limits", "tags", "timeout"},
+    "scheduled": {"schedule", "tags", "timeout"},
 }
 
 

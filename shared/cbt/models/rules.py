@@ -136,12 +136,14 @@ def _to_model(
     if isinstance(fields, ExternalFields):
         cache = Cache(fields.cache.incremental_scan_interval, fields.cache.full_scan_interval)
         return ExternalModel(
-            database, fields.table, fields.interval.type, source, sql, fields.exec, fields.lag, cache, dict(fields.env)
+            database, fields.table, fields.interval.type, source, sql, fields.exec, fields.lag, cache, dict(fields.env),
+            fields.timeout,
         )
     tags = tuple(dict.fromkeys(fields.tags))
     if isinstance(fields, ScheduledFields):
         return ScheduledModel(
-            database, fields.table, fields.schedule, source, dependencies, tags, dict(fields.env), sql, fields.exec
+            database, fields.table, fields.schedule, source, dependencies, tags, dict(fields.env), sql, fields.exec,
+            fields.timeout,
         )
     w = fields.write
     write = Write(w.strategy, tuple(w.unique_key), w.replace_where) if w is not None else Write()
@@ -159,4 +161,5 @@ def _to_model(
         sql=sql,
         exec=fields.exec,
         write=write,
+        timeout_s=fields.timeout,
     )

@@ -92,6 +92,7 @@ class ExternalFields(Strict):
     lag: Position = 0
     exec: Text | None = None
     env: Env = {}
+    timeout: DurationS | None = None
 
 
 class IntervalFields(Strict):
@@ -135,6 +136,7 @@ class IncrementalFields(Strict):
     env: Env = {}
     exec: Text | None = None
     write: WriteFields | None = None
+    timeout: DurationS | None = None
 
 
 class ScheduledFields(Strict):
@@ -146,6 +148,7 @@ class ScheduledFields(Strict):
     tags: list[Text] = []
     env: Env = {}
     exec: Text | None = None
+    timeout: DurationS | None = None
 
 
 Fields = ExternalFields | IncrementalFields | ScheduledFields

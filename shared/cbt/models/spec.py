@@ -82,6 +82,8 @@ class ExternalModel:
     lag: int = 0
     cache: Cache = Cache()
     env: dict[str, str] = field(default_factory=dict)
+    timeout_s: int | None = None
+    """Longest the bounds query (or script) may run; ``None``: the global setting."""
 
     @property
     def id(self) -> ModelId:
@@ -103,6 +105,8 @@ class IncrementalModel:
     sql: str | None = None
     exec: str | None = None
     write: Write = Write()
+    timeout_s: int | None = None
+    """Longest one SQL statement (or the whole script) of a task may run; ``None``: the global setting."""
 
     @property
     def id(self) -> ModelId:
@@ -120,6 +124,8 @@ class ScheduledModel:
     env: dict[str, str] = field(default_factory=dict)
     sql: str | None = None
     exec: str | None = None
+    timeout_s: int | None = None
+    """Longest one SQL statement (or the whole script) of a task may run; ``None``: the global setting."""
 
     @property
     def id(self) -> ModelId:

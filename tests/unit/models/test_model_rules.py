@@ -113,6 +113,8 @@ INCREMENTAL_CASES = [
     ),
     pytest.param({"schedule": "@hourly"}, "schedule: unknown field (did you mean 'schedules'?)", id="schedule-on-inc"),
     pytest.param({"lag": 3}, "lag: unknown field", id="lag-on-incremental"),
+    pytest.param({"timeout": 0}, "timeout: expected greater than 0, got 0", id="timeout-zero"),
+    pytest.param({"timeout": "soon"}, "timeout:", id="timeout-not-a-duration"),
 ]
 
 
@@ -271,7 +273,7 @@ def test_every_problem_of_one_file_is_reported_at_its_own_line(project_with_bloc
         "models/transformations/many.sql:14: write.unique_key: write strategy append requires unique_key (the "
         "columns identifying a row, so a re-run does not insert it twice)",
         "models/transformations/many.sql:15: colour: unknown field; expected one of: database, dependencies, env, "
-        "exec, fill, interval, limits, schedules, table, tags, type, write",
+        "exec, fill, interval, limits, schedules, table, tags, timeout, type, write",
     ]
 
 
@@ -284,6 +286,7 @@ def test_valid_models_build_the_spec_values(project_with_blocks: Project) -> Non
         env={"PORT": 8080, "ON": True},
         write={"strategy": "append", "unique_key": "id"},
         dependencies=["ethereum.blocks", ["ethereum.blocks_a", "ethereum.blocks_b"]],
+        timeout="5m",
     )
     project_with_blocks.external("blocks_a")
     project_with_blocks.external("blocks_b")
@@ -294,6 +297,7 @@ def test_valid_models_build_the_spec_values(project_with_blocks: Project) -> Non
     assert model.tags == ("a", "b")  # type: ignore[union-attr]
     assert model.env == {"PORT": "8080", "ON": "true"}
     assert model.write.unique_key == ("id",)  # type: ignore[union-attr]
+    assert model.timeout_s == 300
     assert model.dependencies == ("ethereum.blocks", ("ethereum.blocks_a", "ethereum.blocks_b"))  # type: ignore[union-attr]
     lines = path.read_text().splitlines()
     assert model.source.line == lines.index("table: hourly") + 1

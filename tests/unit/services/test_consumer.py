@@ -1,4 +1,4 @@
-"""The worker's pipelined consumer: work inline, recording in the chain, and a stop that loses nothing."""
+"""The worker's consumer: tasks run concurrently, commits stay in arrival order, and a stop that loses nothing."""
 
 from __future__ import annotations
 
@@ -28,17 +28,19 @@ def message(name: str, position: int = 0) -> Message:
 class Runner:
     gate: asyncio.Event | None = None
     fail: bool = False
+    gated: set[int | None] | None = None
+    """Positions that wait for ``gate`` (all, when None)."""
     begun: list[int | None] = field(default_factory=list)
+    ended: list[int | None] = field(default_factory=list)
 
-    async def begin(self, task: TaskRequested) -> asyncio.Future[Outcome]:
+    async def handle(self, task: TaskRequested) -> Outcome:
         self.begun.append(task.position)
-        if self.gate is not None:
+        if self.gate is not None and (self.gated is None or task.position in self.gated):
             await self.gate.wait()
         if self.fail:
             raise RuntimeError("redis unavailable")
-        done: asyncio.Future[Outcome] = asyncio.get_running_loop().create_future()
-        done.set_result("completed")
-        return done
+        self.ended.append(task.position)
+        return "completed"
 
 
 @dataclass
@@ -60,7 +62,7 @@ class Broker:
 
 
 def consumer_for(runner: Runner, broker: Broker, stopping: asyncio.Event) -> PipelinedConsumer:
-    return PipelinedConsumer(runner, InOrderAcks(broker.commit, broker.rewind, max_pending=1), stopping, broker.reject)
+    return PipelinedConsumer(runner, InOrderAcks(broker.commit, broker.rewind, max_pending=8), stopping, broker.reject)
 
 
 def test_stopping_lets_the_running_task_finish_commits_it_and_starts_nothing_new() -> None:
@@ -83,6 +85,25 @@ def test_stopping_lets_the_running_task_finish_commits_it_and_starts_nothing_new
 
     asyncio.run(scenario())
     assert broker.actions == [("commit", "m1")]
+
+
+def test_a_hung_task_does_not_hold_the_messages_behind_it_and_commits_stay_in_order() -> None:
+    broker = Broker()
+
+    async def scenario() -> None:
+        runner = Runner(gate=asyncio.Event(), gated={0})
+        consumer = consumer_for(runner, broker, asyncio.Event())
+        for i in range(5):
+            await asyncio.wait_for(consumer.on_message(message(f"m{i}", position=60 * i)), 1)
+        await asyncio.sleep(0.02)
+        assert runner.ended == [60, 120, 180, 240], "the tasks behind the hung one ran meanwhile"
+        assert broker.actions == [], "nothing is committed past an unfinished message"
+        assert runner.gate is not None
+        runner.gate.set()
+        await asyncio.wait_for(consumer.finish(), 1)
+
+    asyncio.run(scenario())
+    assert broker.actions == [("commit", f"m{i}") for i in range(5)]
 
 
 def test_a_failing_runner_rewinds_to_the_message_and_a_malformed_one_is_rejected_then_committed() -> None:

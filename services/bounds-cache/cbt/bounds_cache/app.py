@@ -8,7 +8,7 @@ import logging
 from cbt.adapters import runtime
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.redis_state import RedisState
-from cbt.adapters.spark import connect
+from cbt.adapters.spark import SessionPool
 from cbt.bounds_cache.query import SparkBoundsQuery
 from cbt.bounds_cache.scanner import BoundsScanner
 from cbt.config.settings import Config
@@ -23,13 +23,13 @@ POLL_S = 1.0
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
     runtime.ensure_topics(config)
     owner = runtime.instance_id("bounds-cache")
-    spark = connect(config.spark.remote or "")
+    sessions = SessionPool(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
     redis = runtime.redis_client(config)
     state = RedisState(redis, config.redis.key_prefix)
     scanner = BoundsScanner(
         externals=models.externals, store=state.bounds,
-        query=SparkBoundsQuery(spark, RenderSettings.from_config(config), workdir=str(config.base_dir)),
+        query=SparkBoundsQuery(sessions, RenderSettings.from_config(config), workdir=str(config.base_dir)),
         publisher=BrokerPublisher(broker), topics=runtime.topics(config),
     )
     ttl_ms = int(config.scheduler.leader_lease_ttl_s * 1000)
@@ -50,4 +50,4 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         if health:
             await health.stop()
     state.leases.release(LEADER_LEASE, owner)
-    spark.stop()
+    sessions.close()

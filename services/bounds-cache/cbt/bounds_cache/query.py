@@ -1,4 +1,6 @@
-"""Bounds queries on Spark Connect (SQL externals) or as a subprocess (exec externals)."""
+"""Bounds queries on Spark Connect (SQL externals) or as a subprocess (exec externals), each under a timeout: a hung
+query is interrupted on the server (a script's process group is killed) and the scan fails, so one external model
+never stops the others' scans. Each model's queries run in a session of its own, replaced after a failure."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from cbt.adapters.scripts import run_script
+from cbt.adapters.spark import SessionPool, run_tagged
 from cbt.bounds_cache.scanner import parse_bounds_output
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, external_exec_environment, render_bounds_query
@@ -20,23 +23,35 @@ class BoundsQueryError(CbtError):
     """A bounds query failed or returned something other than one row with ``min`` and ``max``."""
 
 
+BOUNDS_TIMEOUT_S = 120.0
+"""Longest a bounds query (or script) may run unless the external model sets its own ``timeout``."""
+
+
 @dataclass(frozen=True)
 class SparkBoundsQuery:
-    spark: SparkSession
+    sessions: SessionPool
     settings: RenderSettings
-    exec_timeout_s: float = 120.0
+    timeout_s: float = BOUNDS_TIMEOUT_S
     workdir: str | None = None
 
     async def scan(self, model: ExternalModel, scan: ScanContext) -> ScanResult:
         if model.exec is not None:
             return await self._scan_exec(model, scan)
         statements = render_bounds_query(model, scan, self.settings)
-        return await asyncio.to_thread(self._scan_sql, model, statements)
+        spark = self.sessions.session(model.id)
+        try:
+            return await run_tagged(spark, lambda: self._scan_sql(spark, model, statements),
+                                    model.timeout_s or self.timeout_s, f"{model.id}'s bounds query",
+                                    f"{model.id}'s timeout" if model.timeout_s else "the bounds query timeout")
+        except Exception:
+            await asyncio.to_thread(self.sessions.discard, model.id, spark)
+            raise
 
-    def _scan_sql(self, model: ExternalModel, statements: list[str]) -> ScanResult:
+    @staticmethod
+    def _scan_sql(spark: SparkSession, model: ExternalModel, statements: list[str]) -> ScanResult:
         for statement in statements[:-1]:
-            self.spark.sql(statement).collect()
-        rows = self.spark.sql(statements[-1]).collect()
+            spark.sql(statement).collect()
+        rows = spark.sql(statements[-1]).collect()
         if len(rows) != 1 or not {"min", "max"} <= set(rows[0].asDict()):
             raise BoundsQueryError(f"{model.id}: the bounds query must return one row with columns min and max")
         row = rows[0].asDict()
@@ -46,7 +61,8 @@ class SparkBoundsQuery:
         assert model.exec is not None
         env = external_exec_environment(model, scan, self.settings)
         try:
-            return parse_bounds_output(await run_script(exec_argv(model.exec), env, self.exec_timeout_s, self.workdir))
+            return parse_bounds_output(await run_script(exec_argv(model.exec), env, model.timeout_s or self.timeout_s,
+                                                   self.workdir))
         except ValueError as e:
             raise BoundsQueryError(f"{model.id}: {e}") from e
 

@@ -1,18 +1,19 @@
-"""The worker process: consumes its pools' task topics with N consumers of one group, each pipelined.
+"""The worker process: consumes its pools' task topics with N consumers of one group.
 
-Each consumer (``consumer.PipelinedConsumer``) runs one task's work at a time; while it runs the next one, the
-previous task is recorded (admin table, hot index, completion event) in the background, so the recording's Delta
-commit is off the critical path. Offsets are committed per message, in arrival order, only once the message's
-recording is durable (``cbt.concurrency.ordered_acks``): a crash at any moment leaves every unrecorded task to be
-redelivered (at-least-once), and ``TaskRunner`` makes the redelivery harmless. Concurrency comes from several
-consumers over the topic's partitions (FastStream's own concurrent mode commits before handling, which would lose
-work on a crash). On SIGTERM the running tasks end and are recorded; messages not started stay for the next consumer.
+Each consumer (``consumer.PipelinedConsumer``) starts every task as it arrives and goes on to the next message; the
+executor bounds how many run at once (``worker.concurrency`` slots) and runs one task per model at a time, so a slow
+or hung model holds one slot and its own queue, never a partition. Offsets are committed per message, in arrival
+order, only once the message's task is recorded (``cbt.concurrency.ordered_acks``): a crash at any moment leaves
+every unrecorded task to be redelivered (at-least-once), and ``TaskRunner`` makes the redelivery harmless.
+FastStream's own concurrent mode commits before handling, which would lose work on a crash. On SIGTERM the started
+tasks end and are recorded; messages not started stay for the next consumer.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from concurrent.futures import ThreadPoolExecutor
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
@@ -21,23 +22,19 @@ from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, make_broker, partition_of, rewind_to
 from cbt.adapters.redis_state import RedisState
-from cbt.adapters.spark import connect
+from cbt.adapters.spark import SessionPool, connect
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
 from cbt.contract.messages import rejected
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
-from cbt.worker.consumer import PipelinedConsumer, Reject
+from cbt.worker.consumer import IN_FLIGHT, PipelinedConsumer, Reject
 from cbt.worker.executor import SparkExecutor
 from cbt.worker.recorder import AdminRecorder
 from cbt.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
 
 log = logging.getLogger("cbt.worker")
-
-
-PIPELINE_DEPTH = 1
-"""Tasks per consumer whose recording may still run while the consumer runs its next task."""
 
 
 def consumed_pools(config: Config) -> list[str]:
@@ -69,8 +66,12 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
     runtime.ensure_topics(config)
+    # Statements, scripts' waits and Delta commits run in threads; a statement stuck on an unreachable server holds
+    # one until its timeout, so the pool is sized well past the slots (the default is only cores + 4).
+    asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(4 * config.worker.concurrency + 16))
     owner = runtime.instance_id("worker")
     spark = connect(config.spark.remote or "")
+    sessions = SessionPool(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
     redis = runtime.redis_client(config)
     state = RedisState(redis, config.redis.key_prefix)
@@ -82,13 +83,13 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     runner = TaskRunner(
         models=models,
         ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, publisher, recorder),
-        executor=SparkExecutor(spark, RenderSettings.from_config(config), config.worker.task_timeout_s,
-                               str(config.base_dir), config.spark.query_timeout_s),
+        executor=SparkExecutor(sessions, RenderSettings.from_config(config), config.worker.task_timeout_s,
+                               str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency),
         topics=topics, worker_id=owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
     )
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
-    consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, PIPELINE_DEPTH, partition_of), stop,
+    consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
                                    _rejecter(publisher, topics, pool))
                  for pool in pools]
     for pool, consumer in zip(pools, consumers, strict=True):
@@ -103,4 +104,5 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         if health:
             await health.stop()
     await recorder.close()
+    sessions.close()
     spark.stop()

@@ -7,9 +7,9 @@ from ``cbt.models.render.exec_environment`` — the same functions ``cbt render`
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
-import uuid
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -18,6 +18,7 @@ from pyspark.sql import SparkSession
 
 from cbt.adapters.delta_admin import is_conflict
 from cbt.adapters.scripts import ScriptError, run_script
+from cbt.adapters.spark import QueryTimeout, SessionPool, run_tagged
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, exec_environment
 from cbt.models.spec import Transformation
@@ -25,8 +26,6 @@ from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
 
 CONFLICT_RETRIES = 20
-INTERRUPT_WAIT_S = 30.0
-"""How long an interrupted statement's call is waited for before the task moves on regardless."""
 log = logging.getLogger("cbt.worker")
 
 
@@ -34,23 +33,32 @@ class TaskExecutionError(CbtError):
     """The model's SQL or script failed; the message carries the cause (stderr tail for scripts)."""
 
 
-@dataclass(frozen=True)
+@dataclass
 class SparkExecutor:
-    """Executes transformations through one long-lived Spark Connect session (thread-safe for concurrent tasks).
+    """Executes transformations on Spark Connect, each model in a session of its own (``SessionPool``): a model's
+    ``SET`` or temporary view never reaches another model's statements, and a failed statement's session is replaced
+    (which also reconnects after a Spark Connect restart).
 
-    Delta commits to one table are serial anyway, and an unpartitioned table's ``REPLACE WHERE`` or ``MERGE``
-    conflicts with any commit that lands while it runs; so this process runs one task per target table at a time
-    (tasks of different models still run in parallel) instead of wasting Spark work on conflicts.
+    At most ``slots`` tasks run at once in this process. Delta commits to one table are serial anyway, and an
+    unpartitioned table's ``REPLACE WHERE`` or ``MERGE`` conflicts with any commit that lands while it runs; so this
+    process runs one task per target table at a time. A task waits for its table *before* it takes a slot: a hung or
+    slow model occupies one slot, its other tasks queue behind it, and every other model keeps the remaining slots.
     """
 
-    spark: SparkSession
+    sessions: SessionPool
     settings: RenderSettings
     exec_timeout_s: float
     workdir: str | None = None
     """Where exec commands run: the config file's folder."""
     query_timeout_s: float = 600.0
-    """Longest a statement may run (``spark.query_timeout``); past it, it is interrupted on the server."""
+    """Longest a statement may run (``spark.query_timeout``, or the model's ``timeout``); past it, it is interrupted
+    on the server."""
+    slots: int = 4
     _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
+    _slots: asyncio.Semaphore = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._slots = asyncio.Semaphore(self.slots)
 
     async def run(self, model: Transformation, task: TaskContext) -> None:
         """Run one task. A Delta write conflict (another process committed to the same table while this one read
@@ -59,7 +67,8 @@ class SparkExecutor:
         async with self._table_locks[model.id]:
             for conflicts in range(CONFLICT_RETRIES + 1):
                 try:
-                    await self._run_once(model, task)
+                    async with self._slots:
+                        await self._run_once(model, task)
                     return
                 except (TaskExecutionError, ScriptError) as e:
                     if not is_conflict(e) or conflicts == CONFLICT_RETRIES:
@@ -70,58 +79,31 @@ class SparkExecutor:
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> None:
         if model.exec is not None:
-            await self._run_exec(model, task)
+            await run_script(exec_argv(model.exec), exec_environment(model, task, self.settings),
+                             model.timeout_s or self.exec_timeout_s, self.workdir)
         else:
-            await self._run_sql(task_statements(model, task, self.settings))
+            await self._run_sql(model, task_statements(model, task, self.settings))
 
-    async def _run_sql(self, statements: Sequence[str]) -> None:
+    async def _run_sql(self, model: Transformation, statements: Sequence[str]) -> None:
         """Each statement under its own operation tag: when it outlives the query timeout, or the run is cancelled
-        (lease lost), the tag is interrupted on the Spark Connect server, so the statement stops there
-        too instead of writing after the task has ended."""
+        (lease lost), it is interrupted on the Spark Connect server, so it stops there too instead of writing after
+        the task has ended."""
+        timeout_s = model.timeout_s or self.query_timeout_s
+        limit = f"{model.id}'s timeout" if model.timeout_s else "spark.query_timeout"
+        spark = self.sessions.session(model.id)
         for statement in statements:
-            tag = f"cbt-{uuid.uuid4().hex}"
-            running = asyncio.ensure_future(asyncio.to_thread(self._collect, statement, tag))
             try:
-                await asyncio.wait_for(asyncio.shield(running), self.query_timeout_s)
-            except TimeoutError:
-                await self._interrupt(tag, running)
-                raise TaskExecutionError(
-                    f"query timeout: a statement ran longer than spark.query_timeout ({self.query_timeout_s:g} s) "
-                    "and was interrupted on the Spark Connect server"
-                ) from None
-            except asyncio.CancelledError:
-                await self._interrupt(tag, running)
-                raise
-
-    def _collect(self, statement: str, tag: str) -> None:
-        self.spark.addTag(tag)  # tags are per thread: this statement's only
-        try:
-            self.spark.sql(statement).collect()
-        except Exception as e:  # Spark Connect raises many exception types; keep the server's message
-            raise TaskExecutionError(f"{type(e).__name__}: {_first_lines(str(e))}") from e
-        finally:
-            self.spark.removeTag(tag)
-
-    async def _interrupt(self, tag: str, running: asyncio.Future[None]) -> None:
-        """Interrupt the tagged statement on the server and wait (bounded) for its call to return."""
-        running.add_done_callback(_retrieve)  # its error (interrupted) is expected: not worth a warning
-        try:
-            await asyncio.shield(asyncio.to_thread(self.spark.interruptTag, tag))
-        except Exception as e:  # the server may be gone: the statement then dies with its session
-            log.warning("interrupting a statement failed", extra={"tag": tag, "error": str(e)[:300]})
-        await asyncio.wait({running}, timeout=INTERRUPT_WAIT_S)
-        if not running.done():
-            log.warning("an interrupted statement has not returned; moving on", extra={"tag": tag})
-
-    async def _run_exec(self, model: Transformation, task: TaskContext) -> None:
-        assert model.exec is not None
-        await run_script(exec_argv(model.exec), exec_environment(model, task, self.settings), self.exec_timeout_s,
-                         self.workdir)
+                await run_tagged(spark, functools.partial(_collect, spark, statement), timeout_s, "a statement", limit)
+            except (QueryTimeout, TaskExecutionError) as e:
+                await asyncio.to_thread(self.sessions.discard, model.id, spark)
+                raise TaskExecutionError(str(e)) from e
 
 
-def _retrieve(future: asyncio.Future[None]) -> None:
-    if not future.cancelled():
-        future.exception()
+def _collect(spark: SparkSession, statement: str) -> None:
+    try:
+        spark.sql(statement).collect()
+    except Exception as e:  # Spark Connect raises many exception types; keep the server's message
+        raise TaskExecutionError(f"{type(e).__name__}: {_first_lines(str(e))}") from e
 
 
 def _first_lines(text: str, lines: int = 8) -> str:
