@@ -71,7 +71,8 @@ def test_the_models_own_timeout_wins_over_the_global_one(
 ) -> None:
     executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, query_timeout_s=600)
 
-    with pytest.raises(TaskExecutionError, match=r"query timeout: a statement ran longer than an.slow's timeout \(2 s\)"):
+    expected = r"query timeout: a statement ran longer than an.slow's timeout \(2 s\)"
+    with pytest.raises(TaskExecutionError, match=expected):
         asyncio.run(executor.run(replace(slow_insert(table), timeout_s=2), task()))
 
     assert rows_after_the_sleep(spark, table) == 0, "the timed-out statement still wrote"
