@@ -110,3 +110,39 @@ def test_a_models_set_and_temp_views_do_not_reach_another_models_session(
     assert not sessions.session("an.reader").catalog.tableExists("shared_name"), "a temp view reached another model"
     value = sessions.session("an.reader").conf.get("spark.sql.ansi.enabled")
     assert value == spark.conf.get("spark.sql.ansi.enabled"), "a SET reached another model's session"
+
+
+def test_a_hung_model_does_not_slow_a_healthy_one(sessions: SessionPool, spark: SparkSession, table: str) -> None:
+    """A healthy model's completion rate alone, then (on a fresh table of its own, so both runs start alike) next to
+    a model whose tasks hang — three of them queued, more than the one slot it may take; printed, and every healthy
+    task must end while the hung one still runs. (The hung model is a script: a hung SQL statement would also hold
+    one of the Spark server's cores, which is the cluster's capacity rather than the worker's isolation.)"""
+    hung = replace(inc("an.hung", imax=60), exec="sleep 40", timeout_s=40)
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, query_timeout_s=60, slots=2)
+    tasks = 8
+
+    async def healthy_rate(name: str) -> float:
+        spark.sql(f"CREATE TABLE {table}_{name} (v STRING) USING DELTA")
+        healthy = replace(inc(f"an.{name}", imax=60), sql=f"INSERT INTO {table}_{name} VALUES ('ok')")
+        await executor.run(healthy, task())  # its session warmed up
+        began = time.monotonic()
+        for _ in range(tasks):
+            await executor.run(healthy, task())
+        return tasks / (time.monotonic() - began)
+
+    async def scenario() -> tuple[float, float]:
+        alone = await healthy_rate("alone")
+        hanging = [asyncio.create_task(executor.run(hung, task())) for _ in range(3)]
+        await asyncio.sleep(0.5)
+        beside = await healthy_rate("beside")
+        assert not any(run.done() for run in hanging), "the hung model ended before the healthy one finished"
+        for run in hanging:
+            run.cancel()
+        await asyncio.gather(*hanging, return_exceptions=True)
+        return alone, beside
+
+    alone, beside = asyncio.run(scenario())
+    print(f"\nhealthy model: {alone:.2f} tasks/s alone, {beside:.2f} tasks/s beside a hung model "
+          f"({beside / alone:.0%})")
+    for name in ("alone", "beside"):
+        assert int(spark.sql(f"SELECT count(*) AS n FROM {table}_{name}").collect()[0]["n"]) == tasks + 1
