@@ -76,7 +76,7 @@ def is_conflict(error: BaseException) -> bool:
     return any(marker in text for marker in _CONFLICTS)
 
 
-_CREATE_ATTEMPTS = 6
+_CREATE_ATTEMPTS = 12
 _CREATE_RACES = ("ALREADY_EXISTS", "already exists", "DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION",
                  "DELTA_PROTOCOL_CHANGED", "DELTA_METADATA_CHANGED")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -85,6 +86,28 @@ def ensure_topics(config: Config) -> None:
     pools = ("default", *config.worker.pools)
     names = topics(config).all(pools)
     kafka_admin.ensure_topics(config.kafka.bootstrap_servers, names, extra=dict(config.kafka.client))
+
+
+STARTUP_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
+"""Pauses between start-up attempts while Kafka, Redis or Spark Connect is not there yet (then every 30 s)."""
+
+
+async def until_it_works(call: Callable[[], object], what: str, stop: asyncio.Event, log: logging.Logger) -> bool:
+    """Run the blocking ``call`` (creating topics or tables) in a thread until it succeeds: a dependency that is still
+    starting or restarting makes the service wait with backoff — reported not ready — rather than exit into a crash
+    loop. False when ``stop`` was set first."""
+    for attempt in itertools.count():
+        try:
+            await asyncio.to_thread(call)
+            return True
+        except Exception as e:
+            pause = STARTUP_BACKOFF_S[min(attempt, len(STARTUP_BACKOFF_S) - 1)]
+            log.warning("start-up step failed; retrying", extra={"step": what, "in_s": pause, "error": str(e)[:300]})
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), pause)
+        if stop.is_set():
+            return False
+    return False
 
 
 def install_stop_signals(stop: asyncio.Event) -> None:

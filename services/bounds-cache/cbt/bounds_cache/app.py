@@ -21,7 +21,8 @@ POLL_S = 1.0
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    runtime.ensure_topics(config)
+    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
+        return
     owner = runtime.instance_id("bounds-cache")
     sessions = SessionPool(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)

@@ -198,7 +198,8 @@ def _admin(config: Config) -> DeltaAdmin:
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    runtime.ensure_topics(config)
+    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
+        return
     owner = runtime.instance_id("coordinator")
     broker = make_broker(config.kafka, owner)
     coordinator = build(config, models, broker, owner)

@@ -64,11 +64,14 @@ def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: 
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    runtime.ensure_topics(config)
+    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
+        return
     owner = runtime.instance_id("invalidator")
     spark = connect(config.spark.remote or "")
     admin = admin_from_config(spark, config)
-    await asyncio.to_thread(admin.ensure_tables)  # safe when other services create them at the same moment
+    # (safe when other services create them at the same moment)
+    if not await runtime.until_it_works(admin.ensure_tables, "create admin tables", stop, log):
+        return
     broker = make_broker(config.kafka, owner)
     redis = runtime.redis_client(config)
     handler = build(config, models, BrokerPublisher(broker), redis, admin)

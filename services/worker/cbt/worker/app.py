@@ -65,7 +65,8 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    runtime.ensure_topics(config)
+    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
+        return
     # Statements, scripts' waits and Delta commits run in threads; a statement stuck on an unreachable server holds
     # one until its timeout, so the pool is sized well past the slots (the default is only cores + 4).
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(4 * config.worker.concurrency + 16))
@@ -76,7 +77,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     redis = runtime.redis_client(config)
     state = RedisState(redis, config.redis.key_prefix)
     recorder = AdminRecorder(admin_from_config(spark, config), owner)
-    await asyncio.to_thread(recorder.admin.ensure_tables)
+    if not await runtime.until_it_works(recorder.admin.ensure_tables, "create admin tables", stop, log):
+        return
     retry = config.worker.retry
     publisher = BrokerPublisher(broker)
     topics = runtime.topics(config)
