@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MEMBERS := shared services/coordinator services/worker services/bounds-cache services/invalidator services/api dev
 
-.PHONY: install system-deps demo test test-unit lint up down status bench clean
+.PHONY: install system-deps demo test test-unit lint up down status bench chaos clean
 
 install: $(STAMP)
 
@@ -57,6 +57,10 @@ status:
 # Overhead vs direct Spark statements, cascade latency, backfill throughput; writes bench/reports/latest.json.
 bench: install system-deps
 	$(BIN)/python -m bench.run
+
+# Randomized faults on the real stack, then the oracle checks; CHAOS_ARGS="--rounds 50 --seed 7" replays a run.
+chaos: install system-deps
+	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 
 clean: down
 	rm -rf var

@@ -20,6 +20,8 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
     from redis import Redis
 
+    from cbt.adapters.spark import SessionPool
+
 
 @dataclass(frozen=True)
 class Endpoints:
@@ -49,12 +51,18 @@ def endpoints() -> Iterator[Endpoints]:
 
 
 @pytest.fixture(scope="session")
-def spark(endpoints: Endpoints) -> Iterator[SparkSession]:
-    from cbt.adapters.spark import connect
+def spark_sessions(endpoints: Endpoints) -> Iterator[SessionPool]:
+    """The tests' Spark Connect session, replaced when a test restarted the server (chaos)."""
+    from cbt.adapters.spark import SessionPool
 
-    session = connect(endpoints.spark_remote)
-    yield session
-    session.stop()
+    pool = SessionPool(endpoints.spark_remote)
+    yield pool
+    pool.close()
+
+
+@pytest.fixture
+def spark(spark_sessions: SessionPool) -> SparkSession:
+    return spark_sessions.session("tests")
 
 
 def _unique(kind: str) -> str:

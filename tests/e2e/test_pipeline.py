@@ -34,6 +34,8 @@ def assert_equals_oracle(dep: Deployment, *, every_fire_time: bool = True) -> No
         models = oracle.build()
         for model in models.incrementals:
             assert isinstance(model, IncrementalModel)
+            if model.table in dep.faulty:
+                continue
             assert dep.coverage(f"{dep.output_db}.{model.table}"), f"{model.table} covered nothing"
             assert oracle.differences(model.table) == (0, 0), f"{model.table} differs from the oracle"
     finally:
@@ -44,7 +46,7 @@ def assert_equals_oracle(dep: Deployment, *, every_fire_time: bool = True) -> No
 
 def assert_admin_tables_equal_the_live_index(dep: Deployment) -> None:
     """What a rebuild would load (coverage and sequences) is what the quiet system holds in Redis."""
-    ids = [m.id for m in dep.models.incrementals]
+    ids = [m.id for m in dep.healthy_incrementals()]
     admin = admin_from_config(dep.spark, dep.config)
     durable, seqs = admin.coverage(ids), admin.invalidation_seqs(ids)
     for model_id in ids:

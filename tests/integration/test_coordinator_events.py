@@ -1,5 +1,6 @@
-"""The coordinator's event consumer (``interval-completed``, ``bounds-updated``) on a real Redis: a body it cannot
-use is published to ``message-rejected`` with the reason, and the coordinator goes on (issue 11)."""
+"""The coordinator's event consumer (``interval-completed``, ``bounds-updated``, ``task-failed``) on a real Redis: a
+body it cannot use is published to ``message-rejected`` with the reason, and the coordinator goes on; a failure is
+kept in the model's failure log."""
 
 from __future__ import annotations
 
@@ -11,12 +12,13 @@ from redis import Redis
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import load_config
-from cbt.contract.messages import IntervalCompleted, MessageRejected, TaskRequested
+from cbt.contract.messages import IntervalCompleted, MessageRejected, TaskFailed, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import Coordinator
 from cbt.models.dag import ModelSet
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
+from cbt.state.ports import KEEP_FAILURES
 from tests.e2e.harness import CONFIG
 from tests.integration.test_coordinator_schedules import Publisher
 from tests.unit.scheduling.factories import ext, inc, models_of
@@ -47,5 +49,26 @@ def test_bodies_the_coordinator_cannot_use_are_rejected_with_the_reason(redis_cl
     assert [(r.topic, r.service) for r in rejections] == [(TOPICS.interval_completed, "coordinator"),
                                                           (TOPICS.bounds_updated, "coordinator")]
     assert "model: Input should be a valid string" in rejections[0].reason
-    assert rejections[1].reason == "kind: expected 'interval-completed' or 'bounds-updated', got 'task-requested'"
+    assert rejections[1].reason == ("kind: expected 'interval-completed', 'bounds-updated' or 'task-failed', got "
+                                    "'task-requested'")
     assert rejections[1].raw == task.encode().decode()
+
+
+def test_a_task_failure_is_kept_in_the_models_failure_log_newest_first(redis_client: Redis, redis_prefix: str) -> None:
+    models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
+    state = RedisState(redis_client, redis_prefix)
+    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+                      Publisher(), TOPICS, lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
+    coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
+                              "c1", lambda: None)  # type: ignore[arg-type,return-value]
+    failures = [TaskFailed(task_id=f"an.minute:{p}:60", model="an.minute", position=p, interval=60, attempts=3,
+                           error=f"boom {p}") for p in range(0, 60 * (KEEP_FAILURES + 2), 60)]
+
+    async def scenario() -> None:
+        for failure in failures:
+            await coordinator.on_event(failure.encode(), TOPICS.task_failed)
+
+    asyncio.run(scenario())
+    recent = state.failures.recent_failures(["an.minute", "ext.blocks"])
+    assert list(recent) == ["an.minute"]
+    assert recent["an.minute"] == failures[::-1][:KEEP_FAILURES]

@@ -36,11 +36,12 @@ from typing import Any, cast
 
 from redis import Redis
 
+from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
-from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, Fence, InFlightTask
+from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, InFlightTask
 
 _LUA_RANGES = """
 local function fmt(n) return string.format('%d', n) end
@@ -479,11 +480,39 @@ class RedisLeases:
         self._release(keys=[self._key(name)], args=[owner])
 
 
+class RedisFailures:
+    """``failed:{model}``: a list of encoded ``task-failed`` messages, newest first, trimmed to ``KEEP_FAILURES``."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        self._client = client
+        self._prefix = prefix
+
+    def record_failure(self, failure: TaskFailed) -> None:
+        key = f"{self._prefix}failed:{failure.model}"
+        pipe = self._client.pipeline()
+        pipe.lpush(key, failure.encode())
+        pipe.ltrim(key, 0, KEEP_FAILURES - 1)
+        pipe.execute()
+
+    def recent_failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]:
+        ids = list(model_ids)
+        pipe = self._client.pipeline()
+        for model_id in ids:
+            pipe.lrange(f"{self._prefix}failed:{model_id}", 0, KEEP_FAILURES - 1)
+        found: dict[ModelId, list[TaskFailed]] = {}
+        for model_id, bodies in zip(ids, pipe.execute(), strict=True):
+            failures = [TaskFailed.model_validate_json(body) for body in bodies]
+            if failures:
+                found[model_id] = failures
+        return found
+
+
 class RedisState:
-    """The four Redis ports over one client and key prefix, like ``MemoryState``."""
+    """The Redis ports over one client and key prefix, like ``MemoryState``."""
 
     def __init__(self, client: Redis, prefix: str, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS) -> None:
         self.coverage = RedisCoverage(client, prefix, keep_invalidations)
         self.bounds = RedisBounds(client, prefix)
         self.ledger = RedisTaskLedger(client, prefix)
         self.leases = RedisLeases(client, prefix)
+        self.failures = RedisFailures(client, prefix)

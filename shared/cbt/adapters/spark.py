@@ -36,7 +36,8 @@ class QueryTimeout(CbtError):
 RETRY_POLICY = DefaultPolicy(max_retries=10, max_backoff=5000)
 """How long a call rides out an unreachable server before it fails: about 35 s (the client's default is 10 minutes,
 which would hold a task, a scan or a recording that long while the server restarts)."""
-SESSION_LOST = ("NO_ACTIVE_SESSION", "INVALID_HANDLE", "SESSION_CLOSED", "RETRIES_EXCEEDED", "StatusCode.UNAVAILABLE")
+SESSION_LOST = ("NO_ACTIVE_SESSION", "No active or default Spark session", "INVALID_HANDLE", "SESSION_CLOSED",
+                "RETRIES_EXCEEDED", "StatusCode.UNAVAILABLE", "stopped SparkContext")
 """Errors after which a session is unusable: the server restarted (it forgot the session) or could not be reached."""
 
 

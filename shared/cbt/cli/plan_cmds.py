@@ -11,10 +11,12 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from cbt.config.settings import Config, load_config
+from cbt.contract.messages import TaskFailed
 from cbt.errors import CbtError
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
@@ -77,8 +79,20 @@ def run_status(args: argparse.Namespace) -> int:
         print("warning: the hot coverage index is being rebuilt from the admin tables (Redis was emptied); "
               "coverage below may be incomplete", file=sys.stderr)
     statuses = [model_status(m, models, state) for m in incremental_models(models.values()) if _selected(args, m.id)]
-    print(json.dumps(statuses_to_json(statuses, state), indent=2) if args.json else render_statuses(statuses))
+    failures = {} if args.state else read_live_failures(config, [s.model_id for s in statuses])
+    print(json.dumps(statuses_to_json(statuses, state, failures), indent=2) if args.json
+          else render_statuses(statuses, failures))
     return 0
+
+
+def read_live_failures(config: Config, model_ids: list[ModelId]) -> dict[ModelId, list[TaskFailed]]:
+    """The failure log in Redis (tasks that failed their last attempt), newest first."""
+    from cbt.adapters.runtime import redis_state
+
+    try:
+        return redis_state(config).failures.recent_failures(model_ids)
+    except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
+        raise CbtError(f"cannot read live state from {config.redis.url} ({e}); {LIVE_STATE_HELP}") from e
 
 
 def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
@@ -126,8 +140,10 @@ def plans_to_json(plans: list[ModelPlan]) -> dict[str, Any]:
     }
 
 
-def statuses_to_json(statuses: list[ModelStatus], state: StateSnapshot) -> dict[str, Any]:
-    """The ``cbt status --json`` document."""
+def statuses_to_json(statuses: list[ModelStatus], state: StateSnapshot,
+                     failures: Mapping[ModelId, list[TaskFailed]] | None = None) -> dict[str, Any]:
+    """The ``cbt status --json`` document; ``failures``: the newest tasks that failed their last attempt."""
+    failures = failures or {}
     return {
         "now": state.now,
         "models": [
@@ -139,6 +155,12 @@ def statuses_to_json(statuses: list[ModelStatus], state: StateSnapshot) -> dict[
                 "in_flight": [list(r) for r in s.in_flight],
                 "lag": s.lag,
                 "waiting": s.reason,
+                "failures": [
+                    {"task_id": f.task_id, "position": f.position, "interval": f.interval,
+                     "scheduled_unix": f.scheduled_unix, "attempts": f.attempts, "error": f.error,
+                     "failed_at_ms": f.failed_at_ms}
+                    for f in failures.get(s.model_id, [])
+                ],
             }
             for s in statuses
         ],
@@ -158,8 +180,8 @@ def render_plans(plans: list[ModelPlan]) -> str:
     return "\n".join(lines)
 
 
-def render_statuses(statuses: list[ModelStatus]) -> str:
-    """A readable status table."""
+def render_statuses(statuses: list[ModelStatus], failures: Mapping[ModelId, list[TaskFailed]] | None = None) -> str:
+    """A readable status table, then why a model has no valid range and its latest failure."""
     if not statuses:
         return "no incremental models"
     header = ("MODEL", "VALID RANGE", "COVERED", "RANGES", "GAPS", "IN FLIGHT", "LAG")
@@ -178,6 +200,14 @@ def render_statuses(statuses: list[ModelStatus]) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows]
     lines.extend(f"{s.model_id}: {s.reason}" for s in statuses if s.reason)
+    for s in statuses:
+        recent = (failures or {}).get(s.model_id)
+        if recent:
+            last = recent[0]
+            when = datetime.fromtimestamp(last.failed_at_ms / 1000, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+            error = (last.error.strip().splitlines() or [""])[0][:160]
+            lines.append(f"{s.model_id}: FAILED {len(recent)} task(s) recently; last {last.task_id} at {when} after "
+                         f"{last.attempts} attempt(s): {error}")
     return "\n".join(lines)
 
 

@@ -64,6 +64,12 @@ class InOrderAcks(Generic[M]):
         except Exception:
             log.exception("message handling failed; it will be delivered again")
             succeeded = False
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # this chain itself is being cancelled
+            log.info("message handling was cancelled (shutdown); it will be delivered again")
+            succeeded = False
         if previous is not None:
             await asyncio.shield(previous)
         partition = self._partition_of(message)

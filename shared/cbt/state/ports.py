@@ -13,7 +13,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from cbt.contract.messages import Message
+from cbt.contract.messages import Message, TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
@@ -177,3 +177,18 @@ class Publisher(Protocol):
     """Publishes one message and returns once the broker has acknowledged it."""
 
     async def publish(self, topic: str, message: Message, key: str) -> None: ...
+
+
+KEEP_FAILURES = 20
+"""How many of a model's latest failures the failure log keeps."""
+
+
+class FailureLog(Protocol):
+    """Tasks that failed their last attempt, per model, newest first (``cbt status``; the coordinator writes them
+    from ``task-failed``). Hot state like the rest of Redis: the topic is the full record."""
+
+    def record_failure(self, failure: TaskFailed) -> None: ...
+
+    def recent_failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]:
+        """At most ``KEEP_FAILURES`` per model, newest first; models without failures are left out."""
+        ...

@@ -15,12 +15,13 @@ import uuid
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
 from cbt.scheduling.state import RawBounds
 from cbt.state import protocol
-from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, Fence, InFlightTask
+from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, InFlightTask
 from cbt.state.protocol import Mark
 
 
@@ -275,8 +276,19 @@ class MemoryLeases:
         return lease
 
 
+@dataclass
+class MemoryFailures:
+    failed: dict[ModelId, list[TaskFailed]] = field(default_factory=dict)
+
+    def record_failure(self, failure: TaskFailed) -> None:
+        self.failed[failure.model] = [failure, *self.failed.get(failure.model, [])][:KEEP_FAILURES]
+
+    def recent_failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]:
+        return {m: list(self.failed[m]) for m in model_ids if self.failed.get(m)}
+
+
 class MemoryState:
-    """The four in-memory ports together, like ``RedisState``; the coverage checks fences against the leases."""
+    """The in-memory ports together, like ``RedisState``; the coverage checks fences against the leases."""
 
     def __init__(self, keep_invalidations: int = DEFAULT_KEEP_INVALIDATIONS, built: bool = True,
                  clock_ms: Callable[[], int] = _monotonic_ms) -> None:
@@ -284,3 +296,4 @@ class MemoryState:
         self.coverage = MemoryCoverage(keep_invalidations, built, self.leases)
         self.bounds = MemoryBounds()
         self.ledger = MemoryTaskLedger()
+        self.failures = MemoryFailures()

@@ -9,6 +9,7 @@ import pytest
 
 from cbt.cli import main, plan_cmds
 from cbt.cli.plan_cmds import plans_to_json, read_state, render_plans
+from cbt.contract.messages import TaskFailed
 from cbt.scheduling.plan import plan_all
 from cbt.scheduling.state import StateFileError, StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
@@ -166,5 +167,28 @@ def test_status_warns_while_the_live_coverage_index_is_rebuilt(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(plan_cmds, "read_live_state", lambda config, models: StateSnapshot(coverage_known=False))
+    monkeypatch.setattr(plan_cmds, "read_live_failures", lambda config, ids: {})
     assert main(["status"]) == 0
     assert "being rebuilt" in capsys.readouterr().err
+
+
+def test_status_reports_a_models_latest_failure(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    model = "analytics.block_propagation_minute"
+    failure = TaskFailed(task_id=f"{model}:60:60", model=model, position=60, interval=60, attempts=3,
+                         error="query timeout: a statement ran longer than spark.query_timeout (600 s)\nmore",
+                         failed_at_ms=1_700_000_000_000)
+    monkeypatch.setattr(plan_cmds, "read_live_state", lambda config, models: StateSnapshot())
+    monkeypatch.setattr(plan_cmds, "read_live_failures",
+                        lambda config, ids: {model: [failure]} if model in ids else {})
+
+    assert main(["status"]) == 0
+    assert (f"{model}: FAILED 1 task(s) recently; last {model}:60:60 at 2023-11-14 22:13:20Z after 3 attempt(s): "
+            "query timeout: a statement ran longer than spark.query_timeout (600 s)") in capsys.readouterr().out
+    assert main(["status", "--json"]) == 0
+    by_id = {m["id"]: m for m in json.loads(capsys.readouterr().out)["models"]}
+    assert by_id[model]["failures"] == [{"task_id": f"{model}:60:60", "position": 60, "interval": 60,
+                                         "scheduled_unix": None, "attempts": 3, "error": failure.error,
+                                         "failed_at_ms": 1_700_000_000_000}]
+    assert all(m["failures"] == [] for i, m in by_id.items() if i != model)

@@ -106,6 +106,31 @@ def test_a_hung_task_does_not_hold_the_messages_behind_it_and_commits_stay_in_or
     assert broker.actions == [("commit", f"m{i}") for i in range(5)]
 
 
+def test_past_the_shutdown_timeout_a_hung_task_is_cancelled_and_left_for_redelivery() -> None:
+    broker = Broker()
+    cancelled: list[int | None] = []
+
+    class HungRunner(Runner):
+        async def handle(self, task: TaskRequested) -> Outcome:
+            try:
+                return await super().handle(task)
+            except asyncio.CancelledError:
+                cancelled.append(task.position)
+                raise
+
+    async def scenario() -> None:
+        stopping = asyncio.Event()
+        consumer = consumer_for(HungRunner(gate=asyncio.Event(), gated={0}), broker, stopping)
+        await consumer.on_message(message("m0", position=0))
+        await consumer.on_message(message("m1", position=60))
+        stopping.set()
+        await asyncio.wait_for(consumer.finish(timeout_s=0.05), 1)
+
+    asyncio.run(scenario())
+    assert cancelled == [0]
+    assert broker.actions == [("rewind", "m0")], "the hung one and everything after it are delivered again"
+
+
 def test_a_failing_runner_rewinds_to_the_message_and_a_malformed_one_is_rejected_then_committed() -> None:
     broker = Broker()
 

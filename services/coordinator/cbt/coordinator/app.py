@@ -20,7 +20,7 @@ from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
-from cbt.contract.messages import BoundsUpdated, IntervalCompleted, decode, describe, rejected
+from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
 from cbt.coordinator.ticker import DueTracker, Kind, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
@@ -49,8 +49,9 @@ class Coordinator:
     """The consolidation running in the background, if any: the leader's ticks go on meanwhile."""
 
     async def on_event(self, raw: bytes, topic: str) -> None:
-        """A completion or bounds change: re-plan the model's dependents now (and the model itself). A body that is
-        neither is published to ``message-rejected`` with the reason, and acknowledged."""
+        """A completion or bounds change: re-plan the model's dependents now (and the model itself). A failure: kept
+        in the model's failure log (``cbt status``). Any other body is published to ``message-rejected`` with the
+        reason, and acknowledged."""
         try:
             message = decode(raw)
         except ValidationError as e:
@@ -58,9 +59,11 @@ class Coordinator:
             return
         if isinstance(message, IntervalCompleted | BoundsUpdated):
             await self.planner.replan_dependents(message.model)
+        elif isinstance(message, TaskFailed):
+            self.state.failures.record_failure(message)
         else:
-            await self._reject(raw, topic, f"kind: expected 'interval-completed' or 'bounds-updated', got "
-                                           f"{message.kind!r}")
+            await self._reject(raw, topic, f"kind: expected 'interval-completed', 'bounds-updated' or 'task-failed', "
+                                           f"got {message.kind!r}")
 
     async def _reject(self, raw: bytes, topic: str, reason: str) -> None:
         log.error("rejecting an event", extra={"topic": topic, "reason": reason[:500]})
@@ -210,7 +213,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         topic, _ = partition_of(message)
         await coordinator.on_event(message.body, topic)
 
-    broker.subscriber(topics.interval_completed, topics.bounds_updated, group_id=group,
+    broker.subscriber(topics.interval_completed, topics.bounds_updated, topics.task_failed, group_id=group,
                       auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
                       polling_interval=0.01)(on_event)
     async with broker:

@@ -101,8 +101,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
         log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
         await stop.wait()
-        for consumer in consumers:
-            await consumer.finish()  # the running task ends, and what ran is recorded and committed, before closing
+        # Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop.
+        await asyncio.gather(*(c.finish(config.worker.shutdown_timeout_s) for c in consumers))
         if health:
             await health.stop()
     await recorder.close()

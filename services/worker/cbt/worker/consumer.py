@@ -7,7 +7,9 @@ slots bound how many run at once; a model's own tasks queue behind each other th
 when ``IN_FLIGHT`` messages wait behind an unfinished one does the consumer pause.
 
 Stopping: ``stopping`` makes the consumer leave new messages uncommitted (the next consumer of the group gets them);
-``finish`` waits until every started task is recorded and committed.
+``finish`` lets the started tasks end (for at most the shutdown timeout: a hung one is then cancelled — its statement
+interrupted or script killed, its lease released, its message left uncommitted for the next consumer) and waits until
+what ended is recorded and committed.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from pydantic import ValidationError
@@ -50,16 +52,25 @@ class PipelinedConsumer:
     chain: InOrderAcks[Any]
     stopping: asyncio.Event
     reject: Reject
+    _running: set[asyncio.Future[None]] = field(default_factory=set)
 
     async def on_message(self, message: Delivered) -> None:
         if self.stopping.is_set():
             return
         generation = self.chain.generation_of(message)
         running = asyncio.ensure_future(_handle(self.runner, self.reject, message.body))
+        self._running.add(running)
+        running.add_done_callback(self._running.discard)
         await self.chain.submit(message, running, generation)  # enters the chain before anything else runs
 
-    async def finish(self) -> None:
-        """After ``stopping`` was set: wait until every started task is recorded and committed."""
+    async def finish(self, timeout_s: float | None = None) -> None:
+        """After ``stopping`` was set: wait up to ``timeout_s`` for the started tasks, cancel those still running,
+        then wait until everything that ended is recorded and committed."""
+        if self._running:
+            await asyncio.wait(set(self._running), timeout=timeout_s)
+        for running in list(self._running):
+            log.warning("shutdown timeout: stopping a task that is still running; it will be delivered again")
+            running.cancel()
         await self.chain.drain()
 
 

@@ -1,0 +1,309 @@
+"""Randomized faults on the real stack, then quiet, then the checks: the chaos suite's moving parts.
+
+The pipeline is the example's, plus two models that misbehave on purpose: ``chaos_hung`` (its script never ends;
+its ``timeout`` kills it) and ``chaos_failing`` (its SQL reads a table that does not exist). Source data keeps
+arriving between faults. Every fault is drawn from a seeded ``random.Random``, so a failing run is replayed with
+its seed.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from confluent_kafka import Consumer, Producer
+from pyspark.sql import SparkSession
+from redis import Redis
+
+from cbt.adapters.invalidation_publisher import publish_invalidation
+from cbt.adapters.kafka_admin import delete_topics
+from cbt.adapters.spark import connect
+from cbt.contract.messages import TaskFailed, TaskRequested, decode
+from cbt.contract.topics import Topics
+from cbt.dev import stack
+from cbt.dev.generator import SourceTables, write_blocks
+from cbt.dev.process import wait_until
+from cbt.models.spec import IncrementalModel
+from tests.e2e.harness import CONFIG, PROJECT, T0, Deployment, Oracle, overrides_for
+
+HUNG, FAILING = "chaos_hung", "chaos_failing"
+HUNG_TIMEOUT_S = 8
+SOURCE_END = T0 + 600
+LAST_SLOT_END = SOURCE_END - 12 + 1
+FIRST_CHUNK_END = T0 + 240
+SERVICES = ("coordinator", "worker", "bounds-cache", "invalidator")
+
+MISBEHAVING_MODELS = {
+    f"{HUNG}.yml": f"""\
+type: incremental
+table: {HUNG}
+interval: {{max: 60, min: 60, type: timestamp}}
+schedules: {{forwardfill: "@every 10s", backfill: "@every 30s"}}
+dependencies: ["{{{{external}}}}.beacon_blocks"]
+exec: sleep 3600
+timeout: {HUNG_TIMEOUT_S}s
+""",
+    f"{FAILING}.sql": f"""\
+---
+type: incremental
+table: {FAILING}
+interval: {{max: 60, min: 60, type: timestamp}}
+schedules: {{forwardfill: "@every 10s", backfill: "@every 30s"}}
+dependencies: ["{{{{external}}}}.beacon_blocks"]
+---
+SELECT * FROM no_such_database.no_such_table
+""",
+}
+
+
+@contextmanager
+def chaos_deployment(spark_remote: str, kafka: str, redis_url: str, spark: SparkSession) -> Iterator[Deployment]:
+    """An isolated deployment of the example pipeline plus the two misbehaving models; removed afterwards."""
+    tag = f"tc{uuid.uuid4().hex[:8]}"
+    models_dir = PROJECT / "var" / "chaos-models" / tag
+    models_dir.mkdir(parents=True, exist_ok=True)
+    for name, text in MISBEHAVING_MODELS.items():
+        (models_dir / name).write_text(text)
+    overrides = overrides_for(tag, kafka, redis_url, spark_remote)
+    overrides["CBT__MODELS__TRANSFORMATIONS__PATHS"] = f"[{PROJECT / 'models' / 'transformations'}, {models_dir}]"
+    overrides["CBT__WORKER__RETRY__MAX_ATTEMPTS"] = "2"
+    overrides["CBT__WORKER__SHUTDOWN_TIMEOUT_S"] = "10"
+    redis = Redis.from_url(redis_url)
+    dep = Deployment(spark, redis, overrides, PROJECT / "var" / "e2e-logs" / tag,
+                     faulty=frozenset({HUNG, FAILING}))
+    dep.create_tables()
+    try:
+        yield dep
+    finally:
+        dep.stop()
+        for database in dep.databases():
+            dep.spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+        keys = list(redis.scan_iter(match=f"{tag}:*"))
+        if keys:
+            redis.delete(*keys)
+        delete_topics(kafka, Topics(f"{tag}.").all(("default", *dep.config.worker.pools)))
+        redis.close()
+
+
+@dataclass
+class Fault:
+    kind: str
+    at_s: float
+    detail: str = ""
+    took_s: float = 0.0
+
+
+@dataclass
+class Chaos:
+    """Applies faults to one deployment and keeps what happened, for the report."""
+
+    dep: Deployment
+    rng: random.Random
+    faults: list[Fault] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+    written_until: int = FIRST_CHUNK_END
+
+    def kinds(self) -> dict[str, Callable[[], str]]:
+        return {
+            "sigkill-worker": lambda: self._kill("worker", signal.SIGKILL),
+            "sigterm-worker-mid-task": self._term_worker_mid_task,
+            "sigkill-coordinator": lambda: self._kill("coordinator", signal.SIGKILL),
+            "sigkill-bounds-cache": lambda: self._kill("bounds-cache", signal.SIGKILL),
+            "sigkill-invalidator": lambda: self._kill("invalidator", signal.SIGKILL),
+            "restart-kafka": lambda: self._restart_component("kafka"),
+            "restart-spark-connect": lambda: self._restart_component("spark-connect"),
+            "empty-redis": self._empty_redis,
+            "duplicate-reordered-tasks": self._duplicate_tasks,
+            "invalidation-while-running": self._invalidate_running,
+        }
+
+    def start(self) -> None:
+        """Start the services and wait until the pipeline flows (faults during the very first start-up, while the
+        admin tables are being created, are not what this suite is about)."""
+        self.dep.write_entities()
+        self.dep.write_sources(T0, FIRST_CHUNK_END)
+        self.dep.start(*SERVICES)
+        flowing = wait_until(lambda: any(self.dep.coverage(m.id) for m in self.dep.healthy_incrementals()), 240.0)
+        assert flowing, f"nothing completed within 240 s of the start; logs in {self.dep.log_dir}"
+
+    def apply(self, kind: str) -> Fault:
+        """Apply one fault (after a random pause, so it lands at a random moment), then let data arrive."""
+        time.sleep(self.rng.uniform(0.5, 4.0))
+        fault = Fault(kind, round(time.monotonic() - self.started, 1))
+        began = time.monotonic()
+        fault.detail = self.kinds()[kind]()
+        fault.took_s = round(time.monotonic() - began, 1)
+        self.faults.append(fault)
+        self._more_data()
+        return fault
+
+    def random_round(self) -> Fault:
+        return self.apply(self.rng.choice(sorted(self.kinds())))
+
+    def settle(self, timeout_s: float = 900.0) -> float:
+        """Every service running again, all data written; seconds until the pipeline is quiet."""
+        for name in SERVICES:
+            if name not in self.dep.procs.running:
+                self.dep.procs.start(name)
+        if self.written_until < SOURCE_END:
+            self.dep.write_sources(self.written_until, SOURCE_END)
+            self.written_until = SOURCE_END
+        return self.dep.wait_quiet(LAST_SLOT_END, timeout_s=timeout_s, settle_s=5.0)
+
+    # -- faults -------------------------------------------------------------------------------------------------
+
+    def _kill(self, name: str, sig: signal.Signals) -> str:
+        self.dep.procs.kill(name, sig)
+        time.sleep(self.rng.uniform(0.0, 3.0))  # down for a moment, like a pod being rescheduled
+        self.dep.procs.start(name)
+        return name
+
+    def _term_worker_mid_task(self) -> str:
+        prefix = self.dep.config.redis.key_prefix
+        found = wait_until(lambda: any(self.dep.redis.scan_iter(match=f"{prefix}lease:task:*", count=1000)), 20.0,
+                           every_s=0.05)
+        self._kill("worker", signal.SIGTERM)
+        return "a task was running" if found else "no task was running"
+
+    def _restart_component(self, name: str) -> str:
+        (part,) = [p for p in stack.components() if p.name == name]
+        if part.process.pid() is None:
+            return f"{name} is not started by cbt dev: skipped"
+        part.process.stop()
+        time.sleep(self.rng.uniform(0.0, 3.0))
+        part.start()
+        if not wait_until(part.is_ready, stack.READY_TIMEOUT_S[name]):
+            raise AssertionError(f"{name} did not come back: {part.process.log_tail()}")
+        part.after_ready()
+        if name == "spark-connect":  # the server forgot every session, this one's too
+            self.dep.spark = connect(self.dep.config.spark.remote or "")
+        return name
+
+    def _empty_redis(self) -> str:
+        keys = list(self.dep.redis.scan_iter(match=f"{self.dep.config.redis.key_prefix}*"))
+        if keys:
+            self.dep.redis.delete(*keys)
+        return f"{len(keys)} keys"
+
+    def _duplicate_tasks(self) -> str:
+        """Task requests for intervals already covered or in flight, published again in shuffled order."""
+        tasks = [TaskRequested(task_id=f"{m.id}:{p}:{m.interval.max}", model=m.id, position=p,
+                               interval=m.interval.max, direction="backfill")
+                 for m in self.dep.healthy_incrementals()
+                 for lo, hi in self.dep.coverage(m.id)[:1]
+                 for p in range(lo, hi - m.interval.max + 1, m.interval.max)][:40]
+        self.rng.shuffle(tasks)
+        producer = Producer({"bootstrap.servers": self.dep.config.kafka.bootstrap_servers})
+        topics, worker = Topics(self.dep.config.kafka.topic_prefix), self.dep.config.worker
+        for task in tasks:
+            model = self.dep.models.models[task.model]
+            assert isinstance(model, IncrementalModel)
+            topic = topics.task_requested(worker.pool_for(model.tags))
+            producer.produce(topic, task.encode(), key=task.task_id.encode())
+        assert producer.flush(30) == 0
+        return f"{len(tasks)} tasks"
+
+    def _invalidate_running(self) -> str:
+        """Rewrite a minute of blocks that a running task reads (or the newest minute), and announce it."""
+        derived = [m.id for m in self.dep.healthy_incrementals()]
+        running = [t.range for tasks in self.dep.state.ledger.in_flight(derived, int(time.time() * 1000)).values()
+                   for t in tasks if t.range is not None and t.range[0] < self.written_until]
+        start = running[0][0] if running else self.written_until - 60
+        start -= (start - T0) % 60
+        write_blocks(self.dep.spark, SourceTables(self.dep.source_db), start, start + 60, version=len(self.faults) + 1)
+        publish_invalidation(self.dep.config.kafka.bootstrap_servers, "beacon_blocks", start, start + 60,
+                             reason="reorg", source="chaos", id=f"chaos:{uuid.uuid4().hex[:8]}",
+                             topic_prefix=self.dep.config.kafka.topic_prefix)
+        return f"[{start - T0}, {start - T0 + 60}) relative to T0" + (" while running" if running else "")
+
+    def _more_data(self) -> None:
+        if self.written_until < SOURCE_END:
+            end = min(self.written_until + 60, SOURCE_END)
+            self.dep.write_sources(self.written_until, end)
+            self.written_until = end
+
+
+@dataclass(frozen=True)
+class Verdict:
+    tables_equal: dict[str, tuple[int, int]]
+    """Per healthy model: (rows only in the pipeline's table, rows only in the oracle's) — both must be 0."""
+    failures_reported: dict[str, int]
+    """Per misbehaving model: ``task-failed`` messages published for it."""
+    hung_timed_out: bool
+    misbehaving_coverage: dict[str, int]
+    status_failures: dict[str, int]
+    """Per model with failures: how many ``cbt status --json`` lists."""
+
+    @property
+    def lost_rows(self) -> int:
+        return sum(missing for _, missing in self.tables_equal.values())
+
+    @property
+    def duplicate_rows(self) -> int:
+        return sum(extra for extra, _ in self.tables_equal.values())
+
+    def problems(self) -> list[str]:
+        found = [f"{table}: {extra} extra, {missing} missing rows vs the oracle"
+                 for table, (extra, missing) in self.tables_equal.items() if (extra, missing) != (0, 0)]
+        found += [f"{table}: no task-failed published" for table, n in self.failures_reported.items() if n == 0]
+        found += [f"{table}: covers {n} positions" for table, n in self.misbehaving_coverage.items() if n]
+        found += [f"{table}: cbt status shows no failure" for table in (HUNG, FAILING)
+                  if not self.status_failures.get(table)]
+        if not self.hung_timed_out:
+            found.append(f"{HUNG}: no failure says its run timed out")
+        return found
+
+
+def verdict(dep: Deployment) -> Verdict:
+    """The checks after quiet (the coverage of each healthy model must be one range: the oracle asserts it)."""
+    oracle = Oracle(dep)
+    try:
+        oracle.build()
+        equal = {m.table: oracle.differences(m.table) for m in dep.healthy_incrementals()}
+    finally:
+        oracle.drop()
+    failed = failures_published(dep)
+    counts = Counter(f.model.split(".")[-1] for f in failed)
+    hung_timed_out = any(f.model.endswith(HUNG) and "timed out" in f.error for f in failed)
+    coverage = {table: sum(hi - lo for lo, hi in dep.coverage(f"{dep.output_db}.{table}"))
+                for table in (HUNG, FAILING)}
+    return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, status_failures(dep))
+
+
+def status_failures(dep: Deployment) -> dict[str, int]:
+    """What an operator sees: ``cbt status --json``'s failures per model table."""
+    run = subprocess.run([sys.executable, "-m", "cbt.cli", "status", "--json", "--config", str(CONFIG)],
+                         env=dep.procs.env(), capture_output=True, text=True, timeout=120, check=False)
+    assert run.returncode == 0, run.stderr
+    return {m["id"].split(".")[-1]: len(m["failures"]) for m in json.loads(run.stdout)["models"] if m["failures"]}
+
+
+def failures_published(dep: Deployment, timeout_s: float = 20.0) -> list[TaskFailed]:
+    """Every ``task-failed`` message of the deployment, read from the topic's beginning."""
+    consumer = Consumer({"bootstrap.servers": dep.config.kafka.bootstrap_servers,
+                         "group.id": f"chaos-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest",
+                         "enable.auto.commit": False})
+    consumer.subscribe([Topics(dep.config.kafka.topic_prefix).task_failed])
+    found: list[TaskFailed] = []
+    deadline, idle_since = time.monotonic() + timeout_s, time.monotonic()
+    try:
+        while time.monotonic() < deadline and time.monotonic() - idle_since < 5.0:
+            message = consumer.poll(0.5)
+            if message is None or message.error():
+                continue
+            idle_since = time.monotonic()
+            event = decode(message.value() or b"")
+            if isinstance(event, TaskFailed):
+                found.append(event)
+    finally:
+        consumer.close()
+    return found

@@ -1,0 +1,55 @@
+"""``SessionPool``: one session per model, replaced after a failure (also how a restarted server is reconnected)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from cbt.adapters.spark import SessionPool, is_session_lost
+
+
+@dataclass
+class FakeSession:
+    number: int
+    stopped: bool = False
+
+    def stop(self) -> None:
+        self.stopped = True
+
+
+def pool() -> tuple[SessionPool, list[FakeSession]]:
+    made: list[FakeSession] = []
+
+    def create(remote: str) -> FakeSession:
+        made.append(FakeSession(len(made)))
+        return made[-1]
+
+    return SessionPool("sc://spark:15002", create), made  # type: ignore[arg-type]
+
+
+def test_each_model_gets_a_session_of_its_own_and_keeps_it() -> None:
+    sessions, made = pool()
+    a, b = sessions.session("an.a"), sessions.session("an.b")
+    assert a is not b and sessions.session("an.a") is a and len(made) == 2
+
+
+def test_a_discarded_session_is_stopped_and_the_next_use_gets_a_new_one() -> None:
+    sessions, made = pool()
+    first = sessions.session("an.a")
+    sessions.discard("an.a", first)
+    second = sessions.session("an.a")
+    assert made[0].stopped and second is not first
+
+
+def test_discarding_a_session_already_replaced_leaves_the_new_one() -> None:
+    sessions, _ = pool()
+    first = sessions.session("an.a")
+    sessions.discard("an.a", first)
+    second = sessions.session("an.a")
+    sessions.discard("an.a", first)  # a second failed statement of the old session
+    assert sessions.session("an.a") is second
+
+
+def test_errors_after_which_a_session_is_unusable() -> None:
+    assert is_session_lost(RuntimeError("[NO_ACTIVE_SESSION] No active Spark session found."))
+    assert is_session_lost(RuntimeError("[RETRIES_EXCEEDED] The maximum number of retries has been exceeded."))
+    assert not is_session_lost(RuntimeError("[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found."))
