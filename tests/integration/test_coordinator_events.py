@@ -54,7 +54,8 @@ def test_bodies_the_coordinator_cannot_use_are_rejected_with_the_reason(redis_cl
     assert rejections[1].raw == task.encode().decode()
 
 
-def test_a_task_failure_is_kept_in_the_models_failure_log_newest_first(redis_client: Redis, redis_prefix: str) -> None:
+def test_a_failing_task_is_in_the_models_failure_log_until_it_completes(redis_client: Redis,
+                                                                           redis_prefix: str) -> None:
     models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
     state = RedisState(redis_client, redis_prefix)
     planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
@@ -62,13 +63,19 @@ def test_a_task_failure_is_kept_in_the_models_failure_log_newest_first(redis_cli
     coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
                               "c1", lambda: None)  # type: ignore[arg-type,return-value]
     failures = [TaskFailed(task_id=f"an.minute:{p}:60", model="an.minute", position=p, interval=60, attempts=3,
-                           error=f"boom {p}") for p in range(0, 60 * (KEEP_FAILURES + 2), 60)]
+                           error=f"boom {p}", failed_at_ms=1_000 + p) for p in range(0, 60 * (KEEP_FAILURES + 2), 60)]
+    newest = failures[-1]
 
     async def scenario() -> None:
         for failure in failures:
             await coordinator.on_event(failure.encode(), TOPICS.task_failed)
+        await coordinator.on_event(failures[0].encode(), TOPICS.task_failed)  # redelivered: still one entry
 
     asyncio.run(scenario())
     recent = state.failures.recent_failures(["an.minute", "ext.blocks"])
     assert list(recent) == ["an.minute"]
     assert recent["an.minute"] == failures[::-1][:KEEP_FAILURES]
+
+    completed = IntervalCompleted(task_id=newest.task_id, model="an.minute", position=newest.position, interval=60)
+    asyncio.run(coordinator.on_event(completed.encode(), TOPICS.interval_completed))
+    assert state.failures.recent_failures(["an.minute"])["an.minute"] == failures[::-1][1:KEEP_FAILURES]

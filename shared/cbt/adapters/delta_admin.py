@@ -180,6 +180,7 @@ class DeltaAdmin:
         try:
             return set(self._spark.table(table).columns)
         except PySparkException as e:
+            self._replace_lost_session(e)
             raise AdminTableError(f"admin tables: read the schema of {table} failed: {e}") from e
 
     def _check_columns(self, table: str, expected: list[str]) -> None:

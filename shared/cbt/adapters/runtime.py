@@ -15,6 +15,7 @@ import os
 import signal
 import socket
 import sys
+import threading
 import uuid
 from collections.abc import Awaitable, Callable
 
@@ -108,6 +109,22 @@ async def until_it_works(call: Callable[[], object], what: str, stop: asyncio.Ev
         if stop.is_set():
             return False
     return False
+
+
+async def exit_when_stuck(stop: asyncio.Event, grace_s: float) -> None:
+    """Once ``stop`` is set, give the service ``grace_s`` to shut down, then end the process: a call stuck on an
+    unreachable server, or a thread that never returns, must not keep a stopped service alive (its uncommitted
+    messages are delivered again elsewhere)."""
+    await stop.wait()
+    timer = threading.Timer(grace_s, _exit_stuck, args=(grace_s,))
+    timer.daemon = True
+    timer.start()
+
+
+def _exit_stuck(grace_s: float) -> None:
+    logging.getLogger("cbt").error("shutdown did not finish within %.0f s; exiting now", grace_s)
+    logging.shutdown()
+    os._exit(1)
 
 
 def install_stop_signals(stop: asyncio.Event) -> None:

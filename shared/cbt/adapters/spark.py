@@ -1,9 +1,10 @@
 """Spark Connect sessions (never a JVM in our processes) and statements that stop on the server when they time out.
 
 A session holds state a statement can change: ``SET`` values, temporary views, the current database. ``SessionPool``
-gives each model its own session, so one model's state never reaches another's statements; and it replaces a
-session after a failure, which is also how a process reconnects once the Spark Connect server has restarted (the
-old session is gone on the server and every statement on it fails).
+gives each model its own session, so one model's state never reaches another's statements; and it replaces a lost
+session, which is how a process reconnects once the Spark Connect server has restarted (the old session is gone on
+the server and every statement on it fails). Creating and dropping sessions can block (pyspark serializes them
+behind one lock): call them from a thread, never on the event loop.
 """
 
 from __future__ import annotations
@@ -73,13 +74,13 @@ class SessionPool:
             return found
 
     def discard(self, key: str, session: SparkSession) -> None:
-        """Forget ``session`` (if it is still ``key``'s): the next ``session(key)`` starts a fresh one. Called after
-        a failed statement — its session may be the reason (server restarted, state left by a failed run)."""
+        """Forget a lost ``session`` (if it is still ``key``'s): the next ``session(key)`` starts a fresh one. It is
+        neither released on the server (gone or unreachable: asking would block for the retry policy) nor closed:
+        pyspark's close shuts down a thread pool all sessions of the process share, failing other models' running
+        statements. Its channel goes with the object."""
         with self._lock:
-            if self._sessions.get(key) is not session:
-                return
-            del self._sessions[key]
-        _stop_quietly(session)
+            if self._sessions.get(key) is session:
+                del self._sessions[key]
 
     def close(self) -> None:
         with self._lock:

@@ -65,12 +65,17 @@ def service_module(service: str) -> ModuleType:
     return importlib.import_module(module)
 
 
+SHUTDOWN_SLACK_S = 60.0
+"""Beyond the shutdown timeout, time to interrupt what still runs and commit what ended; then the process exits
+regardless (what it had not committed is delivered again elsewhere)."""
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     config, models = load_project(args.config)
     if args.service == "all":
         return _supervise(args)
     module = service_module(args.service)
-    from cbt.adapters.runtime import install_stop_signals, setup_logging
+    from cbt.adapters.runtime import exit_when_stuck, install_stop_signals, setup_logging
 
     setup_logging(config)
     health_addr = args.health_addr or _offset_addr(config.health_addr, HEALTH_PORT_OFFSET[args.service])
@@ -78,7 +83,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     async def main() -> None:
         stop = asyncio.Event()
         install_stop_signals(stop)
+        watchdog = asyncio.create_task(exit_when_stuck(stop, config.worker.shutdown_timeout_s + SHUTDOWN_SLACK_S))
         await module.serve(config, models, stop, health_addr)
+        watchdog.cancel()
 
     asyncio.run(main())
     return 0

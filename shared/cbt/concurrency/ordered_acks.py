@@ -1,9 +1,9 @@
 """Acknowledge consumed messages strictly in the order they arrived, while their work finishes out of order.
 
-A worker starts its next task as soon as the previous one's Spark job is done, and records the previous one
-(admin-table commit, hot index, completion event) in the background. A Kafka offset commit covers every earlier
-message of the partition, so a message may be committed only once it *and every message before it* are done:
-committing a later one first would lose the earlier one on a crash.
+A worker's consumer starts each task as its message arrives and goes on to the next message while it runs, so tasks
+end (work done and recorded) out of order. A Kafka offset commit covers every earlier message of the partition, so a
+message may be committed only once it *and every message before it* are done: committing a later one first would
+lose the earlier one on a crash.
 
 ``InOrderAcks`` keeps one chain per consumer. Each message is submitted with the awaitable of its remaining work;
 it is committed after that work succeeds and after its predecessor settled. When the work fails, the consumer is

@@ -180,14 +180,17 @@ class Publisher(Protocol):
 
 
 KEEP_FAILURES = 20
-"""How many of a model's latest failures the failure log keeps."""
+"""How many failing tasks the failure log keeps per model (the newest)."""
 
 
 class FailureLog(Protocol):
-    """Tasks that failed their last attempt, per model, newest first (``cbt status``; the coordinator writes them
-    from ``task-failed``). Hot state like the rest of Redis: the topic is the full record."""
+    """Per model, the tasks whose last attempt failed and that have not completed since (``cbt status``; the
+    coordinator writes them from ``task-failed`` and clears them on ``interval-completed``). Hot state like the rest
+    of Redis: the topics are the full record."""
 
     def record_failure(self, failure: TaskFailed) -> None: ...
+
+    def clear_failure(self, model_id: ModelId, task_id: str) -> None: ...
 
     def recent_failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]:
         """At most ``KEEP_FAILURES`` per model, newest first; models without failures are left out."""

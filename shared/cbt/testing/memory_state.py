@@ -278,13 +278,20 @@ class MemoryLeases:
 
 @dataclass
 class MemoryFailures:
-    failed: dict[ModelId, list[TaskFailed]] = field(default_factory=dict)
+    failed: dict[ModelId, dict[str, TaskFailed]] = field(default_factory=dict)
 
     def record_failure(self, failure: TaskFailed) -> None:
-        self.failed[failure.model] = [failure, *self.failed.get(failure.model, [])][:KEEP_FAILURES]
+        tasks = self.failed.setdefault(failure.model, {})
+        tasks[failure.task_id] = failure
+        for oldest in sorted(tasks.values(), key=lambda f: f.failed_at_ms, reverse=True)[KEEP_FAILURES:]:
+            del tasks[oldest.task_id]
+
+    def clear_failure(self, model_id: ModelId, task_id: str) -> None:
+        self.failed.get(model_id, {}).pop(task_id, None)
 
     def recent_failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]:
-        return {m: list(self.failed[m]) for m in model_ids if self.failed.get(m)}
+        return {m: sorted(self.failed[m].values(), key=lambda f: f.failed_at_ms, reverse=True)
+                for m in model_ids if self.failed.get(m)}
 
 
 class MemoryState:

@@ -1,6 +1,7 @@
 """Bounds queries on Spark Connect (SQL externals) or as a subprocess (exec externals), each under a timeout: a hung
 query is interrupted on the server (a script's process group is killed) and the scan fails, so one external model
-never stops the others' scans. Each model's queries run in a session of its own, replaced after a failure."""
+never stops the others' scans for longer than its timeout. Each model's queries run in a session of its own,
+replaced when it is lost."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from dataclasses import dataclass
 from pyspark.sql import SparkSession
 
 from cbt.adapters.scripts import run_script
-from cbt.adapters.spark import SessionPool, run_tagged
+from cbt.adapters.spark import SessionPool, is_session_lost, run_tagged
 from cbt.bounds_cache.scanner import parse_bounds_output
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, external_exec_environment, render_bounds_query
@@ -38,13 +39,14 @@ class SparkBoundsQuery:
         if model.exec is not None:
             return await self._scan_exec(model, scan)
         statements = render_bounds_query(model, scan, self.settings)
-        spark = self.sessions.session(model.id)
+        spark = await asyncio.to_thread(self.sessions.session, model.id)
         try:
             return await run_tagged(spark, lambda: self._scan_sql(spark, model, statements),
                                     model.timeout_s or self.timeout_s, f"{model.id}'s bounds query",
                                     f"{model.id}'s timeout" if model.timeout_s else "the bounds query timeout")
-        except Exception:
-            await asyncio.to_thread(self.sessions.discard, model.id, spark)
+        except Exception as e:
+            if is_session_lost(e):  # the next scan gets a new session (the server restarted)
+                await asyncio.to_thread(self.sessions.discard, model.id, spark)
             raise
 
     @staticmethod

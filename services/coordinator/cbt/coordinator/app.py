@@ -50,13 +50,15 @@ class Coordinator:
 
     async def on_event(self, raw: bytes, topic: str) -> None:
         """A completion or bounds change: re-plan the model's dependents now (and the model itself). A failure: kept
-        in the model's failure log (``cbt status``). Any other body is published to ``message-rejected`` with the
-        reason, and acknowledged."""
+        in the model's failure log (``cbt status``) until that task completes. Any other body is published to
+        ``message-rejected`` with the reason, and acknowledged."""
         try:
             message = decode(raw)
         except ValidationError as e:
             await self._reject(raw, topic, describe(e))
             return
+        if isinstance(message, IntervalCompleted):
+            self.state.failures.clear_failure(message.model, message.task_id)
         if isinstance(message, IntervalCompleted | BoundsUpdated):
             await self.planner.replan_dependents(message.model)
         elif isinstance(message, TaskFailed):

@@ -2,11 +2,12 @@
 
 Each consumer (``consumer.PipelinedConsumer``) starts every task as it arrives and goes on to the next message; the
 executor bounds how many run at once (``worker.concurrency`` slots) and runs one task per model at a time, so a slow
-or hung model holds one slot and its own queue, never a partition. Offsets are committed per message, in arrival
+or hung model holds one slot and its own queue, not the messages behind it. Offsets are committed per message, in arrival
 order, only once the message's task is recorded (``cbt.concurrency.ordered_acks``): a crash at any moment leaves
 every unrecorded task to be redelivered (at-least-once), and ``TaskRunner`` makes the redelivery harmless.
 FastStream's own concurrent mode commits before handling, which would lose work on a crash. On SIGTERM the started
-tasks end and are recorded; messages not started stay for the next consumer.
+tasks get ``worker.shutdown_timeout`` to end and be recorded (the rest are stopped and left uncommitted); messages
+not started stay for the next consumer.
 """
 
 from __future__ import annotations
@@ -60,8 +61,17 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
     broker.subscriber(
         runtime.topics(config).task_requested(pool), group_id=f"{config.kafka.topic_prefix}worker.{pool}",
         auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=0.01,
-        max_poll_interval_ms=int((config.worker.task_timeout_s + 120) * 1000),
+        max_poll_interval_ms=max_poll_interval_ms(config),
     )(on_task)
+
+
+def max_poll_interval_ms(config: Config) -> int:
+    """How long a consumer may go without polling before the group evicts it. A consumer stops polling while
+    ``IN_FLIGHT`` messages wait behind its oldest unfinished one, which may queue behind its model's other tasks:
+    up to the model's concurrency × attempts × the task timeout (capped at the client's maximum, a day)."""
+    worker = config.worker
+    longest_s = worker.model_concurrency * worker.retry.max_attempts * worker.task_timeout_s + 120
+    return int(min(longest_s * 1000, 86_400_000))
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
@@ -102,9 +112,12 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
         await stop.wait()
         # Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop.
+        log.info("worker stopping: finishing started tasks", extra={"timeout_s": config.worker.shutdown_timeout_s})
         await asyncio.gather(*(c.finish(config.worker.shutdown_timeout_s) for c in consumers))
+        log.info("worker stopping: started tasks ended and committed; closing connections")
         if health:
             await health.stop()
     await recorder.close()
     sessions.close()
     spark.stop()
+    log.info("worker stopped")

@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 from cbt.adapters.delta_admin import is_conflict
 from cbt.adapters.scripts import ScriptError, run_script
-from cbt.adapters.spark import QueryTimeout, SessionPool, run_tagged
+from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_tagged
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, exec_environment
 from cbt.models.spec import Transformation
@@ -36,8 +36,8 @@ class TaskExecutionError(CbtError):
 @dataclass
 class SparkExecutor:
     """Executes transformations on Spark Connect, each model in a session of its own (``SessionPool``): a model's
-    ``SET`` or temporary view never reaches another model's statements, and a failed statement's session is replaced
-    (which also reconnects after a Spark Connect restart).
+    ``SET`` or temporary view never reaches another model's statements, and a lost session is replaced (which is how
+    the worker reconnects after a Spark Connect restart).
 
     At most ``slots`` tasks run at once in this process. Delta commits to one table are serial anyway, and an
     unpartitioned table's ``REPLACE WHERE`` or ``MERGE`` conflicts with any commit that lands while it runs; so this
@@ -90,13 +90,16 @@ class SparkExecutor:
         the task has ended."""
         timeout_s = model.timeout_s or self.query_timeout_s
         limit = f"{model.id}'s timeout" if model.timeout_s else "spark.query_timeout"
-        spark = self.sessions.session(model.id)
+        spark = await asyncio.to_thread(self.sessions.session, model.id)
         for statement in statements:
             try:
                 await run_tagged(spark, functools.partial(_collect, spark, statement), timeout_s, "a statement", limit)
-            except (QueryTimeout, TaskExecutionError) as e:
-                await asyncio.to_thread(self.sessions.discard, model.id, spark)
+            except QueryTimeout as e:
                 raise TaskExecutionError(str(e)) from e
+            except TaskExecutionError as e:
+                if is_session_lost(e):  # the next attempt gets a new session (the server restarted)
+                    await asyncio.to_thread(self.sessions.discard, model.id, spark)
+                raise
 
 
 def _collect(spark: SparkSession, statement: str) -> None:

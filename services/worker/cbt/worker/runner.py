@@ -136,8 +136,8 @@ class TaskRunner:
         return await (await self.begin(task))
 
     async def begin(self, task: TaskRequested) -> asyncio.Future[Outcome]:
-        """Do the task's work (steps 0 to 4) and return the rest — recording it, steps 5 to 7 — as a running future, so
-        a consumer can start its next task meanwhile. Outcomes decided early come back as finished futures."""
+        """Do the task's work (steps 0 to 4) and return the rest — recording it, steps 5 to 7 — as a running future
+        (what ``handle`` awaits). Outcomes decided early come back as finished futures."""
         model = self.models.models.get(task.model)
         if not isinstance(model, IncrementalModel | ScheduledModel):
             await self._fail(task, 0, f"no transformation {task.model!r} in the loaded models")
