@@ -2,8 +2,8 @@
 
 Each consumer (``consumer.PipelinedConsumer``) starts every task as it arrives and goes on to the next message; the
 executor bounds how many run at once (``worker.concurrency`` slots) and runs one task per model at a time, so a slow
-or hung model holds one slot and its own queue, not the messages behind it. Offsets are committed per message, in arrival
-order, only once the message's task is recorded (``cbt.concurrency.ordered_acks``): a crash at any moment leaves
+or hung model holds one slot and its own queue, not the messages behind it. Offsets are committed per message, in
+arrival order, only once the message's task is recorded (``cbt.concurrency.ordered_acks``): a crash at any moment leaves
 every unrecorded task to be redelivered (at-least-once), and ``TaskRunner`` makes the redelivery harmless.
 FastStream's own concurrent mode commits before handling, which would lose work on a crash. On SIGTERM the started
 tasks get ``worker.shutdown_timeout`` to end and be recorded (the rest are stopped and left uncommitted); messages
@@ -68,7 +68,7 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
 def max_poll_interval_ms(config: Config) -> int:
     """How long a consumer may go without polling before the group evicts it. A consumer stops polling while
     ``IN_FLIGHT`` messages wait behind its oldest unfinished one, which may queue behind its model's other tasks:
-    up to the model's concurrency × attempts × the task timeout (capped at the client's maximum, a day)."""
+    up to the model's concurrency times its attempts times the task timeout (capped at the client's maximum, a day)."""
     worker = config.worker
     longest_s = worker.model_concurrency * worker.retry.max_attempts * worker.task_timeout_s + 120
     return int(min(longest_s * 1000, 86_400_000))
