@@ -162,7 +162,7 @@ class Chaos:
     # -- faults -------------------------------------------------------------------------------------------------
 
     def _kill(self, name: str, sig: signal.Signals) -> str:
-        self.dep.procs.kill(name, sig)
+        self.dep.procs.kill(name, sig, timeout_s=180.0)  # SIGTERM: the shutdown timeout, then a forced exit
         time.sleep(self.rng.uniform(0.0, 3.0))  # down for a moment, like a pod being rescheduled
         self.dep.procs.start(name)
         return name

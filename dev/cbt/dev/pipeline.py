@@ -43,11 +43,11 @@ class ServiceProcesses:
         self.running[key] = proc
         return proc
 
-    def kill(self, key: str, sig: signal.Signals = signal.SIGKILL) -> None:
+    def kill(self, key: str, sig: signal.Signals = signal.SIGKILL, timeout_s: float = 60.0) -> None:
         """Signal one service process and wait for it to exit (SIGKILL: a crash at an arbitrary moment)."""
         proc = self.running.pop(key)
         proc.send_signal(sig)
-        proc.wait(timeout=60)
+        proc.wait(timeout=timeout_s)
 
     def stop_all(self, timeout_s: float = 30.0) -> None:
         for proc in self.running.values():

@@ -58,12 +58,13 @@ def is_session_lost(error: BaseException) -> bool:
 
 
 class SessionPool:
-    """One Spark Connect session per key (a model id), created on first use and replaced after a failure."""
+    """One Spark Connect session per key (a model id), created on first use and replaced once it is lost."""
 
     def __init__(self, remote: str, create: Callable[[str], SparkSession] = connect) -> None:
         self._remote = remote
         self._create = create
         self._sessions: dict[str, SparkSession] = {}
+        self._lost: list[SparkSession] = []
         self._lock = threading.Lock()
 
     def session(self, key: str) -> SparkSession:
@@ -76,11 +77,13 @@ class SessionPool:
     def discard(self, key: str, session: SparkSession) -> None:
         """Forget a lost ``session`` (if it is still ``key``'s): the next ``session(key)`` starts a fresh one. It is
         neither released on the server (gone or unreachable: asking would block for the retry policy) nor closed:
-        pyspark's close shuts down a thread pool all sessions of the process share, failing other models' running
-        statements. Its channel goes with the object."""
+        pyspark's close shuts down a thread pool all sessions of the process share — waiting, under a global lock,
+        for its pending calls to an unreachable server — and fails other models' running statements. A session's
+        ``__del__`` closes it too, so lost sessions are kept (a few objects per server restart)."""
         with self._lock:
             if self._sessions.get(key) is session:
                 del self._sessions[key]
+                self._lost.append(session)
 
     def close(self) -> None:
         with self._lock:
