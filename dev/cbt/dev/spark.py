@@ -60,6 +60,10 @@ class SparkConnectServer:
             "spark.sql.warehouse.dir": str(warehouse),
             "spark.hadoop.javax.jdo.option.ConnectionURL":
                 f"jdbc:derby:;databaseName={self.home / 'metastore_db'};create=true",
+            # No metastore connection pool: a statement interrupted (timeout, lost lease) inside a catalog call can
+            # leave its pooled Derby connection unreturned; with every connection gone, the next catalog call waits
+            # for one forever while holding the catalog lock, and every statement hangs (seen in CI).
+            "spark.hadoop.datanucleus.connectionPoolingType": "None",
             "spark.driver.extraJavaOptions": f"-Dderby.system.home={self.home}",
             "spark.connect.grpc.binding.address": HOST,
             "spark.connect.grpc.binding.port": str(self.layout.spark_port),
