@@ -27,15 +27,21 @@ pytestmark = pytest.mark.integration
 TOPICS = Topics("t.")
 
 
-def test_bodies_the_coordinator_cannot_use_are_rejected_with_the_reason(redis_client: Redis,
-                                                                         redis_prefix: str) -> None:
+def coordinator_on(redis_client: Redis, redis_prefix: str, publisher: Publisher) -> tuple[Coordinator, RedisState]:
+    """A coordinator of one incremental model over one external, on the real Redis (no admin tables needed)."""
     models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
     state = RedisState(redis_client, redis_prefix)
-    publisher = Publisher()
     planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
                       publisher, TOPICS, lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
     coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
                               "c1", lambda: None)  # type: ignore[arg-type,return-value]
+    return coordinator, state
+
+
+def test_bodies_the_coordinator_cannot_use_are_rejected_with_the_reason(redis_client: Redis,
+                                                                         redis_prefix: str) -> None:
+    publisher = Publisher()
+    coordinator, _ = coordinator_on(redis_client, redis_prefix, publisher)
     task = TaskRequested(task_id="an.minute:0:60", model="an.minute", position=0, interval=60)
 
     async def scenario() -> None:
@@ -56,12 +62,7 @@ def test_bodies_the_coordinator_cannot_use_are_rejected_with_the_reason(redis_cl
 
 def test_a_failing_task_is_in_the_models_failure_log_until_it_completes(redis_client: Redis,
                                                                            redis_prefix: str) -> None:
-    models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
-    state = RedisState(redis_client, redis_prefix)
-    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
-                      Publisher(), TOPICS, lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
-    coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
-                              "c1", lambda: None)  # type: ignore[arg-type,return-value]
+    coordinator, state = coordinator_on(redis_client, redis_prefix, Publisher())
     failures = [TaskFailed(task_id=f"an.minute:{p}:60", model="an.minute", position=p, interval=60, attempts=3,
                            error=f"boom {p}", failed_at_ms=1_000 + p) for p in range(0, 60 * (KEEP_FAILURES + 2), 60)]
     newest = failures[-1]
