@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 import textwrap
 
 import pytest
 from pyspark.sql import SparkSession
+from pyspark.sql.connect.client.reattach import ExecutePlanResponseReattachableIterator
 
 from tests.conftest import Endpoints
 
@@ -48,3 +50,22 @@ def test_a_second_client_process_sees_the_table(
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == "5"
+
+
+def test_a_session_done_with_never_shuts_down_the_pool_every_session_shares(endpoints: Endpoints) -> None:
+    """pyspark's ``__del__`` closes a session's client, which shuts down the process-wide pool for ``ReleaseExecute``
+    calls: run by the garbage collector inside another thread's submit, it failed that statement (seen in CI)."""
+    from cbt.adapters.spark import connect
+
+    stopped = connect(endpoints.spark_remote)
+    stopped.stop()
+    current = connect(endpoints.spark_remote)
+    current.sql("SELECT 1").collect()
+    shared_pool = ExecutePlanResponseReattachableIterator._release_thread_pool_instance
+    assert shared_pool is not None
+
+    del stopped
+    gc.collect()
+
+    assert ExecutePlanResponseReattachableIterator._release_thread_pool_instance is shared_pool, "the pool was shut"
+    assert current.sql("SELECT 2 AS n").collect()[0]["n"] == 2

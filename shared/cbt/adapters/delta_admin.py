@@ -97,7 +97,6 @@ class DeltaAdmin:
         self._spark = spark
         self._reconnect = reconnect
         """Makes a new session when the current one is lost (the Spark Connect server restarted)."""
-        self._lost: list[SparkSession] = []
         self._databases = sorted({incremental[0], scheduled[0], invalidations[0]})
         self._inc, self._sched, self._inv = (self._qualified(n) for n in (incremental, scheduled, invalidations))
         self._conflict_retries = conflict_retries
@@ -120,7 +119,6 @@ class DeltaAdmin:
         """After a lost session, the next call gets a new one; this call fails (its callers retry)."""
         if self._reconnect is not None and is_session_lost(error):
             log.warning("admin tables: the Spark Connect session was lost; reconnecting")
-            self._lost.append(self._spark)  # never collected: a session's __del__ closes a pool all sessions share
             self._spark = self._reconnect()
 
     def _rewrite(self, what: str, statement: str, params: Mapping[str, object]) -> list[Row]:

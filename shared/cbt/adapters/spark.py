@@ -5,6 +5,11 @@ gives each model its own session, so one model's state never reaches another's s
 session, which is how a process reconnects once the Spark Connect server has restarted (the old session is gone on
 the server and every statement on it fails). Creating and dropping sessions can block (pyspark serializes them
 behind one lock): call them from a thread, never on the event loop.
+
+No session made here is ever garbage-collected while the process runs (``_EVERY_SESSION``): a pyspark session's
+``__del__`` closes its client, and closing any client shuts down the thread pool every session of the process shares
+for its ``ReleaseExecute`` calls. Run by the collector inside another thread's submit to that pool, it failed that
+thread's statement ("cannot schedule new futures after shutdown") or deadlocked it on the pool's own lock.
 """
 
 from __future__ import annotations
@@ -28,6 +33,10 @@ INTERRUPT_WAIT_S = 30.0
 """How long an interrupted statement's call is waited for before the caller moves on regardless."""
 T = TypeVar("T")
 log = logging.getLogger("cbt.spark")
+_EVERY_SESSION: list[SparkSession] = []
+"""Every session ``connect`` made, referenced until the process exits (see the module's docstring): a few objects
+per model and per server restart."""
+_EVERY_SESSION_LOCK = threading.Lock()
 
 
 class QueryTimeout(CbtError):
@@ -48,6 +57,8 @@ def connect(remote: str) -> SparkSession:
     client = getattr(session, "client", None)
     if client is not None:
         client.set_retry_policies([RETRY_POLICY])
+    with _EVERY_SESSION_LOCK:
+        _EVERY_SESSION.append(session)
     return session
 
 
@@ -64,7 +75,6 @@ class SessionPool:
         self._remote = remote
         self._create = create
         self._sessions: dict[str, SparkSession] = {}
-        self._lost: list[SparkSession] = []
         self._lock = threading.Lock()
 
     def session(self, key: str) -> SparkSession:
@@ -78,12 +88,10 @@ class SessionPool:
         """Forget a lost ``session`` (if it is still ``key``'s): the next ``session(key)`` starts a fresh one. It is
         neither released on the server (gone or unreachable: asking would block for the retry policy) nor closed:
         pyspark's close shuts down a thread pool all sessions of the process share — waiting, under a global lock,
-        for its pending calls to an unreachable server — and fails other models' running statements. A session's
-        ``__del__`` closes it too, so lost sessions are kept (a few objects per server restart)."""
+        for its pending calls to an unreachable server. (``connect`` keeps it from the garbage collector.)"""
         with self._lock:
             if self._sessions.get(key) is session:
                 del self._sessions[key]
-                self._lost.append(session)
 
     def close(self) -> None:
         with self._lock:
