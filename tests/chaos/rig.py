@@ -40,6 +40,9 @@ HUNG_TIMEOUT_S = 8
 SOURCE_END = T0 + 600
 LAST_SLOT_END = SOURCE_END - 12 + 1
 FIRST_CHUNK_END = T0 + 240
+READINESS_CHECK = {"kafka": "kafka", "spark-connect": "spark"}
+"""The ``/readyz`` check that names each restarted component."""
+READINESS_WAIT_S = 60.0
 SERVICES = ("coordinator", "worker", "bounds-cache", "invalidator")
 
 MISBEHAVING_MODELS = {
@@ -178,7 +181,11 @@ class Chaos:
         (part,) = [p for p in stack.components() if p.name == name]
         if part.process.pid() is None:
             return f"{name} is not started by cbt dev: skipped"
+        check = READINESS_CHECK[name]
         part.process.stop()
+        if not wait_until(lambda: self._worker_readiness(check) not in (None, "ok"), READINESS_WAIT_S):
+            raise AssertionError(f"the worker's /readyz did not report {check} gone")
+        said = self._worker_readiness(check)
         time.sleep(self.rng.uniform(0.0, 3.0))
         part.start()
         if not wait_until(part.is_ready, stack.READY_TIMEOUT_S[name]):
@@ -186,7 +193,14 @@ class Chaos:
         part.after_ready()
         if name == "spark-connect":  # the server forgot every session, this one's too
             self.dep.spark = connect(self.dep.config.spark.remote or "")
-        return name
+        if not wait_until(lambda: self._worker_readiness(check) == "ok", READINESS_WAIT_S):
+            raise AssertionError(f"the worker's /readyz still reports {check} gone after it came back")
+        return f"{name}; the worker's /readyz said {check}: {said!r}, then ready again"
+
+    def _worker_readiness(self, check: str) -> str | None:
+        """What the worker's ``/readyz`` says of one dependency; None while it does not answer (restarting)."""
+        checks = self.dep.procs.readiness("worker")
+        return None if checks is None else checks.get(check, "missing")
 
     def _empty_redis(self) -> str:
         keys = list(self.dep.redis.scan_iter(match=f"{self.dep.config.redis.key_prefix}*"))

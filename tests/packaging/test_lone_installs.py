@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pyspark.sql import SparkSession
 
 from cbt.config.settings import load_config
 from cbt.dev.demo_ops import Namespace, clear
+from cbt.dev.pipeline import free_port
 from tests.conftest import Endpoints
 from tests.e2e.harness import CONFIG, overrides_for
 
@@ -129,7 +129,7 @@ def test_the_service_runs_on_the_stack_and_stops_on_sigterm(lone_env: LoneEnv, e
                                                              spark: SparkSession) -> None:
     tag = f"tlone{uuid.uuid4().hex[:8]}"
     overrides = overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote)
-    port = _free_port()
+    port = free_port()
     log = lone_env.path / f"{lone_env.service}.log"
     with log.open("wb") as out:
         proc = subprocess.Popen([str(lone_env.path / "bin" / f"cbt-{lone_env.service}"), "--config", str(CONFIG),
@@ -148,13 +148,6 @@ def test_the_service_runs_on_the_stack_and_stops_on_sigterm(lone_env: LoneEnv, e
     output = log.read_text(errors="replace")[-3000:]
     assert ready, output
     assert code == 0, output
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _wait_ready(url: str, proc: subprocess.Popen[bytes], timeout_s: float) -> bool:

@@ -6,10 +6,14 @@ Each service is ``python -m cbt.cli run <name>`` with the same config file; envi
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import urllib.error
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -23,6 +27,8 @@ class ServiceProcesses:
     overrides: dict[str, str] = field(default_factory=dict)
     log_dir: Path | None = None
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    health_ports: dict[str, int] = field(default_factory=dict)
+    """Where each process answers ``/healthz`` and ``/readyz``."""
     _logs: list[IO[bytes]] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
@@ -31,8 +37,9 @@ class ServiceProcesses:
     def start(self, name: str, instance: str = "") -> subprocess.Popen[bytes]:
         """Start one service process (``instance`` tells several of one service apart)."""
         key = f"{name}{instance}"
+        self.health_ports[key] = free_port()
         argv = [sys.executable, "-m", "cbt.cli", "run", name, "--config", str(self.config_path),
-                "--health-addr", "127.0.0.1:0"]
+                "--health-addr", f"127.0.0.1:{self.health_ports[key]}"]
         out: IO[bytes] | int = subprocess.DEVNULL
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -64,6 +71,27 @@ class ServiceProcesses:
             log.close()
         self._logs.clear()
 
+    def readiness(self, key: str) -> dict[str, str] | None:
+        """What the process's ``/readyz`` says of each dependency (``ok`` or why not); None while it does not answer
+        (starting up, stopped)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_ports[key]}/readyz", timeout=10) as response:
+                body = response.read()
+        except urllib.error.HTTPError as e:  # 503: not ready, with the checks
+            body = e.read()
+        except (OSError, KeyError):
+            return None
+        checks: dict[str, str] = json.loads(body).get("checks", {})
+        return checks
+
     def exited(self) -> dict[str, int]:
         """Processes that have exited on their own, with their exit codes."""
         return {k: code for k, p in self.running.items() if (code := p.poll()) is not None}
+
+
+def free_port() -> int:
+    """A TCP port nothing listens on now."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port

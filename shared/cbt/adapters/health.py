@@ -1,17 +1,26 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (its dependencies answer) over a minimal HTTP server."""
+"""``/healthz`` (the process answers) and ``/readyz`` (every dependency answers) over a minimal HTTP server.
+
+``/readyz`` runs each named check at once, each bounded by ``CHECK_TIMEOUT_S``, and names the failing ones in its
+503 body (``{"status": "not ready", "checks": {"kafka": "no answer within 3 s", "redis": "ok"}}``): an orchestrator
+stops routing to the process meanwhile, and an operator reads which dependency is gone.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
+
+CHECK_TIMEOUT_S = 3.0
+Check = Callable[[], Awaitable[None]]
+"""Returns when its dependency answers; raises (any error) when it does not."""
 
 
 class HealthServer:
-    def __init__(self, addr: str, is_ready: Callable[[], bool]) -> None:
+    def __init__(self, addr: str, checks: Mapping[str, Check]) -> None:
         host, _, port = addr.rpartition(":")
         self.host, self.port = host or "127.0.0.1", int(port)
-        self.is_ready = is_ready
+        self.checks = dict(checks)
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -23,11 +32,16 @@ class HealthServer:
             self._server.close()
             await self._server.wait_closed()
 
+    async def readiness(self) -> dict[str, str]:
+        """Each check's verdict: ``ok`` or why not."""
+        verdicts = await asyncio.gather(*(_verdict(check) for check in self.checks.values()))
+        return dict(zip(self.checks, verdicts, strict=True))
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             request = (await asyncio.wait_for(reader.readline(), 5)).decode(errors="replace").split()
             path = request[1] if len(request) > 1 else "/"
-            status, body = self._answer(path)
+            status, body = await self._answer(path)
             payload = json.dumps(body).encode()
             writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
                          "Connection: close\r\n\r\n".encode() + payload)
@@ -37,10 +51,22 @@ class HealthServer:
         finally:
             writer.close()
 
-    def _answer(self, path: str) -> tuple[str, dict[str, str]]:
+    async def _answer(self, path: str) -> tuple[str, dict[str, object]]:
         if path == "/healthz":
             return "200 OK", {"status": "ok"}
         if path == "/readyz":
-            return ("200 OK", {"status": "ready"}) if self.is_ready() else ("503 Service Unavailable",
-                                                                            {"status": "not ready"})
+            checks = await self.readiness()
+            if all(verdict == "ok" for verdict in checks.values()):
+                return "200 OK", {"status": "ready", "checks": checks}
+            return "503 Service Unavailable", {"status": "not ready", "checks": checks}
         return "404 Not Found", {"status": "unknown path"}
+
+
+async def _verdict(check: Check) -> str:
+    try:
+        await asyncio.wait_for(check(), CHECK_TIMEOUT_S)
+    except TimeoutError:
+        return f"no answer within {CHECK_TIMEOUT_S:g} s"
+    except Exception as e:  # any error of the dependency's client means not ready
+        return f"{type(e).__name__}: {e}"[:300]
+    return "ok"

@@ -17,12 +17,14 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 
+from faststream.confluent import KafkaBroker
+from pyspark.sql.connect.client.core import DefaultChannelBuilder
 from redis import Redis
 
 from cbt.adapters import kafka_admin
-from cbt.adapters.health import HealthServer
+from cbt.adapters.health import CHECK_TIMEOUT_S, Check, HealthServer
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.topics import Topics
@@ -133,22 +135,50 @@ def install_stop_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-def redis_answers(client: Redis) -> Callable[[], bool]:
-    """A readiness check: Redis (hot state, leases) answers a PING."""
+def redis_answers(client: Redis) -> Check:
+    """Redis (hot state, leases) answers a PING."""
 
-    def check() -> bool:
-        try:
-            return bool(client.ping())
-        except Exception:  # any client error means not ready
-            return False
+    async def check() -> None:
+        if not await asyncio.to_thread(client.ping):
+            raise ConnectionError("PING was not answered")
 
     return check
 
 
-async def serve_health(addr: str | None, is_ready: Callable[[], bool]) -> HealthServer | None:
+def kafka_answers(broker: KafkaBroker) -> Check:
+    """A Kafka broker answers a metadata request."""
+
+    async def check() -> None:
+        if not await broker.ping(timeout=CHECK_TIMEOUT_S):
+            raise ConnectionError("no broker answered a metadata request")
+
+    return check
+
+
+def spark_answers(remote: str) -> Check:
+    """The Spark Connect server accepts connections (a session call would wait out the retry policy, ~35 s)."""
+    endpoint = DefaultChannelBuilder(remote).endpoint
+
+    async def check() -> None:
+        host, _, port = endpoint.rpartition(":")
+        _, writer = await asyncio.open_connection(host, int(port))
+        writer.close()
+
+    return check
+
+
+def dependency_checks(config: Config, redis: Redis, broker: KafkaBroker) -> dict[str, Check]:
+    """What ``/readyz`` asks of a service: every service uses Redis, Kafka and (the admin record) Spark Connect."""
+    checks = {"redis": redis_answers(redis), "kafka": kafka_answers(broker)}
+    if config.spark.remote:
+        checks["spark"] = spark_answers(config.spark.remote)
+    return checks
+
+
+async def serve_health(addr: str | None, checks: Mapping[str, Check]) -> HealthServer | None:
     if not addr:
         return None
-    server = HealthServer(addr, is_ready)
+    server = HealthServer(addr, checks)
     await server.start()
     return server
 

@@ -45,7 +45,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
 
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
+        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker))
         log.info("bounds-cache started", extra={"owner": owner, "externals": len(models.externals)})
         await runtime.every(POLL_S, stop, step, log)
         if health:

@@ -220,7 +220,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
                       polling_interval=0.01)(on_event)
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.redis_answers(coordinator.marks.client))
+        checks = runtime.dependency_checks(config, coordinator.marks.client, broker)
+        health = await runtime.serve_health(health_addr, checks)
         log.info("coordinator started", extra={"owner": owner})
         await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log)
         if coordinator.consolidation is not None:  # finish it while still leader: no second one may overlap it

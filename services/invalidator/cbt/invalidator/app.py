@@ -84,7 +84,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
                       polling_interval=0.01)(on_event)
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
+        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker))
         log.info("invalidator started", extra={"owner": owner})
         await stop.wait()
         if health:

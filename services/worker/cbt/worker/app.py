@@ -108,7 +108,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         subscribe(broker, config, pool, consumer)
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.redis_answers(redis))
+        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker))
         log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
         await stop.wait()
         # Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop.

@@ -1,0 +1,69 @@
+"""``/readyz`` names each dependency's verdict; one gone (an error, or no answer in time) makes the process not ready."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import urllib.error
+import urllib.request
+
+import pytest
+
+from cbt.adapters import health
+from cbt.adapters.health import HealthServer
+
+
+async def answers() -> None:
+    return None
+
+
+async def refuses() -> None:
+    raise ConnectionRefusedError("[Errno 111] Connection refused")
+
+
+async def hangs() -> None:
+    await asyncio.sleep(3600)
+
+
+def get(port: int, path: str) -> tuple[int, dict[str, object]]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def ask(checks: dict[str, health.Check], path: str = "/readyz") -> tuple[int, dict[str, object]]:
+    async def scenario() -> tuple[int, dict[str, object]]:
+        server = HealthServer("127.0.0.1:0", checks)
+        await server.start()
+        try:
+            return await asyncio.to_thread(get, server.port, path)
+        finally:
+            await server.stop()
+
+    return asyncio.run(scenario())
+
+
+def test_ready_when_every_dependency_answers() -> None:
+    assert ask({"redis": answers, "kafka": answers}) == (200, {"status": "ready",
+                                                               "checks": {"redis": "ok", "kafka": "ok"}})
+
+
+def test_a_dependency_that_refuses_makes_it_not_ready_and_is_named() -> None:
+    status, body = ask({"redis": answers, "spark": refuses})
+    assert status == 503
+    assert body == {"status": "not ready",
+                    "checks": {"redis": "ok", "spark": "ConnectionRefusedError: [Errno 111] Connection refused"}}
+
+
+def test_a_dependency_that_does_not_answer_in_time_is_not_ready_without_holding_the_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(health, "CHECK_TIMEOUT_S", 0.2)
+    status, body = ask({"kafka": hangs, "redis": answers})
+    assert status == 503 and body["checks"] == {"kafka": "no answer within 0.2 s", "redis": "ok"}
+
+
+def test_healthz_answers_whatever_the_dependencies_say() -> None:
+    assert ask({"kafka": refuses}, "/healthz") == (200, {"status": "ok"})
