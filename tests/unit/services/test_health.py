@@ -1,4 +1,4 @@
-"""``/readyz`` names each dependency's verdict; one gone (an error, or no answer in time) makes the process not ready."""
+"""`/readyz` names each dependency's verdict; one gone (an error, no answer in time) makes the process not ready."""
 
 from __future__ import annotations
 
