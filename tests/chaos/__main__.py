@@ -52,7 +52,8 @@ def main(argv: list[str] | None = None) -> int:
         "faults": [asdict(f) for f in chaos.faults], "quiet_after_last_fault_s": round(quiet_s, 1),
         "total_s": round(time.monotonic() - began, 1), "lost_rows": result.lost_rows,
         "duplicate_rows": result.duplicate_rows, "tables": {t: list(d) for t, d in result.tables_equal.items()},
-        "failures_reported": result.failures_reported, "problems": problems,
+        "failures_reported": result.failures_reported, "failures_recorded": result.recorded_failures,
+        "problems": problems,
     }
     path = write(report, stamp(), REPORTS / "chaos")
     print(f"faults: {report['faults_by_kind']}")

@@ -24,6 +24,7 @@ from confluent_kafka import Consumer, Producer
 from pyspark.sql import SparkSession
 from redis import Redis
 
+from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.spark import connect
@@ -256,6 +257,8 @@ class Verdict:
     misbehaving_coverage: dict[str, int]
     status_failures: dict[str, int]
     """Per model with failures: how many ``cbt status --json`` lists."""
+    recorded_failures: dict[str, int]
+    """Per misbehaving model: failures in the admin tables' history (``cbt_failures``)."""
 
     @property
     def lost_rows(self) -> int:
@@ -272,6 +275,7 @@ class Verdict:
         found += [f"{table}: covers {n} positions" for table, n in self.misbehaving_coverage.items() if n]
         found += [f"{table}: cbt status shows no failure" for table in (HUNG, FAILING)
                   if not self.status_failures.get(table)]
+        found += [f"{table}: no failure in the admin tables" for table, n in self.recorded_failures.items() if n == 0]
         if not self.hung_timed_out:
             found.append(f"{HUNG}: no failure says its run timed out")
         return found
@@ -290,7 +294,10 @@ def verdict(dep: Deployment) -> Verdict:
     hung_timed_out = any(f.model.endswith(HUNG) and "timed out" in f.error for f in failed)
     coverage = {table: sum(hi - lo for lo, hi in dep.coverage(f"{dep.output_db}.{table}"))
                 for table in (HUNG, FAILING)}
-    return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, status_failures(dep))
+    recorded = Counter(f.model.split(".")[-1] for f in admin_from_config(dep.spark, dep.config).failures(
+        [f"{dep.output_db}.{table}" for table in (HUNG, FAILING)]))
+    return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, status_failures(dep),
+                   {t: recorded[t] for t in (HUNG, FAILING)})
 
 
 def status_failures(dep: Deployment) -> dict[str, int]:

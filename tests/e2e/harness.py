@@ -20,7 +20,7 @@ from redis import Redis
 
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.scripts import run_script
-from cbt.config.settings import Config, load_config
+from cbt.config.settings import Config, admin_database_overrides, load_config
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables, write_range, write_validator_entities
 from cbt.dev.pipeline import ServiceProcesses
@@ -46,8 +46,7 @@ def overrides_for(tag: str, kafka: str, redis_url: str, spark_remote: str) -> di
         "CBT__REDIS__URL": redis_url, "CBT__REDIS__KEY_PREFIX": f"{tag}:", "CBT__SPARK__REMOTE": spark_remote,
         "CBT__MODELS__EXTERNAL__DEFAULT_DATABASE": f"{tag}_src",
         "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": f"{tag}_out",
-        "CBT__ADMIN__INCREMENTAL__DATABASE": f"{tag}_admin", "CBT__ADMIN__SCHEDULED__DATABASE": f"{tag}_admin",
-        "CBT__ADMIN__INVALIDATIONS__DATABASE": f"{tag}_admin",
+        **admin_database_overrides(f"{tag}_admin"),
         "CBT__WORKER__RETRY__BACKOFF_INITIAL_S": "1", "CBT__LOGGING__LEVEL": "info",
     }
 

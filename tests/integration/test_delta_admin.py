@@ -13,6 +13,7 @@ from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.delta_admin_sql import INCREMENTAL_COLUMNS
 from cbt.adapters.spark import connect
+from cbt.contract.messages import TaskFailed
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
 from cbt.state.ports import DurableRecord
 from cbt.state.protocol import UNKNOWN_STEP, Piece
@@ -82,7 +83,7 @@ def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spa
     admin.ensure_tables()
 
     tables = {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {spark_database}").collect()}
-    assert tables == {"cbt_incremental", "cbt_scheduled", "cbt_invalidations"}
+    assert tables == {"cbt_incremental", "cbt_scheduled", "cbt_invalidations", "cbt_failures"}
     detail = spark.sql(f"DESCRIBE DETAIL {spark_database}.cbt_incremental").collect()[0]
     assert detail["format"] == "delta"
     assert list(detail["partitionColumns"]) == ["database", "table"]
@@ -282,6 +283,24 @@ def test_every_scheduled_run_is_kept_and_the_latest_is_found(admin: DeltaAdmin) 
         "ref.rates": runs[2],
         "ref.report": earlier,
     }
+
+
+@pytest.mark.integration
+def test_every_failure_is_kept_newest_first_with_its_error(admin: DeltaAdmin) -> None:
+    failures = [
+        TaskFailed(task_id=f"{M}:0:60", model=M, position=0, interval=60, attempts=3, error="boom 'x'\nline 2",
+                   failed_at_ms=1_000, worker="w1"),
+        TaskFailed(task_id="ref.rates:@3600", model="ref.rates", scheduled_unix=3600, attempts=3, error="e",
+                   failed_at_ms=2_000, worker="w2"),
+        TaskFailed(task_id=f"{M}:0:60", model=M, position=0, interval=60, attempts=0, error="no model",
+                   failed_at_ms=3_000),
+    ]
+    for failed in failures:
+        admin.record_failure(failed)
+
+    assert admin.failures() == [failures[2], failures[1], failures[0]]
+    assert admin.failures([M], limit=1) == [failures[2]]
+    assert admin.failures(["an.none"]) == []
 
 
 @pytest.mark.integration

@@ -19,8 +19,8 @@ from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.redis_state import RedisState
-from cbt.config.settings import Config, load_config
-from cbt.contract.messages import InvalidationRejected, Message, TaskRequested
+from cbt.config.settings import Config, admin_database_overrides, load_config
+from cbt.contract.messages import InvalidationRejected, Message, TaskFailed, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.invalidator import app
 from cbt.invalidator.handler import InvalidationHandler
@@ -48,8 +48,7 @@ def config(endpoints: Endpoints, topic_prefix: str, redis_prefix: str, spark_dat
     overrides = {
         "CBT__KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka_bootstrap, "CBT__KAFKA__TOPIC_PREFIX": topic_prefix,
         "CBT__REDIS__URL": endpoints.redis_url, "CBT__REDIS__KEY_PREFIX": redis_prefix,
-        "CBT__SPARK__REMOTE": endpoints.spark_remote, "CBT__ADMIN__INCREMENTAL__DATABASE": spark_database,
-        "CBT__ADMIN__SCHEDULED__DATABASE": spark_database, "CBT__ADMIN__INVALIDATIONS__DATABASE": spark_database,
+        "CBT__SPARK__REMOTE": endpoints.spark_remote, **admin_database_overrides(spark_database),
         "CBT__INVALIDATOR__MAX_RANGE": "100000",
     }
     yield load_config(CONFIG, environ={**os.environ, **overrides})
@@ -175,6 +174,9 @@ class GatedExecutor:
 
 class NoRecorder:
     async def record(self, row: CompletionRow) -> None:
+        return None
+
+    async def record_failure(self, failed: TaskFailed) -> None:
         return None
 
 

@@ -31,7 +31,7 @@ from redis import Redis
 from cbt.adapters.kafka_admin import ensure_topics
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
-from cbt.config.settings import Config, load_config
+from cbt.config.settings import Config, admin_database_overrides, load_config
 from cbt.contract.topics import Topics
 from cbt.dev import stack
 from cbt.dev.ddl import apply_ddl
@@ -86,7 +86,7 @@ def namespace_overrides(tag: str) -> dict[str, str]:
         "CBT__KAFKA__TOPIC_PREFIX": f"{tag}.", "CBT__REDIS__KEY_PREFIX": f"{tag}:",
         "CBT__MODELS__EXTERNAL__DEFAULT_DATABASE": f"{tag}_src",
         "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": f"{tag}_out",
-        **{f"CBT__ADMIN__{t}__DATABASE": f"{tag}_admin" for t in ("INCREMENTAL", "SCHEDULED", "INVALIDATIONS")},
+        **admin_database_overrides(f"{tag}_admin"),
     }
 
 

@@ -35,7 +35,7 @@ class Namespace:
     def from_config(cls, config: Config) -> Namespace:
         admin = config.admin
         names = (config.models.external.default_database, config.models.transformations.default_database,
-                 admin.incremental.database, admin.scheduled.database, admin.invalidations.database)
+                 *(table.database for table in admin.tables()))
         return cls(tuple(dict.fromkeys(n for n in names if n)), config.redis.key_prefix, config.kafka.topic_prefix)
 
     def topics(self, config: Config) -> tuple[str, ...]:

@@ -1,5 +1,5 @@
-"""The Delta admin tables (SPEC §7): the durable, SQL-queryable record of completed intervals, scheduled runs and
-invalidations, and the source the Redis hot index is rebuilt from.
+"""The Delta admin tables (SPEC §7): the durable, SQL-queryable record of completed intervals, scheduled runs,
+invalidations and failed tasks, and the source the Redis hot index is rebuilt from.
 
 Implements ``cbt.state.ports.DurableRecord``: the authority of the coverage protocol (``docs/protocol.md``).
 Everything goes through Spark Connect with SQL and the DataFrame API. Each public write is one Delta commit:
@@ -27,6 +27,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 from cbt.adapters import delta_admin_sql as q
 from cbt.adapters.spark import connect, is_session_lost, quote_identifier
 from cbt.config.settings import Config
+from cbt.contract.messages import TaskFailed
 from cbt.errors import CbtError
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import EMPTY, Coverage, Range, merge
@@ -64,6 +65,7 @@ def _struct(columns: Iterable[tuple[str, str]]) -> StructType:
 
 _INCREMENTAL_SCHEMA = _struct(q.INCREMENTAL_COLUMNS)
 _SCHEDULED_SCHEMA = _struct(q.SCHEDULED_COLUMNS)
+_FAILURE_SCHEMA = _struct(q.FAILURE_COLUMNS)
 
 
 def _utc(ms: int) -> datetime:
@@ -90,6 +92,7 @@ class DeltaAdmin:
         incremental: TableName = ("admin", "cbt_incremental"),
         scheduled: TableName = ("admin", "cbt_scheduled"),
         invalidations: TableName = ("admin", "cbt_invalidations"),
+        failures: TableName | None = None,
         *,
         conflict_retries: int = 8,
         reconnect: Callable[[], SparkSession] | None = None,
@@ -97,8 +100,10 @@ class DeltaAdmin:
         self._spark = spark
         self._reconnect = reconnect
         """Makes a new session when the current one is lost (the Spark Connect server restarted)."""
-        self._databases = sorted({incremental[0], scheduled[0], invalidations[0]})
-        self._inc, self._sched, self._inv = (self._qualified(n) for n in (incremental, scheduled, invalidations))
+        failures = failures or (incremental[0], "cbt_failures")
+        self._databases = sorted({incremental[0], scheduled[0], invalidations[0], failures[0]})
+        self._inc, self._sched, self._inv, self._failed = (
+            self._qualified(n) for n in (incremental, scheduled, invalidations, failures))
         self._conflict_retries = conflict_retries
 
     @staticmethod
@@ -153,6 +158,7 @@ class DeltaAdmin:
             (self._inc, q.create_incremental(self._inc), q.INCREMENTAL_COLUMNS),
             (self._sched, q.create_scheduled(self._sched), q.SCHEDULED_COLUMNS),
             (self._inv, q.create_invalidations(self._inv), q.INVALIDATION_COLUMNS),
+            (self._failed, q.create_failures(self._failed), q.FAILURE_COLUMNS),
         )
         for table, statement, columns in tables:
             self._create(f"create {table}", statement)
@@ -309,6 +315,20 @@ class DeltaAdmin:
         statement = q.scheduled_runs_query(self._sched, where, False)
         return [_scheduled_run(row) for row in self._sql("read scheduled runs", statement, {**params, "limit": limit})]
 
+    # -- failures -------------------------------------------------------------------------------------------------
+
+    def record_failure(self, failed: TaskFailed) -> None:
+        """Append a task that failed its last attempt (history is kept)."""
+        value = (_utc(failed.failed_at_ms), *split_model_id(failed.model), failed.position, failed.interval,
+                 failed.scheduled_unix, failed.task_id, failed.attempts, failed.error, failed.worker)
+        self._append("record failure", self._failed, _FAILURE_SCHEMA, [value])
+
+    def failures(self, model_ids: Collection[ModelId] | None = None, limit: int = 100) -> list[TaskFailed]:
+        """Recorded failures, newest first."""
+        where, params = q.model_filter(model_ids)
+        rows = self._sql("read failures", q.failures_query(self._failed, where), {**params, "limit": limit})
+        return [_failure(row) for row in rows]
+
     # -- invalidations --------------------------------------------------------------------------------------------
 
     def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
@@ -345,6 +365,14 @@ def _scheduled_run(row: Row) -> ScheduledRun:
     )
 
 
+def _failure(row: Row) -> TaskFailed:
+    return TaskFailed(
+        task_id=row["task_id"], model=f"{row['database']}.{row['table']}", position=row["position"],
+        interval=row["interval"], scheduled_unix=row["scheduled_unix"], attempts=int(row["attempts"]),
+        error=row["error"] or "", failed_at_ms=int(row["failed_ms"]), worker=row["worker"] or "",
+    )
+
+
 def _invalidation(row: Row) -> InvalidationRecord:
     return InvalidationRecord(
         id=row["id"],
@@ -367,4 +395,5 @@ def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin:
     return DeltaAdmin(spark, (names.incremental.database, names.incremental.table),
                       (names.scheduled.database, names.scheduled.table),
                       (names.invalidations.database, names.invalidations.table),
+                      (names.failures.database, names.failures.table),
                       reconnect=(lambda: connect(remote)) if remote else None)

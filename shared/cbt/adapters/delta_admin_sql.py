@@ -59,6 +59,18 @@ INVALIDATION_COLUMNS = (
     ("affected", "STRING"),
     ("seq", "STRING"),
 )
+FAILURE_COLUMNS = (
+    ("failed_date_time", "TIMESTAMP"),
+    ("database", "STRING"),
+    ("table", "STRING"),
+    ("position", "BIGINT"),
+    ("interval", "BIGINT"),
+    ("scheduled_unix", "BIGINT"),
+    ("task_id", "STRING"),
+    ("attempts", "BIGINT"),
+    ("error", "STRING"),
+    ("worker", "STRING"),
+)
 
 
 def create_database(database: str) -> str:
@@ -96,6 +108,16 @@ def create_invalidations(table: str) -> str:
   seq STRING COMMENT 'JSON: model -> invalidation sequence after this event'
 ) USING DELTA
 COMMENT 'cbt: every accepted invalidation and what it affected'"""
+
+
+def create_failures(table: str) -> str:
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+  failed_date_time TIMESTAMP COMMENT 'when the last attempt failed', `database` STRING, `table` STRING,
+  position BIGINT, `interval` BIGINT COMMENT 'the task [position, position + interval); null for a scheduled run',
+  scheduled_unix BIGINT COMMENT 'the cron time of a scheduled run', task_id STRING,
+  attempts BIGINT COMMENT 'attempts made (0: the task could not be run at all)', error STRING, worker STRING
+) USING DELTA
+COMMENT 'cbt: every task that failed its last attempt (it is tried again on a later backfill tick)'"""
 
 
 def model_filter(models: Collection[ModelId] | None, prefix: str = "m") -> tuple[str, Params]:
@@ -334,3 +356,10 @@ def scheduled_runs_query(scheduled: str, where: str, latest_only: bool) -> str:
     error, duration_ms, row_number() OVER (PARTITION BY `database`, `table` ORDER BY {order}) AS rn
   FROM {scheduled} WHERE {where}
 ) {keep} ORDER BY `database`, `table`, rn"""
+
+
+def failures_query(failures: str, where: str) -> str:
+    """Failures newest first."""
+    return f"""SELECT unix_millis(failed_date_time) AS failed_ms, `database`, `table`, position, `interval`,
+  scheduled_unix, task_id, attempts, error, worker
+FROM {failures} WHERE {where} ORDER BY failed_date_time DESC, task_id LIMIT :limit"""

@@ -140,6 +140,7 @@ _ADMIN_DEFAULTS = {
     "incremental": {"database": "admin", "table": "cbt_incremental"},
     "scheduled": {"database": "admin", "table": "cbt_scheduled"},
     "invalidations": {"database": "admin", "table": "cbt_invalidations"},
+    "failures": {"database": "admin", "table": "cbt_failures"},
 }
 
 
@@ -149,6 +150,10 @@ class AdminConfig(Section):
     incremental: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["incremental"])
     scheduled: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["scheduled"])
     invalidations: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["invalidations"])
+    failures: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["failures"])
+
+    def tables(self) -> tuple[TableRef, ...]:
+        return tuple(getattr(self, name) for name in _ADMIN_DEFAULTS)
 
     @model_validator(mode="before")
     @classmethod
@@ -159,6 +164,11 @@ class AdminConfig(Section):
             k: {**_ADMIN_DEFAULTS[k], **v} if k in _ADMIN_DEFAULTS and isinstance(v, dict) else v
             for k, v in data.items()
         }
+
+
+def admin_database_overrides(database: str) -> dict[str, str]:
+    """Environment overrides (``CBT__ADMIN__<TABLE>__DATABASE``) that put every admin table in ``database``."""
+    return {f"CBT__ADMIN__{name.upper()}__DATABASE": database for name in _ADMIN_DEFAULTS}
 
 
 class SchedulerConfig(Section):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -34,9 +34,13 @@ class Published:
 @dataclass
 class Rows:
     rows: list[CompletionRow] = field(default_factory=list)
+    failures: list[TaskFailed] = field(default_factory=list)
 
     async def record(self, row: CompletionRow) -> None:
         self.rows.append(row)
+
+    async def record_failure(self, failed: TaskFailed) -> None:
+        self.failures.append(failed)
 
 
 @dataclass
@@ -138,7 +142,20 @@ def test_failures_are_retried_and_the_last_one_is_published() -> None:
     assert len(failing.runs) == 3 and rows2.rows == []
     (topic, message), = published2.messages
     assert topic == "t.task-failed" and isinstance(message, TaskFailed) and "boom 3" in message.error
+    assert rows2.failures == [message], "the failure is kept in the admin tables' history"
     assert state2.coverage.coverage(MODEL) == ()
+
+
+def test_a_failure_that_cannot_be_recorded_in_the_admin_tables_is_still_published() -> None:
+    class Unrecordable(Rows):
+        async def record_failure(self, failed: TaskFailed) -> None:
+            raise RuntimeError("Spark Connect is gone")
+
+    state = ready_state()
+    runner, published, _ = make_runner(Executor(failures=5), state)
+    runner.ports = replace(runner.ports, recorder=Unrecordable())
+    assert handle(runner, task()) == "failed"
+    assert [topic for topic, _ in published.messages] == ["t.task-failed"]
 
 
 def test_an_invalidation_during_the_run_wins_over_the_completion() -> None:

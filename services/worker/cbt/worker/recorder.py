@@ -1,5 +1,6 @@
 """Durable completion records: incremental intervals are group-committed to the admin table, one Delta commit
-for every completion that arrives while the previous commit runs; scheduled runs are appended as they finish."""
+for every completion that arrives while the previous commit runs; scheduled runs and tasks that failed their last
+attempt are appended as they finish."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass, field
 
 from cbt.adapters.delta_admin import DeltaAdmin
 from cbt.concurrency.groupcommit import GroupCommitter
+from cbt.contract.messages import TaskFailed
 from cbt.state.admin_records import CompletedInterval, ScheduledRun
 from cbt.worker.runner import CompletionRow
 
@@ -34,6 +36,9 @@ class AdminRecorder:
                 model=task.model, scheduled_unix=task.scheduled_unix, task_id=task.task_id, status=row.status,
                 error=row.error, duration_ms=row.duration_ms,
             ))
+
+    async def record_failure(self, failed: TaskFailed) -> None:
+        await asyncio.to_thread(self.admin.record_failure, failed)
 
     async def close(self) -> None:
         await self._intervals.close()

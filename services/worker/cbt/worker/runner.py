@@ -94,6 +94,10 @@ class CompletionRecorder(Protocol):
         """Returns once the row is durable in the admin tables."""
         ...
 
+    async def record_failure(self, failed: TaskFailed) -> None:
+        """Returns once the failure is in the admin tables' history."""
+        ...
+
 
 class CoverageStore(CoverageReader, CoverageWriter, Protocol):
     pass
@@ -330,8 +334,14 @@ class TaskRunner:
 
     async def _fail(self, task: TaskRequested, attempts: int, error: str) -> None:
         log.error("task failed", extra={"task_id": task.task_id, "error": error[:500]})
-        await self.ports.publisher.publish(self.topics.task_failed, TaskFailed(
+        failed = TaskFailed(
             task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
             scheduled_unix=task.scheduled_unix, attempts=attempts, error=error[-4000:], worker=self.worker_id,
-        ), key=task.model)
+        )
+        await self.ports.publisher.publish(self.topics.task_failed, failed, key=task.model)
         self.ports.ledger.release(task.model, task.task_id)
+        try:  # the history for operators; the published message is what the system acts on
+            await self.ports.recorder.record_failure(failed)
+        except Exception as e:
+            log.warning("recording a failure in the admin tables failed; it was published",
+                        extra={"task_id": task.task_id, "error": str(e)[:300]})
