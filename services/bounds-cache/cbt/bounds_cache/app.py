@@ -41,13 +41,14 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         leading = (leading and state.leases.renew(LEADER_LEASE, owner, ttl_ms)) or (
             state.leases.acquire(LEADER_LEASE, owner, ttl_ms) is not None)
         if leading:
-            await scanner.scan_due()
+            scanner.start_due()
 
     async with broker:
         await broker.start()
         health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker))
         log.info("bounds-cache started", extra={"owner": owner, "externals": len(models.externals)})
         await runtime.every(POLL_S, stop, step, log)
+        await scanner.stop()
         if health:
             await health.stop()
     state.leases.release(LEADER_LEASE, owner)

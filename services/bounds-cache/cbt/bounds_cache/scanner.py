@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -25,6 +26,9 @@ class BoundsQuery(Protocol):
 
 @dataclass
 class BoundsScanner:
+    """Scans run independently per model: a slow or hung one (bounded by its timeout) delays only its own model's
+    next scan, never another model's, nor the caller's loop (which renews the scanner's leader lease)."""
+
     externals: list[ExternalModel]
     store: BoundsStore
     query: BoundsQuery
@@ -32,26 +36,54 @@ class BoundsScanner:
     topics: Topics
     _last_full: dict[ModelId, float] = field(default_factory=dict)
     _last_any: dict[ModelId, float] = field(default_factory=dict)
+    _running: dict[ModelId, asyncio.Task[bool]] = field(default_factory=dict)
+
+    def start_due(self, now_s: float | None = None) -> list[asyncio.Task[bool]]:
+        """Start a scan of every external model whose full or incremental scan is due and that has none running;
+        each task ends True when its model's bounds changed (a failed scan is logged and keeps the cached bounds)."""
+        now = time.time() if now_s is None else now_s
+        idle = [m for m in self.externals if m.id not in self._running]
+        stored = self.store.bounds([m.id for m in idle]) if idle else {}
+        started: list[asyncio.Task[bool]] = []
+        for model in idle:
+            kind = self._due(model, now, model.id in stored)
+            if kind is None:
+                continue
+            scan = self._running[model.id] = asyncio.create_task(self._scan_logged(model, kind, now),
+                                                                 name=f"bounds scan {model.id}")
+            scan.add_done_callback(functools.partial(self._ended, model.id))
+            started.append(scan)
+        return started
+
+    def _ended(self, model_id: ModelId, _: asyncio.Task[bool]) -> None:
+        self._running.pop(model_id, None)
 
     async def scan_due(self, now_s: float | None = None) -> int:
-        """Scan every external model whose full or incremental scan is due; returns how many bounds changed."""
-        now = time.time() if now_s is None else now_s
-        stored = self.store.bounds([m.id for m in self.externals])
-        due = [(m, kind) for m in self.externals if (kind := self._due(m, now, m.id in stored)) is not None]
-        results = await asyncio.gather(*(self.scan_one(m, kind) for m, kind in due), return_exceptions=True)
-        for (model, _), result in zip(due, results, strict=True):
-            if isinstance(result, BaseException):
-                log.warning("bounds scan failed; keeping cached bounds",
-                            extra={"model": model.id, "error": str(result)[:500]})
-        return sum(1 for r in results if r is True)
+        """Start the due scans and wait for them; returns how many bounds changed."""
+        return sum(await asyncio.gather(*self.start_due(now_s)))
 
-    async def scan_one(self, model: ExternalModel, kind: ScanKind) -> bool:
-        """Scan one model; True when its stored bounds changed (and ``bounds-updated`` was published)."""
+    async def stop(self) -> None:
+        """Cancel the scans still running (a Spark scan is interrupted on the server) and wait for them."""
+        running = list(self._running.values())
+        for scan in running:
+            scan.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
+
+    async def _scan_logged(self, model: ExternalModel, kind: ScanKind, now: float) -> bool:
+        try:
+            return await self.scan_one(model, kind, now)
+        except Exception as e:
+            log.warning("bounds scan failed; keeping cached bounds", extra={"model": model.id, "error": str(e)[:500]})
+            return False
+
+    async def scan_one(self, model: ExternalModel, kind: ScanKind, now_s: float | None = None) -> bool:
+        """Scan one model (at ``now_s``, default now); True when its stored bounds changed (and ``bounds-updated``
+        was published)."""
         previous = self.store.bounds([model.id]).get(model.id)
         context = ScanContext(is_incremental_scan=kind == "incremental" and previous is not None,
                               previous_min=previous.min if previous else None,
                               previous_max=previous.max if previous else None)
-        started = time.time()
+        started = time.time() if now_s is None else now_s
         result = await self.query.scan(model, context)
         self._last_any[model.id] = started
         if kind == "full":
