@@ -5,6 +5,7 @@ Edges point from a model to what it depends on; OR-group members are edges too (
 
 from __future__ import annotations
 
+import heapq
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -33,14 +34,19 @@ class ModelSet:
     transformation_database: str | None = None
     warnings: tuple[Problem, ...] = ()
     _dependents: dict[ModelId, tuple[ModelId, ...]] = field(default_factory=dict, repr=False, compare=False)
+    _order: list[ModelId] = field(default_factory=list, repr=False, compare=False)
+    _rank: dict[ModelId, int] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        """The graph queries' indexes, built once per load in O(N + E) (a tick or an invalidation only reads them)."""
         dependents: dict[ModelId, list[ModelId]] = {model_id: [] for model_id in self.models}
         for model_id in sorted(self.models):
             for dep in dict.fromkeys(all_dependency_ids(self.models[model_id])):
                 if dep in dependents:
                     dependents[dep].append(model_id)
         self._dependents.update({k: tuple(v) for k, v in dependents.items()})
+        self._order.extend(topological_order({m: self.dependencies(m) for m in self.models}))
+        self._rank.update({model_id: rank for rank, model_id in enumerate(self._order)})
 
     def __contains__(self, model_id: object) -> bool:
         return model_id in self.models
@@ -80,17 +86,19 @@ class ModelSet:
 
     def descendants(self, model_id: ModelId) -> tuple[ModelId, ...]:
         """Every model downstream of ``model_id`` (not itself), parents before children."""
-        reach = _reach(model_id, self.dependents)
-        return tuple(m for m in self.topological_order() if m in reach)
+        return self._in_order(_reach(model_id, self.dependents))
 
     def ancestors(self, model_id: ModelId) -> tuple[ModelId, ...]:
         """Every model upstream of ``model_id`` (not itself), parents before children."""
-        reach = _reach(model_id, self.dependencies)
-        return tuple(m for m in self.topological_order() if m in reach)
+        return self._in_order(_reach(model_id, self.dependencies))
 
     def topological_order(self) -> tuple[ModelId, ...]:
         """Dependencies before dependents; ties in id order, so the order is stable."""
-        return topological_order({m: self.dependencies(m) for m in self.models})
+        return tuple(self._order)
+
+    def _in_order(self, models: set[ModelId]) -> tuple[ModelId, ...]:
+        """``models`` in topological order (models on a cycle, which validation rejects, are left out)."""
+        return tuple(sorted((m for m in models if m in self._rank), key=self._rank.__getitem__))
 
     def resolve(self, name: str) -> ModelId:
         """An id from ``db.table``, ``{{external}}.table``, ``{{transformation}}.table`` or a unique bare table."""
@@ -128,16 +136,15 @@ def topological_order(graph: Mapping[ModelId, tuple[ModelId, ...]]) -> tuple[Mod
     for node, deps in pending.items():
         for dep in deps:
             users[dep].append(node)
-    ready = sorted(n for n, deps in pending.items() if not deps)
+    ready = sorted(n for n, deps in pending.items() if not deps)  # a sorted list is a heap
     out: list[ModelId] = []
     while ready:
-        node = ready.pop(0)
+        node = heapq.heappop(ready)
         out.append(node)
         for user in users[node]:
             pending[user].discard(node)
             if not pending[user]:
-                ready.append(user)
-        ready.sort()
+                heapq.heappush(ready, user)
     return tuple(out)
 
 
