@@ -80,3 +80,19 @@ def test_a_failing_task_is_in_the_models_failure_log_until_it_completes(redis_cl
     completed = IntervalCompleted(task_id=newest.task_id, model="an.minute", position=newest.position, interval=60)
     asyncio.run(coordinator.on_event(completed.encode(), TOPICS.interval_completed))
     assert state.failures.recent_failures(["an.minute"])["an.minute"] == failures[::-1][1:KEEP_FAILURES]
+
+
+def test_completions_feed_the_batch_sizes_with_their_measured_run_times(redis_client: Redis,
+                                                                          redis_prefix: str) -> None:
+    coordinator, _ = coordinator_on(redis_client, redis_prefix, Publisher())
+    runs = [IntervalCompleted(task_id="an.minute:0:60", model="an.minute", position=0, interval=60, duration_ms=1_300),
+            IntervalCompleted(task_id="an.minute:60:1200", model="an.minute", position=60, interval=1200, step=60,
+                              duration_ms=1_490)]
+
+    async def scenario() -> None:
+        for completed in runs:
+            await coordinator.on_event(completed.encode(), TOPICS.interval_completed)
+
+    asyncio.run(scenario())
+    fixed_s, per_interval_s = coordinator.planner.batch.fit("an.minute")
+    assert fixed_s == pytest.approx(1.29) and per_interval_s == pytest.approx(0.01)

@@ -47,6 +47,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--end", type=int, help="end position, exclusive (incremental models)")
     p.add_argument("--direction", choices=("forward", "backfill", "rerun"), default="forward")
     p.add_argument("--attempt", type=int, default=1)
+    p.add_argument("--step", type=int, help="render a batch: [start, end) as intervals of STEP positions in one run "
+                                            "(as a worker does for a backlog, by the model's batch mode)")
     p.add_argument("--task-start", type=int, help="task wall-clock start, unix seconds (default: now)")
     p.add_argument("--scan", choices=("full", "incremental"), default="full", help="external models: scan kind")
     p.add_argument("--previous-min", type=int, help="external models: previously known min (incremental scan)")
@@ -137,7 +139,10 @@ def _task_for(model: Transformation, args: argparse.Namespace) -> TaskContext:
             raise UsageError(f"{model.id} is incremental: give --start and --end (positions, end exclusive)")
         if args.end <= args.start:
             raise UsageError(f"--end ({args.end}) must be greater than --start ({args.start})")
-        return TaskContext(model.id, task_start, args.start, args.end, args.direction, args.attempt)
+        if args.step is not None and (args.step <= 0 or (args.end - args.start) % args.step):
+            raise UsageError(f"--step ({args.step}) must be positive and divide --end minus --start "
+                             f"({args.end - args.start})")
+        return TaskContext(model.id, task_start, args.start, args.end, args.direction, args.attempt, args.step)
     if args.start is not None or args.end is not None:
         raise UsageError(f"{model.id} is scheduled: it has no interval; use --task-start for the run time")
     return TaskContext(model.id, task_start, direction=args.direction, attempt=args.attempt)
@@ -146,6 +151,13 @@ def _task_for(model: Transformation, args: argparse.Namespace) -> TaskContext:
 def _task_line(model: Transformation, task: TaskContext) -> str:
     where = f" [{task.start}, {task.end})" if task.start is not None else ""
     return f"task {task.task_id}{where}, direction {task.direction}, attempt {task.attempt}"
+
+
+_BATCH_MODES = {
+    "union": "every interval's SELECT in one write, replacing exactly the intervals' rows",
+    "bounds": "one run over the whole range (the model declares it gives the same rows)",
+    "off": "each interval's statements in turn",
+}
 
 
 def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettings) -> str:
@@ -159,6 +171,9 @@ def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettin
         header.append(f"-- write strategy append: rows whose ({keys}) already exists are not inserted again")
     else:
         header.append("-- write strategy sql: the statements run in order as written")
+    if isinstance(model, IncrementalModel) and task.is_batch:
+        header.append(f"-- a batch of {len(task.intervals())} intervals of {task.step}, batch mode "
+                      f"{model.batch_mode}: {_BATCH_MODES[model.batch_mode]}")
     return "\n".join(header) + "\n" + "\n\n".join(s + ";" for s in statements)
 
 

@@ -171,11 +171,22 @@ def admin_database_overrides(database: str) -> dict[str, str]:
     return {f"CBT__ADMIN__{name.upper()}__DATABASE": database for name in _ADMIN_DEFAULTS}
 
 
+class BatchConfig(Section):
+    """Batched runs of a backlog (SPEC §5.6): a model's batch size is the most intervals whose measured run time fits
+    ``job_budget``, at most ``max_intervals`` (a model's ``batch.max_intervals`` caps it further)."""
+
+    max_intervals: int = Field(default=256, gt=0)
+    job_budget_s: DurationS = Field(default=60, gt=0)
+    first_intervals: int = Field(default=16, gt=0)
+    """A model's batch size before any of its runs was measured."""
+
+
 class SchedulerConfig(Section):
     tick_s: DurationS = Field(default=1, gt=0)
     consolidation: Annotated[str, BeforeValidator(_schedule)] = "@every 10m"
     leader_lease_ttl_s: DurationS = Field(default=15, gt=0)
     leader_lease_renew_s: DurationS = Field(default=5, gt=0)
+    batch: BatchConfig = BatchConfig()
 
     @model_validator(mode="after")
     def _renew_before_expiry(self) -> SchedulerConfig:

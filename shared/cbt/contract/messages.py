@@ -50,12 +50,17 @@ class TaskRequested(Message):
     direction: Direction = "forward"
     pool: str = "default"
     enqueued_at_ms: int = Field(default_factory=now_ms)
+    step: Annotated[int, Field(gt=0)] | None = None
+    """A batch (SPEC §5.6): ``[position, position + interval)`` is ``interval / step`` intervals of ``step``, run as
+    one job and recorded per interval; ``None``: one interval."""
 
     @model_validator(mode="after")
     def _one_shape(self) -> TaskRequested:
         incremental = self.position is not None and self.interval is not None
         if incremental == (self.scheduled_unix is not None):
             raise ValueError("a task has either position+interval (incremental) or scheduled_unix (scheduled)")
+        if self.step is not None and (self.interval is None or self.interval % self.step):
+            raise ValueError(f"step {self.step} must divide the interval {self.interval}")
         expected = (
             incremental_task_id(self.model, self.position, self.interval)  # type: ignore[arg-type]
             if incremental
@@ -85,6 +90,8 @@ class IntervalCompleted(Message):
     enqueued_at_ms: int = 0
     completed_at_ms: int = Field(default_factory=now_ms)
     worker: str = ""
+    step: int | None = None
+    """The task's ``step`` (a batch of ``interval / step`` intervals), else ``None``."""
 
 
 class TaskFailed(Message):

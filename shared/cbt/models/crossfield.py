@@ -94,7 +94,7 @@ def field_rules(doc: RawDoc, kind: str) -> list[Problem]:
     if kind == "external":
         found += _cache_rules(_dict(data.get("cache")))
     elif kind == "incremental":
-        found += _interval_rules(data) + _schedule_rules(data) + _write_rules(data)
+        found += _interval_rules(data) + _schedule_rules(data) + _write_rules(data) + _batch_rules(data)
         if data.get("dependencies") == []:
             found.append((("dependencies",), "an incremental model needs at least one dependency"))
     return [doc.smap.problem(loc, message) for loc, message in found]
@@ -160,3 +160,14 @@ def _write_rules(data: dict[str, Any]) -> Found:
         message = f"replace_where is only used by write strategy replace, not {strategy}"
         found.append((("write", "replace_where"), message))
     return found
+
+
+def _batch_rules(data: dict[str, Any]) -> Found:
+    mode = _dict(data.get("batch")).get("mode")
+    strategy = _dict(data.get("write")).get("strategy", "sql")
+    if mode == "union" and (data.get("exec") is not None or strategy != "replace"):
+        what = "an exec model" if data.get("exec") is not None else f"write strategy {strategy}"
+        message = (f"batch mode union needs write strategy replace (it combines one SELECT per interval under one "
+                   f"REPLACE WHERE), not {what}; use mode bounds if one run over the whole range gives the same rows")
+        return [(("batch", "mode"), message)]
+    return []

@@ -19,7 +19,7 @@ from cbt.models.yamldoc import Loc, SourceMap
 # Which override fields apply to which kind of model.
 APPLIES = {
     "external": {"lag", "cache", "timeout"},
-    "incremental": {"interval", "schedules", "limits", "tags", "timeout"},
+    "incremental": {"interval", "schedules", "limits", "tags", "timeout", "batch"},
     "scheduled": {"schedule", "tags", "timeout"},
 }
 

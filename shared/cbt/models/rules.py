@@ -16,6 +16,7 @@ from cbt.models.discovery import RawDoc
 from cbt.models.problems import pydantic_problems
 from cbt.models.schema import ExternalFields, Fields, IncrementalFields, ScheduledFields
 from cbt.models.spec import (
+    Batch,
     Cache,
     Dependency,
     ExternalModel,
@@ -162,4 +163,5 @@ def _to_model(
         exec=fields.exec,
         write=write,
         timeout_s=fields.timeout,
+        batch=Batch(fields.batch.mode, fields.batch.max_intervals),
     )

@@ -123,6 +123,11 @@ class WriteFields(Strict):
     replace_where: Text | None = None
 
 
+class BatchFields(Strict):
+    mode: Literal["auto", "union", "bounds", "off"] = "auto"
+    max_intervals: int | None = Field(default=None, gt=0)
+
+
 class IncrementalFields(Strict):
     type: Literal["incremental"]
     database: Name | None = None
@@ -137,6 +142,7 @@ class IncrementalFields(Strict):
     exec: Text | None = None
     write: WriteFields | None = None
     timeout: DurationS | None = None
+    batch: BatchFields = BatchFields()
 
 
 class ScheduledFields(Strict):

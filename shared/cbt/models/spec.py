@@ -65,6 +65,27 @@ class Write:
     ``ts >= timestamp_seconds({{ bounds.start }}) AND ts < timestamp_seconds({{ bounds.end }})``."""
 
 
+BatchMode = Literal["auto", "union", "bounds", "off"]
+
+
+@dataclass(frozen=True)
+class Batch:
+    """How a backlog of ready intervals may run as one job and one commit (SPEC §5.6).
+
+    - ``union``: one SELECT rendered per interval, combined with ``UNION ALL`` under one ``REPLACE WHERE`` of the
+      intervals' predicates — the same rows as the runs one by one, whatever the SQL does with its bounds (write
+      strategy ``replace`` only);
+    - ``bounds``: one run over the batch's whole range; the model declares that gives the rows the runs one by one
+      would (row-wise, or grouped by a key inside the interval) — any write strategy, exec models too;
+    - ``off``: one interval per run;
+    - ``auto`` (the default): ``union`` for ``replace`` models, ``off`` otherwise.
+    """
+
+    mode: BatchMode = "auto"
+    max_intervals: int | None = None
+    """At most this many intervals per run; ``None``: the scheduler's ``batch.max_intervals``."""
+
+
 @dataclass(frozen=True)
 class Cache:
     incremental_scan_interval_s: int = 60
@@ -107,10 +128,18 @@ class IncrementalModel:
     write: Write = Write()
     timeout_s: int | None = None
     """Longest one SQL statement (or the whole script) of a task may run; ``None``: the global setting."""
+    batch: Batch = Batch()
 
     @property
     def id(self) -> ModelId:
         return f"{self.database}.{self.table}"
+
+    @property
+    def batch_mode(self) -> Literal["union", "bounds", "off"]:
+        """How a backlog of this model's intervals runs (``Batch``, with ``auto`` resolved)."""
+        if self.batch.mode != "auto":
+            return self.batch.mode
+        return "union" if self.sql is not None and self.write.strategy == "replace" else "off"
 
 
 @dataclass(frozen=True)

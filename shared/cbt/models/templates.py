@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import traceback
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 import jinja2
@@ -70,10 +70,23 @@ class TaskContext:
     end: int | None = None
     direction: Direction = "forward"
     attempt: int = 1
+    step: int | None = None
+    """A batch: ``[start, end)`` is intervals of ``step`` run as one task (SPEC §5.6); ``None``: one interval."""
 
     @property
     def interval(self) -> int | None:
         return None if self.start is None or self.end is None else self.end - self.start
+
+    @property
+    def is_batch(self) -> bool:
+        return self.step is not None and self.interval is not None and self.interval > self.step
+
+    def intervals(self) -> list[TaskContext]:
+        """The batch's intervals, each as a task of its own (itself when it is not a batch)."""
+        if not self.is_batch or self.start is None or self.end is None or self.step is None:
+            return [self]
+        return [replace(self, start=low, end=low + self.step, step=None) for low in range(self.start, self.end,
+                                                                                         self.step)]
 
     @property
     def task_id(self) -> str:

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from cbt.models.spec import IncrementalModel, Model, ModelId
+from cbt.scheduling import batching
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.backfill import plan_backfill
@@ -43,12 +44,14 @@ COVERAGE_UNKNOWN = "the coverage index is being rebuilt from the admin tables; p
 
 @dataclass(frozen=True)
 class Task:
-    """One run of one incremental model over ``[position, position + interval)``."""
+    """One run of one incremental model over ``[position, position + interval)``; with ``step``, a batch of
+    ``interval / step`` intervals run as one job (``cbt.scheduling.batching``)."""
 
     model_id: ModelId
     position: int
     interval: int
     direction: TaskDirection
+    step: int | None = None
 
     @property
     def end(self) -> int:
@@ -77,8 +80,10 @@ def plan_model(
     *,
     concurrency: int,
     directions: Collection[Direction] = DIRECTIONS,
+    batch_size: int = 1,
 ) -> ModelPlan:
-    """Plan ``model`` in ``state`` with at most ``concurrency`` tasks in flight for it (existing ones included)."""
+    """Plan ``model`` in ``state`` with at most ``concurrency`` tasks in flight for it (existing ones included),
+    each holding up to ``batch_size`` touching full-length intervals of forward fill or backfill."""
     if not state.coverage_known:
         return ModelPlan(model.id, None, (), COVERAGE_UNKNOWN)
     ready = bnd.readiness(model, models, state)
@@ -90,7 +95,7 @@ def plan_model(
     slots = max(concurrency - len(in_flight), 0)
     results: list[tuple[TaskDirection, FillPlan]] = []
     if model.schedules.forwardfill and "forward" in directions:
-        forward = plan_forward(model, ready, effective, slots)
+        forward = _batched(plan_forward(model, ready, effective, slots * batch_size), model, batch_size, slots)
         results.append(("forward", forward))
         effective = cov.union(effective, cov.merge(forward.tasks))
         slots -= len(forward.tasks)
@@ -99,13 +104,33 @@ def plan_model(
         results.append(("rerun", rerun))
         slots -= len(rerun.tasks)
     if model.schedules.backfill and "backfill" in directions:
-        results.append(("backfill", plan_backfill(model, ready, effective, slots)))
+        backfill = plan_backfill(model, ready, effective, slots * batch_size)
+        results.append(("backfill", _batched(backfill, model, batch_size, slots)))
     elif not model.schedules.backfill:
         results.append(("backfill", FillPlan(waiting=_unfilled_note(effective, ready.valid))))
     tasks = tuple(
-        Task(model.id, start, end - start, direction) for direction, fill in results for start, end in fill.tasks
+        Task(model.id, start, end - start, direction, _step(model, end - start))
+        for direction, fill in results for start, end in fill.tasks
     )
     return ModelPlan(model.id, ready.valid, tasks, _waiting(results, concurrency, len(in_flight)))
+
+
+def _batched(fill: FillPlan, model: IncrementalModel, size: int, slots: int) -> FillPlan:
+    """``fill``'s intervals grouped into batches of up to ``size``, the first ``slots`` of them."""
+    if size <= 1:
+        return fill
+    groups = batching.group(fill.tasks, model.interval.max, size)
+    if len(groups) <= slots:
+        return FillPlan(tuple(r for r, _ in groups), fill.waiting, fill.is_out_of_slots)
+    first_left = groups[slots][0]
+    return FillPlan(tuple(r for r, _ in groups[:slots]), f"more intervals are ready from [{first_left[0]}, "
+                    f"{first_left[1]})", is_out_of_slots=True)
+
+
+def _step(model: IncrementalModel, length: int) -> int | None:
+    """A task longer than ``interval.max`` is a batch of full-length intervals (a re-run of one included)."""
+    step = model.interval.max
+    return step if length > step and length % step == 0 else None
 
 
 def plan_all(

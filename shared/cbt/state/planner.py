@@ -10,12 +10,14 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from cbt.config.settings import Config
 from cbt.contract.messages import TaskRequested
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.plan import DIRECTIONS, Direction, Task, plan_model
 from cbt.scheduling.state import StateReader
 from cbt.state.ports import InFlightTask, Publisher, TaskLedger
@@ -35,6 +37,17 @@ class Planner:
     pool_for: Callable[[tuple[str, ...]], str]
     model_concurrency: int
     task_deadline_ms: int
+    batch: BatchSizer = field(default_factory=BatchSizer)
+    """Each model's batch size (how many intervals of a backlog one task holds), from its measured runs."""
+
+    @classmethod
+    def from_config(cls, config: Config, models: ModelSet, reader: StateReader, ledger: TaskLedger,
+                    publisher: Publisher) -> Planner:
+        batch = config.scheduler.batch
+        return cls(models, reader, ledger, publisher, Topics(config.kafka.topic_prefix), config.worker.pool_for,
+                   config.worker.model_concurrency,
+                   int(config.worker.task_timeout_s * config.worker.retry.max_attempts * 1000),
+                   BatchSizer(batch.max_intervals, batch.job_budget_s, batch.first_intervals))
 
     async def replan(self, model_ids: Iterable[ModelId], directions: Collection[Direction] = DIRECTIONS) -> int:
         """Plan the given incremental models and enqueue what is ready; returns how many tasks were published."""
@@ -47,7 +60,7 @@ class Planner:
             model = self.models.models[model_id]
             assert isinstance(model, IncrementalModel)
             plan = plan_model(model, self.models.models, snapshot, concurrency=self.model_concurrency,
-                              directions=directions)
+                              directions=directions, batch_size=self.batch.size(model))
             for task in plan.tasks:
                 published += await self._enqueue(model, task)
         return published
@@ -66,7 +79,7 @@ class Planner:
 
     async def _enqueue(self, model: IncrementalModel, task: Task) -> int:
         request = TaskRequested(task_id=task.id, model=model.id, position=task.position, interval=task.interval,
-                                direction=task.direction, pool=self.pool_for(model.tags))
+                                direction=task.direction, pool=self.pool_for(model.tags), step=task.step)
         return int(await self._publish_claimed(model.id, request, (task.position, task.end)))
 
     async def _publish_claimed(self, model_id: ModelId, request: TaskRequested, rng: tuple[int, int] | None) -> bool:

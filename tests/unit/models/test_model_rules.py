@@ -7,6 +7,8 @@ from typing import Any
 import pytest
 from conftest import DROP, Project
 
+from cbt.models.spec import Batch
+
 INCREMENTAL_CASES = [
     pytest.param({"type": DROP}, "type: required field is missing", id="type-missing"),
     pytest.param({"type": "hourly"}, "type: expected incremental or scheduled, got 'hourly'", id="type-unknown"),
@@ -115,6 +117,11 @@ INCREMENTAL_CASES = [
     pytest.param({"lag": 3}, "lag: unknown field", id="lag-on-incremental"),
     pytest.param({"timeout": 0}, "timeout: expected greater than 0, got 0", id="timeout-zero"),
     pytest.param({"timeout": "soon"}, "timeout:", id="timeout-not-a-duration"),
+    pytest.param({"batch": {"mode": "merge"}}, "batch.mode: expected 'auto', 'union', 'bounds' or 'off'",
+                 id="batch-mode-unknown"),
+    pytest.param({"batch": {"max_intervals": 0}}, "batch.max_intervals: expected greater than 0", id="batch-cap-0"),
+    pytest.param({"batch": {"mode": "union"}}, "batch.mode: batch mode union needs write strategy replace",
+                 id="batch-union-not-replace"),
 ]
 
 
@@ -272,8 +279,8 @@ def test_every_problem_of_one_file_is_reported_at_its_own_line(project_with_bloc
         "models/transformations/many.sql:13: limits.min: limits.min (5) must be <= limits.max (2)",
         "models/transformations/many.sql:14: write.unique_key: write strategy append requires unique_key (the "
         "columns identifying a row, so a re-run does not insert it twice)",
-        "models/transformations/many.sql:15: colour: unknown field; expected one of: database, dependencies, env, "
-        "exec, fill, interval, limits, schedules, table, tags, timeout, type, write",
+        "models/transformations/many.sql:15: colour: unknown field; expected one of: batch, database, dependencies, "
+        "env, exec, fill, interval, limits, schedules, table, tags, timeout, type, write",
     ]
 
 
@@ -287,6 +294,7 @@ def test_valid_models_build_the_spec_values(project_with_blocks: Project) -> Non
         write={"strategy": "append", "unique_key": "id"},
         dependencies=["ethereum.blocks", ["ethereum.blocks_a", "ethereum.blocks_b"]],
         timeout="5m",
+        batch={"mode": "bounds", "max_intervals": 48},
     )
     project_with_blocks.external("blocks_a")
     project_with_blocks.external("blocks_b")
@@ -298,6 +306,7 @@ def test_valid_models_build_the_spec_values(project_with_blocks: Project) -> Non
     assert model.env == {"PORT": "8080", "ON": "true"}
     assert model.write.unique_key == ("id",)  # type: ignore[union-attr]
     assert model.timeout_s == 300
+    assert model.batch == Batch("bounds", 48) and model.batch_mode == "bounds"  # type: ignore[union-attr]
     assert model.dependencies == ("ethereum.blocks", ("ethereum.blocks_a", "ethereum.blocks_b"))  # type: ignore[union-attr]
     lines = path.read_text().splitlines()
     assert model.source.line == lines.index("table: hourly") + 1

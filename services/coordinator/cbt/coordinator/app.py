@@ -59,6 +59,9 @@ class Coordinator:
             return
         if isinstance(message, IntervalCompleted):
             self.state.failures.clear_failure(message.model, message.task_id)
+            if message.interval is not None:  # the batch sizes follow the measured run times
+                intervals = message.interval // message.step if message.step else 1
+                self.planner.batch.observe(message.model, intervals, message.duration_ms)
         if isinstance(message, IntervalCompleted | BoundsUpdated):
             await self.planner.replan_dependents(message.model)
         elif isinstance(message, TaskFailed):
@@ -184,12 +187,8 @@ class Coordinator:
 def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> Coordinator:
     client = runtime.redis_client(config)
     state = RedisState(client, config.redis.key_prefix)
-    planner = Planner(
-        models=models, reader=LiveStateReader(models, state.coverage, state.bounds, state.ledger),
-        ledger=state.ledger, publisher=BrokerPublisher(broker), topics=runtime.topics(config),
-        pool_for=config.worker.pool_for, model_concurrency=config.worker.model_concurrency,
-        task_deadline_ms=int(config.worker.task_timeout_s * config.worker.retry.max_attempts * 1000),
-    )
+    planner = Planner.from_config(config, models, LiveStateReader(models, state.coverage, state.bounds, state.ledger),
+                                  state.ledger, BrokerPublisher(broker))
     marks = RedisMarks(client, config.redis.key_prefix)
     return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)))
 

@@ -50,12 +50,8 @@ def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: 
           admin: DurableRecord) -> InvalidationHandler:
     state = RedisState(client, config.redis.key_prefix)
     topics = runtime.topics(config)
-    planner = Planner(
-        models=models, reader=LiveStateReader(models, state.coverage, state.bounds, state.ledger),
-        ledger=state.ledger, publisher=publisher, topics=topics, pool_for=config.worker.pool_for,
-        model_concurrency=config.worker.model_concurrency,
-        task_deadline_ms=int(config.worker.task_timeout_s * config.worker.retry.max_attempts * 1000),
-    )
+    planner = Planner.from_config(config, models, LiveStateReader(models, state.coverage, state.bounds, state.ledger),
+                                  state.ledger, publisher)
     return InvalidationHandler(
         models=models, coverage=state.coverage, ledger=state.ledger, admin=admin,
         seen=RedisSeenEvents(client, config.redis.key_prefix), publisher=publisher, topics=topics,

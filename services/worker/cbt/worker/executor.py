@@ -21,7 +21,7 @@ from cbt.adapters.scripts import ScriptError, run_script
 from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_tagged
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, exec_environment
-from cbt.models.spec import Transformation
+from cbt.models.spec import IncrementalModel, Transformation
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
 
@@ -78,9 +78,11 @@ class SparkExecutor:
                 await asyncio.sleep(random.uniform(0.05, 0.05 * 2 ** min(conflicts, 4)))
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> None:
-        if model.exec is not None:
-            await run_script(exec_argv(model.exec), exec_environment(model, task, self.settings),
-                             model.timeout_s or self.exec_timeout_s, self.workdir)
+        if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
+            whole = not isinstance(model, IncrementalModel) or model.batch_mode == "bounds"
+            for run in [task] if whole else task.intervals():
+                await run_script(exec_argv(model.exec), exec_environment(model, run, self.settings),
+                                 model.timeout_s or self.exec_timeout_s, self.workdir)
         else:
             await self._run_sql(model, task_statements(model, task, self.settings))
 

@@ -215,7 +215,7 @@ class TaskRunner:
         await self.ports.publisher.publish(self.topics.interval_completed, IntervalCompleted(
             task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
             scheduled_unix=task.scheduled_unix, direction=task.direction, duration_ms=duration_ms,
-            enqueued_at_ms=task.enqueued_at_ms, worker=self.worker_id,
+            enqueued_at_ms=task.enqueued_at_ms, worker=self.worker_id, step=task.step,
         ), key=task.model)
         self.ports.ledger.release(model.id, task.task_id)
         return "completed"
@@ -255,7 +255,7 @@ class TaskRunner:
         for attempt in range(1, self.retry.max_attempts + 1):
             context = TaskContext(
                 model_id=model.id, task_start_unix=int(time.time()), start=task.position, end=task.end,
-                direction=task.direction, attempt=attempt,
+                direction=task.direction, attempt=attempt, step=task.step,
             ) if task.scheduled_unix is None else TaskContext(
                 model_id=model.id, task_start_unix=task.scheduled_unix, direction=task.direction, attempt=attempt,
             )

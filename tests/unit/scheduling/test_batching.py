@@ -1,0 +1,94 @@
+"""Batched runs of a backlog (SPEC §5.6): which intervals one task holds, and how big a batch the measurements allow."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+
+from cbt.models.spec import Batch, Write
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.batching import BatchSizer, group
+from cbt.scheduling.plan import plan_model
+from cbt.scheduling.state import StateSnapshot
+from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
+
+REPLACE = Write("replace", replace_where="p >= {{ bounds.start }} AND p < {{ bounds.end }}")
+
+
+def test_touching_full_intervals_are_grouped_in_planning_order_and_short_ones_stay_alone() -> None:
+    backfill = [(540, 600), (480, 540), (420, 480), (400, 420), (340, 400), (280, 340)]  # newest first
+    assert group(backfill, 60, 2) == [((480, 600), 2), ((420, 480), 1), ((400, 420), 1), ((280, 400), 2)]
+    forward = [(0, 60), (60, 120), (180, 240), (240, 300)]  # a skipped hole between 120 and 180
+    assert group(forward, 60, 8) == [((0, 120), 2), ((180, 300), 2)]
+    assert group(forward, 60, 1) == [((r), 1) for r in forward]
+
+
+def test_a_backlog_is_planned_in_batches_of_the_size_asked_and_the_head_stays_single() -> None:
+    model = replace(inc("an.hourly", ["src.data"], imax=60, direction="tail"), sql="SELECT 1", write=REPLACE)
+    models = models_of(ext("src.data"), model)
+    backlog = snapshot(bounds={"src.data": (0, 6000)})
+
+    plan = plan_model(model, models, backlog, concurrency=2, batch_size=20)
+
+    assert [(t.position, t.interval, t.step) for t in plan.tasks] == [(0, 1200, 60), (1200, 1200, 60)]
+    assert plan.waiting is not None and "concurrency limit 2" in plan.waiting
+    head = snapshot(bounds={"src.data": (0, 6000)}, coverage={"an.hourly": [(0, 5940)]})
+    (single,) = plan_model(model, models, head, concurrency=2, batch_size=20).tasks
+    assert (single.position, single.interval, single.step) == (5940, 60, None)
+
+
+def test_batched_planning_still_converges_to_full_coverage_without_overlapping_tasks() -> None:
+    rng = random.Random(11)
+    for _ in range(200):
+        imax = rng.randint(1, 40)
+        imin = rng.choice([imax, rng.randint(0, imax)])
+        low, high = rng.randint(0, 100), rng.randint(150, 900)
+        model = replace(inc("an.t", ["src.data"], imax=imax, imin=imin, direction=rng.choice(["head", "tail"]),
+                            forward=rng.choice(["@every 1m", ""]), backfill="@every 1m"), sql="SELECT 1",
+                        write=REPLACE)
+        models = models_of(ext("src.data"), model)
+        covered = cov.merge([(s, s + rng.randint(1, 30)) for s in (rng.randint(low, high) for _ in range(3))])
+        state = snapshot(bounds={"src.data": (low, high)}, coverage={"an.t": covered})
+        for _ in range(400):
+            plan = plan_model(model, models, state, concurrency=rng.randint(1, 4), batch_size=rng.randint(1, 50))
+            if not plan.tasks:
+                break
+            for task in plan.tasks:
+                assert low <= task.position < task.end <= high
+                if task.step is None:
+                    assert task.interval <= imax
+                else:
+                    assert task.step == imax and task.interval % imax == 0
+            assert len(cov.merge([(t.position, t.end) for t in plan.tasks])) <= len(plan.tasks)
+            covered = cov.union(covered, cov.merge([(t.position, t.end) for t in plan.tasks]))
+            state = StateSnapshot(bounds=state.bounds, coverage={"an.t": covered})
+        else:
+            raise AssertionError("batched planning did not converge")
+        left = cov.gaps(covered, (low, high))
+        assert left == [] or (len(left) == 1 and left[0][1] == high and high - left[0][0] < imin)
+
+
+def test_models_that_cannot_combine_intervals_are_not_batched() -> None:
+    sizer = BatchSizer(max_intervals=100, first_size=16)
+    sql_model = replace(inc("an.sql"), sql="INSERT INTO t REPLACE WHERE … SELECT 1")
+    exec_model = replace(inc("an.script"), exec="python x.py")
+    assert sizer.size(sql_model) == 1 and sizer.size(exec_model) == 1
+    assert sizer.size(replace(exec_model, batch=Batch("bounds"))) == 16, "an exec model may opt in"
+    assert sizer.size(replace(inc("an.r"), sql="SELECT 1", write=REPLACE)) == 16
+
+
+@pytest.mark.parametrize(("runs", "expected"), [
+    pytest.param([(1, 1_300)], 46, id="only-single-runs-average-per-interval"),
+    pytest.param([(1, 1_300), (46, 1_750)], 6_000 // 10, id="fit-fixed-and-per-interval-capped"),
+    pytest.param([(1, 1_000), (10, 10_000)], 60, id="no-fixed-cost-budget-bound"),
+])
+def test_the_batch_size_is_what_fits_the_job_budget_by_the_measured_costs(runs: list[tuple[int, int]],
+                                                                          expected: int) -> None:
+    sizer = BatchSizer(max_intervals=600, budget_s=60, first_size=16)
+    model = replace(inc("an.r"), sql="SELECT 1", write=REPLACE)
+    for intervals, duration_ms in runs:
+        sizer.observe(model.id, intervals, duration_ms)
+    assert sizer.size(model) == expected
+    assert sizer.size(replace(model, batch=Batch(max_intervals=8))) == 8, "the model's own cap wins"
