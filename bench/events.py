@@ -57,13 +57,16 @@ class EventRecorder:
             return [s for s in self.requested if s.message.model == model]
 
     def wait_completed(self, model: str, count: int, timeout_s: float) -> None:
-        """Until ``count`` distinct intervals of ``model`` completed."""
+        """Until ``count`` intervals of ``model`` completed (a batch counts each of its intervals)."""
         deadline = time.monotonic() + timeout_s
-        while len({c.task_id for c in self.completions(model)}) < count:
+        while (done := self.intervals_completed(model)) < count:
             if time.monotonic() > deadline:
-                done = len({c.task_id for c in self.completions(model)})
                 raise RuntimeError(f"{model}: {done}/{count} intervals completed within {timeout_s:.0f}s")
             time.sleep(0.05)
+
+    def intervals_completed(self, model: str) -> int:
+        done = {c.task_id: c for c in self.completions(model)}
+        return sum((c.interval or 0) // c.step if c.step else 1 for c in done.values())
 
     def _run(self) -> None:
         consumer = Consumer({

@@ -101,7 +101,8 @@ def timings(events: EventRecorder, model_id: str, scenario: Scenario, released_m
     covered_s = sum(c.interval or 0 for c in completions)
     wall_ms = last_completed - first_enqueued
     return {
-        "intervals": len(completions), "covered_s": covered_s, "tasks_requested": len(requests),
+        "intervals": events.intervals_completed(model_id), "tasks": len(completions), "covered_s": covered_s,
+        "tasks_requested": len(requests),
         "wall_ms": wall_ms, "per_interval_ms": round(wall_ms * INTERVAL_S / covered_s, 1),
         "release_to_first_enqueue_ms": first_enqueued - released_ms,
         "worker_statement_ms": summary([c.duration_ms for c in completions]),

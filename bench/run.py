@@ -1,7 +1,7 @@
-"""``make bench``: overhead, cascade latency and backfill throughput on the real local stack.
+"""``make bench``: overhead, cascade latency, backfill throughput and a backlog on the real local stack.
 
     python -m bench.run                  # everything (a few minutes on 2 cores)
-    python -m bench.run --cascade        # one or more of --overhead --cascade --backfill
+    python -m bench.run --cascade        # one or more of --overhead --cascade --backfill --backlog
 
 Prints a table and writes ``bench/reports/<timestamp>.json`` and ``bench/reports/latest.json``. Numbers depend on
 the machine and on what else runs on it (the load average is in the report): compare ratios within one run.
@@ -30,14 +30,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--overhead", action="store_true", help="(a) per-interval overhead vs direct statements")
     parser.add_argument("--cascade", action="store_true", help="(b) completion to dependent task latency")
     parser.add_argument("--backfill", action="store_true", help="(c) backfill throughput, 1 vs 2 workers")
+    parser.add_argument("--backlog", action="store_true",
+                        help="(d) a 300-hour backlog through the pipeline vs a per-interval loop and one statement")
     parser.add_argument("--intervals", type=int, default=12, help="intervals for (a) (default 12)")
     parser.add_argument("--samples", type=int, default=32, help="dependent tasks for (b) (default 32)")
     parser.add_argument("--backfill-intervals", type=int, default=24, help="intervals for (c) (default 24)")
+    parser.add_argument("--backlog-intervals", type=int, default=300, help="hourly intervals for (d) (default 300)")
     args = parser.parse_args(argv)
-    chosen = [name for name in ("overhead", "cascade", "backfill") if getattr(args, name)]
-    chosen = chosen or ["overhead", "cascade", "backfill"]
+    chosen = [name for name in ("overhead", "cascade", "backfill", "backlog") if getattr(args, name)]
+    chosen = chosen or ["overhead", "cascade", "backfill", "backlog"]
 
-    from bench import backfill, cascade, overhead, profile
+    from bench import backfill, backlog, cascade, overhead, profile
     from cbt.adapters.spark import connect
     from cbt.dev import stack
 
@@ -51,6 +54,7 @@ def main(argv: list[str] | None = None) -> int:
         "worker_profile": lambda: profile.benchmark(spark, endpoints, args.intervals),
         "cascade": lambda: cascade.benchmark(spark, endpoints, args.samples),
         "backfill": lambda: backfill.benchmark(spark, endpoints, args.backfill_intervals),
+        "backlog": lambda: backlog.benchmark(spark, endpoints, args.backlog_intervals),
     }
     try:
         for name, benchmark in runs.items():
@@ -112,6 +116,17 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
                         f"{run['intervals']} intervals in {run['wall_ms'] / 1000:.1f} s"))
         out.append(("(c) speed-up 2 vs 1 workers", f"{bf['speedup']:.2f}x",
                     f"model concurrency {bf['model_concurrency']}"))
+    if "error" not in report.get("backlog", {"error": 1}):
+        bl = report["backlog"]
+        same = bl["differences_vs_one_statement"] == 0 and bl["per_interval_coverage"]
+        out.append((f"(d) backlog of {bl['intervals']} h, direct loop / one statement",
+                    f"{bl['loop_s']:.1f} s / {bl['one_statement_s']:.1f} s", f"{bl['rows_per_hour']} source rows/h"))
+        for key, label in (("ratio_vs_loop", "loop"), ("ratio_vs_one_statement", "one statement")):
+            target = bl["targets"][key]
+            out.append((f"(d) pipeline vs {label}", f"{bl['pipeline']['wall_ms'] / 1000:.1f} s = {bl[key]:.2f}x",
+                        f"<= {target}x ({'ok' if bl[key] <= target else 'MISSED'})"))
+        out.append(("(d) same rows, per-interval coverage", "yes" if same else "NO",
+                    f"{bl['pipeline']['tasks']} tasks"))
     return out
 
 

@@ -108,13 +108,16 @@ class BenchDeployment:
 
 
 def deploy(spark: SparkSession, endpoints: Endpoints, name: str, tables: Sequence[str],
-           extra: Mapping[str, str] | None = None) -> BenchDeployment:
-    """A fresh deployment (tables created, services not started) loading only the given transformations."""
+           extra: Mapping[str, str] | None = None, model_files: Mapping[str, str] | None = None) -> BenchDeployment:
+    """A fresh deployment (tables created, services not started) loading only the given transformations of the
+    example, and ``model_files`` (file name → text) of the benchmark's own."""
     tag = f"bn{name}{uuid.uuid4().hex[:6]}"
     folder = PROJECT / "var" / "bench" / tag / "transformations"
     folder.mkdir(parents=True)
     for table in tables:
         shutil.copyfile(TRANSFORMATIONS / f"{table}.sql", folder / f"{table}.sql")
+    for file_name, text in (model_files or {}).items():
+        (folder / file_name).write_text(text)
     overrides = overrides_for(tag, endpoints.kafka, endpoints.redis_url, endpoints.spark_remote)
     overrides["CBT__MODELS__TRANSFORMATIONS__PATHS"] = f"[{folder}]"
     overrides.update(extra or {})
