@@ -18,15 +18,18 @@ REORG = (T0 + 360, T0 + 420)
 
 
 def admin_rows(dep: Deployment) -> list[tuple[str, int, int, int]]:
-    """``(model, position, end, invalidation_seq)`` of every task's row in the incremental admin table.
+    """``(model, position, end, invalidation_seq)`` of every task in the incremental admin table (a batch's row
+    holds several, ``task_interval`` apart).
 
     A re-run after the invalidation read the bumped sequence (> 0); rows that kept 0 were not re-run.
     """
     table = f"`{dep.config.admin.incremental.database}`.`{dep.config.admin.incremental.table}`"
-    rows = dep.spark.sql(f"SELECT `database`, `table`, position, `interval`, invalidation_seq FROM {table} "
-                         "WHERE direction <> 'consolidated'").collect()
-    return [(f"{r['database']}.{r['table']}", r["position"], r["position"] + r["interval"], r["invalidation_seq"] or 0)
-            for r in rows]
+    rows = dep.spark.sql(f"SELECT `database`, `table`, position, `interval`, task_interval, invalidation_seq "
+                         f"FROM {table} WHERE direction <> 'consolidated'").collect()
+    return [(f"{r['database']}.{r['table']}", start, start + (r["task_interval"] or r["interval"]),
+             r["invalidation_seq"] or 0)
+            for r in rows
+            for start in range(r["position"], r["position"] + r["interval"], r["task_interval"] or r["interval"])]
 
 
 def tasks_that_ran_over(rows: list[tuple[str, int, int, int]], chain: list[str],
