@@ -290,6 +290,26 @@ def test_a_second_copy_of_a_scheduled_run_that_succeeded_does_not_run() -> None:
     assert len(executor.runs) == 2 and len(rows.rows) == 2
 
 
+@pytest.mark.parametrize("scheduled", [True, False], ids=["scheduled", "incremental"])
+def test_a_copy_waiting_on_the_lease_does_not_run_once_the_holder_recorded_the_task(scheduled: bool) -> None:
+    """Two copies of one task at once (a requeue after Redis was emptied, and the coordinator's recovery): the
+    second waits for the lease; when the first releases it, the task is done, so the second must not run it again
+    (found by the e2e's once-per-fire-time check: a scheduled model ran twice for one fire time)."""
+    state, executor = ready_state(), Executor(seconds=0.2)
+    models = ModelSet({SRC: ext(SRC), REF: sched(REF), MODEL: inc(MODEL, [SRC], imax=60)})
+    runner, _, rows = make_runner(executor, state, models)
+    copy = TaskRequested(task_id=f"{REF}:@1700000060", model=REF, scheduled_unix=1_700_000_060) if scheduled \
+        else task()
+
+    async def scenario() -> list[Outcome]:
+        first = asyncio.create_task(runner.handle(copy))
+        await asyncio.sleep(0.05)  # the first holds the lease and is running
+        return list(await asyncio.gather(first, runner.handle(copy)))
+
+    assert sorted(asyncio.run(scenario())) == ["already-covered", "completed"]
+    assert len(executor.runs) == 1 and len(rows.rows) == 1
+
+
 def test_tasks_wait_while_the_hot_index_is_rebuilt() -> None:
     """Redis emptied: "not covered" means nothing until the rebuild, so a covered interval must not run again."""
     state, executor = MemoryState(built=False), Executor()

@@ -298,7 +298,9 @@ class TaskRunner:
 
     async def _acquire(self, lease: str, model: IncrementalModel | ScheduledModel,
                        task: TaskRequested) -> HeldLease | None:
-        """Take the lease, waiting while a duplicate holds it (it may finish, or its holder may have died)."""
+        """Take the lease, waiting while a duplicate holds it (it may finish, or its holder may have died). ``None``
+        when it stays held, or when the task turns out done once it is taken: the holder recorded it just before
+        releasing the lease, and running it again would repeat a scheduled fire time."""
         deadline = time.monotonic() + self.lease_ttl_s * 2
         ttl_ms = int(self.lease_ttl_s * 1000)
         owner = f"{self.worker_id}/{uuid.uuid4().hex[:12]}"  # this run, not the process: it may take the task again
@@ -306,6 +308,9 @@ class TaskRunner:
             if time.monotonic() > deadline or self._is_covered(model, task):
                 return None
             await asyncio.sleep(0.2)
+        if self._is_covered(model, task):
+            self.ports.leases.release(lease, owner)
+            return None
         return HeldLease(Fence(lease, owner, token))
 
     async def _renew(self, held: HeldLease, work: asyncio.Future[Executed | Outcome]) -> None:
