@@ -28,7 +28,7 @@ def test_a_scheduled_fire_whose_enqueue_failed_runs_at_the_next_tick() -> None:
     tracker = DueTracker.for_models([], [sched("a.s", schedule="* * * * *")], now=1_000)
     runs: list[tuple[str, int]] = []
 
-    async def publish_fails_once(model_id: str, kind: str, fire_time: int) -> None:
+    async def publish_fails_once(model_id: str, fire_time: int) -> None:
         if not runs:
             runs.append(("failed", fire_time))
             raise ConnectionError("broker unavailable")
@@ -36,10 +36,37 @@ def test_a_scheduled_fire_whose_enqueue_failed_runs_at_the_next_tick() -> None:
 
     async def ticks() -> None:
         for now in (1_020, 1_021, 1_022, 1_079, 1_080):
-            await tracker.run_due(now, publish_fails_once)
+            await tracker.run_due(now, publish_fails_once, no_fills)
 
     asyncio.run(ticks())
     assert runs == [("failed", 1_020), ("enqueued", 1_020), ("enqueued", 1_080)]
+
+
+async def no_fills(kind: str, model_ids: list[str]) -> None:
+    raise AssertionError(f"no fills are due here, got {kind} {model_ids}")
+
+
+def test_the_fills_due_at_one_tick_are_planned_in_one_pass_and_all_retried_when_it_fails() -> None:
+    models = [inc(f"a.m{i}", forward="@every 10s", backfill="@every 20s") for i in range(3)]
+    tracker = DueTracker.for_models(models, [], now=1_001)
+    passes: list[tuple[str, list[str]]] = []
+
+    async def plan_fills(kind: str, model_ids: list[str]) -> None:
+        passes.append((kind, model_ids))
+        if len(passes) == 1:
+            raise ConnectionError("redis blinked")
+
+    async def ticks() -> None:
+        for now in (1_010, 1_011, 1_012):
+            await tracker.run_due(now, no_scheduled, plan_fills)
+
+    asyncio.run(ticks())
+    every = ["a.m0", "a.m1", "a.m2"]
+    assert passes == [("forward", every), ("forward", every)], "one pass per tick, the failed one retried whole"
+
+
+async def no_scheduled(model_id: str, fire_time: int) -> None:
+    raise AssertionError(f"no scheduled run is due here, got {model_id}")
 
 
 def test_a_disabled_schedule_never_fires() -> None:

@@ -21,7 +21,7 @@ from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
-from cbt.coordinator.ticker import DueTracker, Kind, missed_run
+from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
 from cbt.scheduling.cron import next_fire
@@ -90,14 +90,11 @@ class Coordinator:
             async with self._leadership_kept():  # (it may read the admin tables: seconds on a busy Spark)
                 await self._recover(now)  # when it raises, the next tick recovers again (it is idempotent)
             self.tracker = tracker
-        await self.tracker.run_due(now, self._run_due)
+        await self.tracker.run_due(now, self._run_scheduled, self._plan_fills)
         await self._consolidate_when_due(now)
 
-    async def _run_due(self, model_id: ModelId, kind: Kind, fire_time: int) -> None:
-        if kind == "scheduled":
-            await self._run_scheduled(model_id, fire_time)
-        else:
-            await self.planner.replan([model_id], directions=(kind,))
+    async def _plan_fills(self, kind: Fill, model_ids: list[ModelId]) -> None:
+        await self.planner.replan(model_ids, directions=(kind,))
 
     async def _rebuild_hot_index(self, now: int) -> None:
         """Redis lost the hot index (emptied, or first start): reload it from the admin tables before planning."""

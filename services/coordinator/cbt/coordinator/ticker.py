@@ -10,7 +10,8 @@ from typing import Literal
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.scheduling.cron import next_fire, previous_fire
 
-Kind = Literal["forward", "backfill", "scheduled"]
+Fill = Literal["forward", "backfill"]
+Kind = Literal[Fill, "scheduled"]
 log = logging.getLogger("cbt.coordinator")
 
 
@@ -54,16 +55,31 @@ class DueTracker:
         key = (model_id, kind)
         self.next_at[key] = min(self.next_at[key], now)
 
-    async def run_due(self, now: int, run: Callable[[ModelId, Kind, int], Awaitable[object]]) -> None:
-        """Run everything due at ``now``; a run that raises (a publish failed, Redis blinked) is retried at the
-        next tick instead of waiting for the schedule's next fire time — or never, for a scheduled model."""
+    async def run_due(self, now: int, run_scheduled: Callable[[ModelId, int], Awaitable[object]],
+                      plan_fills: Callable[[Fill, list[ModelId]], Awaitable[object]]) -> None:
+        """Run everything due at ``now``: each scheduled run on its own, and the fills due of one kind together, in
+        one planning pass (one batched read of the state for all of them, not one per model). A run that raises (a
+        publish failed, Redis blinked) is retried at the next tick instead of waiting for the schedule's next fire
+        time — or never, for a scheduled model."""
+        fills: dict[Fill, list[ModelId]] = {}
         for model_id, kind, fire_time in self.due(now):
+            if kind == "forward" or kind == "backfill":
+                fills.setdefault(kind, []).append(model_id)
+                continue
             try:
-                await run(model_id, kind, fire_time)
+                await run_scheduled(model_id, fire_time)
             except Exception:
-                log.warning("a due run could not be enqueued; retrying at the next tick", exc_info=True,
-                            extra={"model": model_id, "kind": kind, "fire_time": fire_time})
+                log.warning("a scheduled run could not be enqueued; retrying at the next tick", exc_info=True,
+                            extra={"model": model_id, "fire_time": fire_time})
                 self.retry(model_id, kind, now)
+        for kind, model_ids in fills.items():
+            try:
+                await plan_fills(kind, model_ids)
+            except Exception:
+                log.warning("planning a tick's fills failed; retrying at the next tick", exc_info=True,
+                            extra={"kind": kind, "models": len(model_ids)})
+                for model_id in model_ids:
+                    self.retry(model_id, kind, now)
 
 
 def missed_run(schedule: str, last_run: int | None, now: int) -> int | None:
