@@ -11,6 +11,7 @@ import asyncio
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pytest
@@ -21,7 +22,7 @@ from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import load_config
 from cbt.contract.messages import Message, TaskRequested
 from cbt.contract.topics import Topics
-from cbt.coordinator.app import Coordinator
+from cbt.coordinator.app import LEADER_LEASE, Coordinator
 from cbt.models.dag import ModelSet
 from cbt.scheduling.cron import previous_fire
 from cbt.state.admin_records import ScheduledRun
@@ -50,7 +51,7 @@ class SlowAdmin:
     def __init__(self) -> None:
         self.consolidating = threading.Event()
 
-    def consolidate(self) -> list[object]:
+    def consolidate(self, still_allowed: object = None) -> list[object]:
         self.consolidating.set()
         time.sleep(CONSOLIDATION_S)
         self.consolidating.clear()
@@ -111,3 +112,48 @@ def test_a_fire_time_the_admin_tables_recorded_is_not_run_again_after_redis_was_
 
     fired = [m.scheduled_unix for m in publisher.sent if isinstance(m, TaskRequested)]
     assert latest not in fired, "the fire time already ran (admin tables), and ran again"
+
+
+class FencedAdmin:
+    """Consolidates two models, asking the fencing check before each; another coordinator takes the leader lease
+    between the two."""
+
+    def __init__(self, take_over: Callable[[], None]) -> None:
+        self.take_over = take_over
+        self.written: list[str] = []
+
+    def consolidate(self, still_allowed: Callable[[], bool]) -> list[object]:
+        for model in ("out.a", "out.b"):
+            if not still_allowed():
+                break
+            self.written.append(model)
+            self.take_over()
+        return []
+
+
+def test_a_leader_that_lost_its_lease_writes_no_more_consolidation(redis_client: Redis, redis_prefix: str) -> None:
+    config = load_config(CONFIG, environ={**os.environ, "CBT__SCHEDULER__CONSOLIDATION": "@every 1s"})
+    models = ModelSet({})
+    state = RedisState(redis_client, redis_prefix)
+    state.coverage.mark_built(int(time.time()), state.coverage.generation())
+    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+                      Publisher(), Topics("t."), lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
+
+    def another_coordinator_takes_over() -> None:  # this one was paused past the lease's ttl
+        state.leases.release(LEADER_LEASE, "c1")
+        assert state.leases.acquire(LEADER_LEASE, "c2", 60_000) is not None
+
+    admin = FencedAdmin(another_coordinator_takes_over)
+    coordinator = Coordinator(config, models, state, planner, RedisMarks(redis_client, redis_prefix), "c1",
+                              lambda: admin)  # type: ignore[arg-type,return-value]
+
+    async def tick_until_consolidated() -> None:
+        deadline = time.monotonic() + 5
+        while not admin.written and time.monotonic() < deadline:
+            await coordinator.tick()
+            await asyncio.sleep(0.2)
+        if coordinator.consolidation is not None:
+            await coordinator.consolidation
+
+    asyncio.run(tick_until_consolidated())
+    assert admin.written == ["out.a"], "the second model was rewritten after another coordinator became leader"

@@ -260,11 +260,14 @@ class DeltaAdmin:
         statement, params = q.seqs_query(self._inv, model_ids)
         return {row["model"]: int(row["seq"]) for row in self._sql("read invalidation sequences", statement, params)}
 
-    def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
+    def consolidate(self, model_id: ModelId | None = None,
+                    still_allowed: Callable[[], bool] = lambda: True) -> list[Consolidation]:
         """Rewrite each model's rows as runs of its live tasks, one commit per model that has anything to merge.
 
         Coverage is unchanged; stale rows are dropped (they cover nothing); models already minimal are not touched.
         A model whose appends keep winning over the rewrite is left as it is (``is_deferred``) for the next run.
+        ``still_allowed`` is asked before each rewrite (the leader's fencing check): once it says no, nothing more
+        is written.
         """
         where, params = q.model_filter(None if model_id is None else [model_id])
         counts = self._sql("count rows to consolidate", q.row_counts_query(self._inc, self._inv, where), params)
@@ -275,6 +278,9 @@ class DeltaAdmin:
             if after >= before:
                 done.append(Consolidation(model, before, before))
                 continue
+            if not still_allowed():
+                log.warning("admin tables: consolidation stopped before %s: no longer allowed to write", model)
+                break
             try:
                 self._consolidate_one(model, row["database"], row["table"])
             except AdminTableError as e:

@@ -9,7 +9,7 @@ passes it to ``record_completed``, which adds only what no newer invalidation ov
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -128,9 +128,11 @@ class DurableRecord(Protocol):
         stored; an event already recorded (same id) is returned as first recorded, epoch and ranges included."""
         ...
 
-    def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
+    def consolidate(self, model_id: ModelId | None = None,
+                    still_allowed: Callable[[], bool] = lambda: True) -> list[Consolidation]:
         """Rewrite each model's rows as runs of its live tasks (coverage and task boundaries unchanged, fewer
-        rows)."""
+        rows). ``still_allowed`` is asked before each model's rewrite (the leader's fencing check); when it says no,
+        the rest is left for the next consolidation."""
         ...
 
     def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None,

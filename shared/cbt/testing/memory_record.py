@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
@@ -65,11 +65,14 @@ class MemoryRecord:
                     record, seqs={m: epoch for m in record.affected})
             return self.invalidations[record.id]
 
-    def consolidate(self, model_id: ModelId | None = None) -> list[Consolidation]:
+    def consolidate(self, model_id: ModelId | None = None,
+                    still_allowed: Callable[[], bool] = lambda: True) -> list[Consolidation]:
         with self._lock:
             models = sorted({r.model for r in self.rows if model_id is None or r.model == model_id})
             done = []
             for model in models:
+                if not still_allowed():
+                    break
                 before = [r for r in self.rows if r.model == model]
                 top = max((m.epoch for m in self._marks(model)), default=0)
                 after = [_consolidated(model, run, top) for run in protocol.runs(self._pieces(model))]

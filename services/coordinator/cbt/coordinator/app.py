@@ -119,7 +119,7 @@ class Coordinator:
         consolidation used to hold the tick, and every fire inside it collapsed into one late run)."""
         try:
             async with self._leadership_kept():
-                results = await asyncio.to_thread(self.admin().consolidate)
+                results = await asyncio.to_thread(self.admin().consolidate, still_allowed=self._still_leader)
         except Exception:
             log.exception("consolidation failed; it runs again at its next fire time")
             return
@@ -169,6 +169,11 @@ class Coordinator:
             renewer.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewer
+
+    def _still_leader(self) -> bool:
+        """The fencing check before a leader's write: this process still holds the leader lease (renewed now). A
+        leader paused past the lease's ttl (GC, a stalled VM) finds another holder and writes nothing."""
+        return self.state.leases.renew(LEADER_LEASE, self.owner, int(self.config.scheduler.leader_lease_ttl_s * 1000))
 
     def _hold_leadership(self) -> bool:
         ttl_ms = int(self.config.scheduler.leader_lease_ttl_s * 1000)
