@@ -1,4 +1,4 @@
-"""Exec model analytics.block_gas: per-block gas and value totals for one interval, over Spark Connect.
+"""Exec model analytics.block_gas: per-block gas and value totals for one task's range, over Spark Connect.
 
 cbt runs this once per task with the interval in BOUNDS_START/BOUNDS_END (unix seconds, end exclusive) and the
 Spark Connect URL in SPARK_REMOTE. The write replaces exactly the interval's rows in one Delta commit, so a re-run

@@ -17,6 +17,8 @@ tags: [transactions]
 write:
   strategy: append
   unique_key: [tx_hash]
+batch:
+  mode: bounds    # each row depends only on its own transaction: one run over a backlog's range writes the same rows
 ---
 SELECT block_number, block_timestamp, tx_hash, tx_index, from_address, to_address, value_wei, gas_used
 FROM (
