@@ -4,7 +4,7 @@ Implements the ports of ``cbt.state.ports`` with the same contract as ``cbt.test
 test suite runs against both). The invalidation bookkeeping — sequence, log of marks, floor, version, fail-closed
 rules — follows ``cbt.state.protocol``; the Lua below is that module's rules, made atomic.
 Every check-and-write is one Lua script, so it is atomic and costs one round trip; multi-model reads are one
-pipeline. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a lease name)::
+round trip too. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a lease name)::
 
     {prefix}cov:{m}          zset  member "start:end", score start   merged half-open ranges
     {prefix}seq:{m}          int   invalidation sequence: the highest epoch applied (missing = 0)
@@ -189,6 +189,14 @@ redis.call('INCR', KEYS[5])
 return 1
 """
 
+# KEYS: one zset per model. Returns each zset's members by score: one round trip and one reply for thousands of
+# models (a transaction of one ZRANGE per model costs the client a command and a reply each).
+_READ_ZSETS = """
+local out = {}
+for k = 1, #KEYS do out[k] = redis.call('ZRANGE', KEYS[k], 0, -1) end
+return out
+"""
+
 # KEYS: scheduled-fired, fired:{m}. ARGV: model, fire time. Keeps the latest in the hash, the latest 1000 in the zset.
 _RECORD_FIRE = """
 local current = redis.call('HGET', KEYS[1], ARGV[1])
@@ -279,6 +287,7 @@ class RedisCoverage:
         self._versions = client.register_script(_VERSIONS)
         self._replace = client.register_script(_REPLACE)
         self._mark_built = client.register_script(_MARK_BUILT)
+        self._read_zsets = client.register_script(_READ_ZSETS)
 
     def _keys(self, model: ModelId) -> list[str]:
         """The model's coverage, sequence, invalidation log, log floor, version, rebuilt-at and re-run keys, in the
@@ -320,12 +329,11 @@ class RedisCoverage:
         return self._ranges(models, 6)
 
     def _ranges(self, models: Collection[ModelId], key: int) -> dict[ModelId, tuple[Range, ...]]:
-        """The ranges in each model's zset number ``key`` of ``_keys``, by start, read in one transaction."""
+        """The ranges in each model's zset number ``key`` of ``_keys``, by start, read atomically (one script)."""
         ordered = list(models)
-        pipe = self._client.pipeline(transaction=True)
-        for model in ordered:
-            pipe.zrange(self._keys(model)[key], 0, -1)
-        replies = pipe.execute()
+        if not ordered:
+            return {}
+        replies = self._read_zsets(keys=[self._keys(m)[key] for m in ordered])
         return {m: tuple(_parse_range(x) for x in reply) for m, reply in zip(ordered, replies, strict=True)}
 
     def invalidation_seq(self, model: ModelId) -> int:
