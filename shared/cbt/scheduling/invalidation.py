@@ -57,17 +57,19 @@ def snap(r: Range, interval: int) -> Range:
     return (start // interval * interval, -(-end // interval) * interval)
 
 
-def _overlaps(a: Range, b: Range) -> bool:
-    return max(a[0], b[0]) < min(a[1], b[1])
-
-
 def _tasks_over(model: IncrementalModel, r: Range, ran: Sequence[Piece], in_flight: Sequence[Range]) -> set[Range]:
-    """M's tasks that overlap ``r``: ran (live pieces, cut at their tasks), or in flight."""
-    found = {t for t in in_flight if _overlaps(t, r)}
+    """M's tasks that overlap ``r``: ran (live pieces, cut at their tasks), or in flight. It runs for every model of
+    a cascade (thousands), so overlaps are plain comparisons and a piece away from ``r`` costs no call."""
+    start, end = r
+    if start >= end:
+        return set()
+    found = {t for t in in_flight if t[0] < end and start < t[1] and t[0] < t[1]}
     for piece in ran:
+        low, high = piece.range
+        if low >= end or high <= start or low >= high:
+            continue
         if piece.step == UNKNOWN_STEP:
-            if _overlaps(piece.range, r):
-                found.add(snap((max(r[0], piece.range[0]), min(r[1], piece.range[1])), model.interval.max))
+            found.add(snap((max(start, low), min(end, high)), model.interval.max))
         else:
             found.update(piece.tasks(r))
     return found
