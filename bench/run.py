@@ -2,6 +2,7 @@
 
     python -m bench.run                  # everything (a few minutes on 2 cores)
     python -m bench.run --cascade        # one or more of --overhead --cascade --backfill --backlog
+    python -m bench.run --scale          # (f) alone: it needs only Redis (cbt dev up)
 
 Prints a table and writes ``bench/reports/<timestamp>.json`` and ``bench/reports/latest.json``. Numbers depend on
 the machine and on what else runs on it (the load average is in the report): compare ratios within one run.
@@ -32,15 +33,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backfill", action="store_true", help="(c) backfill throughput, 1 vs 2 workers")
     parser.add_argument("--backlog", action="store_true",
                         help="(d) a 300-hour backlog through the pipeline vs a per-interval loop and one statement")
+    parser.add_argument("--scale", action="store_true",
+                        help="(f) planning 10,000 models over 1,000,000 completed intervals, against Redis alone")
     parser.add_argument("--intervals", type=int, default=12, help="intervals for (a) (default 12)")
     parser.add_argument("--samples", type=int, default=32, help="dependent tasks for (b) (default 32)")
     parser.add_argument("--backfill-intervals", type=int, default=24, help="intervals for (c) (default 24)")
     parser.add_argument("--backlog-intervals", type=int, default=300, help="hourly intervals for (d) (default 300)")
+    parser.add_argument("--scale-models", type=int, default=10_000, help="models for (f) (default 10,000)")
+    parser.add_argument("--scale-intervals", type=int, default=1_000_000,
+                        help="completed intervals for (f) (default 1,000,000)")
     args = parser.parse_args(argv)
-    chosen = [name for name in ("overhead", "cascade", "backfill", "backlog") if getattr(args, name)]
-    chosen = chosen or ["overhead", "cascade", "backfill", "backlog"]
+    every = ("overhead", "cascade", "backfill", "backlog", "scale")
+    chosen = [name for name in every if getattr(args, name)] or list(every)
+    if chosen == ["scale"]:  # Redis alone: no Spark or Kafka is started for (f)
+        return _scale_only(args)
 
-    from bench import backfill, backlog, cascade, overhead, profile
+    from bench import backfill, backlog, cascade, overhead, profile, scale
     from cbt.adapters.spark import connect
     from cbt.dev import stack
 
@@ -55,6 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         "cascade": lambda: cascade.benchmark(spark, endpoints, args.samples),
         "backfill": lambda: backfill.benchmark(spark, endpoints, args.backfill_intervals),
         "backlog": lambda: backlog.benchmark(spark, endpoints, args.backlog_intervals),
+        "scale": lambda: scale.benchmark(endpoints.redis_url, args.scale_models, args.scale_intervals),
     }
     try:
         for name, benchmark in runs.items():
@@ -66,9 +75,24 @@ def main(argv: list[str] | None = None) -> int:
                 report[name] = {"error": f"{type(e).__name__}: {e}"}
                 print(f"{name} failed: {e}", file=sys.stderr)
             report[name]["finished_after_s"] = clock.seconds()
-            path = write(report, run_stamp)  # after each benchmark, so an interrupted run keeps what it measured
+            write(report, run_stamp)  # after each benchmark, so an interrupted run keeps what it measured
     finally:
         spark.stop()
+    return _finish(report, clock, run_stamp)
+
+
+def _scale_only(args: argparse.Namespace) -> int:
+    """(f) on its own: it needs Redis alone (``cbt dev up`` starts it), so the rest of the stack is left alone."""
+    from bench import scale
+
+    clock, run_stamp = Stopwatch(), stamp()
+    report: dict[str, Any] = {"machine": machine(), "load_average_at_start": load_average()}
+    report["scale"] = scale.benchmark(Endpoints.local().redis_url, args.scale_models, args.scale_intervals)
+    report["scale"]["finished_after_s"] = clock.seconds()
+    return _finish(report, clock, run_stamp)
+
+
+def _finish(report: dict[str, Any], clock: Stopwatch, run_stamp: str) -> int:
     report["load_average_at_end"] = load_average()
     report["elapsed_s"] = clock.seconds()
     path = write(report, run_stamp)
@@ -127,6 +151,10 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
                         f"<= {target}x ({'ok' if bl[key] <= target else 'MISSED'})"))
         out.append(("(d) same rows, per-interval coverage", "yes" if same else "NO",
                     f"{bl['pipeline']['tasks']} tasks"))
+    if "error" not in report.get("scale", {"error": 1}):
+        from bench import scale
+
+        out += scale.rows(report["scale"])
     return out
 
 
