@@ -164,6 +164,13 @@ def test_reach_holds_every_task_the_cascade_can_reach() -> None:
     assert reach(model_set(), "an.five", (10, 20), cascade=False) == (0, 620)
 
 
+def test_reach_widens_along_the_longest_path_not_by_every_descendant() -> None:
+    """Siblings do not feed each other: a re-run cascades along dependency paths only (at scale, summing every
+    descendant made the invalidator read millions of positions around a small range)."""
+    siblings = [inc(f"an.sibling{i}", ["an.five"], imax=600) for i in range(5)]
+    assert reach(model_set(*siblings), "an.five", (10_000, 10_010)) == (10_000 - 1800, 10_010 + 1800)
+
+
 def event(**fields: object) -> Invalidation:
     base: dict[str, object] = {"id": "e1", "model": "an.minute", "start": 0, "end": 60, "reason": "reorg",
                                "source": "test"}

@@ -118,9 +118,17 @@ def impact(
 
 def reach(models: ModelSet, model_id: ModelId, rng: Range, *, cascade: bool = True) -> Range:
     """A window that holds every task ``impact`` can reach from ``rng``: the range widened by twice the
-    ``interval.max`` of every incremental model on the way (the durable record is read over it)."""
-    order = (model_id, *models.descendants(model_id)) if cascade else (model_id,)
-    margin = 2 * sum(m.interval.max for m in (models.models[i] for i in order) if isinstance(m, IncrementalModel))
+    ``interval.max`` of every incremental model along the longest dependency path down from ``model_id`` (a
+    re-run widens only along paths; the durable record is read over the window). O(descendants + their edges)."""
+
+    def own(member: ModelId) -> int:
+        model = models.models[member]
+        return 2 * model.interval.max if isinstance(model, IncrementalModel) else 0
+
+    widest = {model_id: own(model_id)}
+    for member in models.descendants(model_id) if cascade else ():  # dependencies first (ordered by rank)
+        widest[member] = own(member) + max((widest[d] for d in models.dependencies(member) if d in widest), default=0)
+    margin = max(widest.values())
     return (max(rng[0] - margin, 0), rng[1] + margin)
 
 
