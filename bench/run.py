@@ -1,7 +1,7 @@
 """``make bench``: overhead, cascade latency, backfill throughput and a backlog on the real local stack.
 
     python -m bench.run                  # everything (a few minutes on 2 cores)
-    python -m bench.run --cascade        # one or more of --overhead --cascade --backfill --backlog
+    python -m bench.run --cascade        # one or more of --overhead --cascade --backfill --backlog --head --catchup
     python -m bench.run --scale          # (f) alone: it needs only Redis (cbt dev up)
 
 Prints a table and writes ``bench/reports/<timestamp>.json`` and ``bench/reports/latest.json``. Numbers depend on
@@ -33,22 +33,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backfill", action="store_true", help="(c) backfill throughput, 1 vs 2 workers")
     parser.add_argument("--backlog", action="store_true",
                         help="(d) a 300-hour backlog through the pipeline vs a per-interval loop and one statement")
+    parser.add_argument("--head", action="store_true",
+                        help="(e) new source minute -> the third model of a chain covers it, minus the jobs")
+    parser.add_argument("--catchup", action="store_true",
+                        help="(g) the demo's 15-minute backlog: time to catch up, work per covered position")
     parser.add_argument("--scale", action="store_true",
                         help="(f) planning 10,000 models over 1,000,000 completed intervals, against Redis alone")
     parser.add_argument("--intervals", type=int, default=12, help="intervals for (a) (default 12)")
     parser.add_argument("--samples", type=int, default=32, help="dependent tasks for (b) (default 32)")
     parser.add_argument("--backfill-intervals", type=int, default=24, help="intervals for (c) (default 24)")
     parser.add_argument("--backlog-intervals", type=int, default=300, help="hourly intervals for (d) (default 300)")
+    parser.add_argument("--head-samples", type=int, default=20, help="released minutes for (e) (default 20)")
     parser.add_argument("--scale-models", type=int, default=10_000, help="models for (f) (default 10,000)")
     parser.add_argument("--scale-intervals", type=int, default=1_000_000,
                         help="completed intervals for (f) (default 1,000,000)")
     args = parser.parse_args(argv)
-    every = ("overhead", "cascade", "backfill", "backlog", "scale")
+    every = ("overhead", "cascade", "backfill", "backlog", "head", "catchup", "scale")
     chosen = [name for name in every if getattr(args, name)] or list(every)
     if chosen == ["scale"]:  # Redis alone: no Spark or Kafka is started for (f)
         return _scale_only(args)
 
-    from bench import backfill, backlog, cascade, overhead, profile, scale
+    from bench import backfill, backlog, cascade, catchup, head, overhead, profile, scale
     from cbt.adapters.spark import connect
     from cbt.dev import stack
 
@@ -63,6 +68,8 @@ def main(argv: list[str] | None = None) -> int:
         "cascade": lambda: cascade.benchmark(spark, endpoints, args.samples),
         "backfill": lambda: backfill.benchmark(spark, endpoints, args.backfill_intervals),
         "backlog": lambda: backlog.benchmark(spark, endpoints, args.backlog_intervals),
+        "head": lambda: head.benchmark(spark, endpoints, args.head_samples),
+        "catchup": lambda: catchup.benchmark(spark, endpoints),
         "scale": lambda: scale.benchmark(endpoints.redis_url, args.scale_models, args.scale_intervals),
     }
     try:
@@ -151,10 +158,35 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
                         f"<= {target}x ({'ok' if bl[key] <= target else 'MISSED'})"))
         out.append(("(d) same rows, per-interval coverage", "yes" if same else "NO",
                     f"{bl['pipeline']['tasks']} tasks"))
+        bm = bl.get("bounds_mode")
+        if bm:
+            same = bm["differences_vs_one_statement"] == 0 and bm["per_interval_coverage"]
+            out.append(("(d) pipeline, batch.mode bounds, vs one statement",
+                        f"{bm['pipeline']['wall_ms'] / 1000:.1f} s = {bm['ratio_vs_one_statement']:.2f}x",
+                        f"same rows, per-interval coverage: {'yes' if same else 'NO'}; "
+                        f"{bm['pipeline']['tasks']} tasks"))
+    if "error" not in report.get("head", {"error": 1}):
+        hd = report["head"]
+        over, target = hd["overhead_ms"], hd["targets"]["overhead_p50_ms"]
+        out.append(("(e) head: source minute -> third level covers it, p50 / p99",
+                    f"{hd['latency_ms']['p50']:.0f} / {hd['latency_ms']['p99']:.0f} ms", hd["chain"]))
+        out.append(("(e) head latency minus the three jobs, p50 / p99", f"{over['p50']:.0f} / {over['p99']:.0f} ms",
+                    f"p50 <= {target:.0f} ms ({'ok' if over['p50'] <= target else 'MISSED'}); n={hd['samples']}"))
     if "error" not in report.get("scale", {"error": 1}):
         from bench import scale
 
         out += scale.rows(report["scale"])
+    if "error" not in report.get("catchup", {"error": 1}):
+        cu = report["catchup"]
+        target, equal = cu["targets"]["start_to_caught_up_s"], all(d == [0, 0] or d == (0, 0)
+                                                                   for d in cu["oracle_differences"].values())
+        out.append((f"(g) demo backlog ({cu['backlog_s']} s, {cu['models']} models) caught up",
+                    f"{cu['start_to_caught_up_s']:.0f} s", f"<= {target:.0f} s "
+                    f"({'ok' if cu['start_to_caught_up_s'] <= target else 'MISSED'}); equals the oracle: "
+                    f"{'yes' if equal else 'NO'}"))
+        for table, work in cu["work_per_covered_position"].items():
+            out.append((f"(g) work per covered position: {table}", f"{work['work_per_covered_position']}",
+                        f"{work['tasks']} tasks, {work['covered_positions']} positions"))
     return out
 
 

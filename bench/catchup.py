@@ -1,0 +1,96 @@
+"""(g) Catch-up of the example pipeline: the demo's 15-minute backlog, every model, from nothing to caught up.
+
+What ``make demo`` does first: source rows for the last 15 minutes exist, the services start, and the pipeline
+catches up. Reported:
+
+- time to catch up: from starting the services to quiet (every source scanned, nothing in flight or plannable),
+  and from the first task enqueued to the last completion;
+- work per covered position, per model: the positions every completed task computed (re-runs and widened tasks
+  count again) over the positions the model covers at the end. 1.0 means each position was computed once;
+- the tables equal the oracle (the same SQL over the whole range).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any
+
+from pyspark.sql import SparkSession
+from redis import Redis
+
+from bench.events import EventRecorder
+from bench.report import load_average
+from bench.stack import Endpoints
+from cbt.adapters.kafka_admin import delete_topics
+from cbt.contract.topics import Topics
+from cbt.models.spec import IncrementalModel
+from tests.e2e.harness import PROJECT, T0, Deployment, Oracle, overrides_for
+
+BACKLOG_S = 900
+LAST_SLOT_END = T0 + BACKLOG_S - 12 + 1
+SETTLE_S = 3.0
+
+
+def work_per_position(dep: Deployment, events: EventRecorder) -> dict[str, dict[str, Any]]:
+    out = {}
+    for model in dep.healthy_incrementals():
+        computed = sum(c.interval or 0 for c in events.completions(model.id))
+        covered = sum(end - start for start, end in dep.coverage(model.id))
+        out[model.table] = {"computed_positions": computed, "covered_positions": covered,
+                            "tasks": len(events.completions(model.id)),
+                            "work_per_covered_position": round(computed / covered, 3) if covered else None}
+    return out
+
+
+def oracle_differences(dep: Deployment) -> dict[str, tuple[int, int]]:
+    oracle = Oracle(dep)
+    try:
+        models = oracle.build()
+        return {m.table: oracle.differences(m.table) for m in models.incrementals if isinstance(m, IncrementalModel)}
+    finally:
+        oracle.drop()
+
+
+def benchmark(spark: SparkSession, endpoints: Endpoints) -> dict[str, Any]:
+    tag = f"bncu{uuid.uuid4().hex[:6]}"
+    redis = Redis.from_url(endpoints.redis_url)
+    overrides = overrides_for(tag, endpoints.kafka, endpoints.redis_url, endpoints.spark_remote)
+    dep = Deployment(spark, redis, overrides, PROJECT / "var" / "bench" / tag / "logs")
+    topics = Topics(dep.config.kafka.topic_prefix)
+    try:
+        dep.create_tables()
+        dep.write_entities()
+        dep.write_sources(T0, T0 + BACKLOG_S)
+        events = EventRecorder(endpoints.kafka, [topics.task_requested(), topics.interval_completed], f"{tag}.bench")
+        load = load_average()
+        started = time.monotonic()
+        dep.start()
+        starting_s = time.monotonic() - started
+        try:
+            events.start()  # (reads from the earliest offset: the services create the topics as they start)
+            caught_up_s = starting_s + dep.wait_quiet(LAST_SLOT_END, timeout_s=900.0, settle_s=SETTLE_S) - SETTLE_S
+            time.sleep(1.0)  # the last interval-completed reaches the recorder
+        finally:
+            events.stop()
+            dep.stop()
+        requests = [s.message.enqueued_at_ms for s in events.requested]
+        completions = [c.completed_at_ms for m in dep.healthy_incrementals() for c in events.completions(m.id)]
+        work = work_per_position(dep, events)
+        return {
+            "backlog_s": BACKLOG_S, "load_at_start": load, "models": len(work),
+            "start_to_caught_up_s": round(caught_up_s, 1),
+            "first_task_to_last_completion_s": round((max(completions) - min(requests)) / 1000, 1),
+            "work_per_covered_position": work,
+            "worst_work_per_covered_position": max(w["work_per_covered_position"] or 0 for w in work.values()),
+            "oracle_differences": oracle_differences(dep),
+            "targets": {"start_to_caught_up_s": 60.0, "work_per_covered_position": 1.0},
+        }
+    finally:
+        for database in dep.databases():
+            spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+        keys = list(redis.scan_iter(match=f"{tag}:*"))
+        if keys:
+            redis.delete(*keys)
+        delete_topics(endpoints.kafka, topics.all(("default", *dep.config.worker.pools)))
+        redis.close()
