@@ -7,6 +7,7 @@ ledger (dedup among in-flight tasks, across coordinators) and publishes the clai
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -55,15 +56,26 @@ class Planner:
         if not wanted:
             return 0
         snapshot = self.reader.read_snapshot(wanted)
-        published = 0
+        planned: list[tuple[IncrementalModel, Task]] = []
         for model_id in wanted:
             model = self.models.models[model_id]
             assert isinstance(model, IncrementalModel)
             plan = plan_model(model, self.models.models, snapshot, concurrency=self.model_concurrency,
                               directions=directions, batch_size=self.batch.size(model))
-            for task in plan.tasks:
-                published += await self._enqueue(model, task)
-        return published
+            planned += [(model, task) for task in plan.tasks]
+        return await self._enqueue_all(planned)
+
+    async def _enqueue_all(self, planned: list[tuple[IncrementalModel, Task]]) -> int:
+        """Claim and publish every planned task, the publishes in flight together (one at a time, each waits
+        for the broker's ack: 0.7 ms per task on a local broker, 20 s for a 29k-task recovery tick; together the
+        producer batches them). Every publish settles before the first failure, if any, is raised (a failed one
+        has released its claim)."""
+        results = await asyncio.gather(*(self._enqueue(model, task) for model, task in planned),
+                                       return_exceptions=True)
+        failed = [r for r in results if isinstance(r, BaseException)]
+        if failed:
+            raise failed[0]
+        return sum(r for r in results if isinstance(r, int))
 
     async def replan_dependents(self, model_id: ModelId) -> int:
         """Cascade: a model gained data, so its dependents (and itself, for its next interval) may run now."""

@@ -78,3 +78,39 @@ def test_a_refused_publish_releases_the_claim_at_once() -> None:
     with pytest.raises(RuntimeError):
         asyncio.run(planner.replan([MODEL]))
     assert in_flight_at(state, 0) == ()
+
+
+@dataclass
+class AckedTogether(Publisher):
+    """A broker that acknowledges nothing until ``batch`` publishes are in flight: one publish at a time never
+    gets an answer. The ``refused`` task's publish fails."""
+
+    batch: int = 3
+    refused: str = ""
+    waiting: int = 0
+    all_in_flight: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def publish(self, topic: str, message: Message, key: str) -> None:
+        self.waiting += 1
+        if self.waiting >= self.batch:
+            self.all_in_flight.set()
+        await asyncio.wait_for(self.all_in_flight.wait(), 1.0)
+        if key == self.refused:
+            raise RuntimeError("broker refused one")
+        self.sent.append(message)
+
+
+def test_a_ticks_tasks_are_published_together_and_one_refused_leaves_the_others_published() -> None:
+    """Waiting for each broker ack before the next publish made a recovery tick of 29k tasks take 20 s."""
+    publisher = AckedTogether(refused=f"{MODEL}:60:60")
+    planner, state = make_planner(publisher)
+    state.bounds.put_bounds(SRC, RawBounds(0, 180))
+
+    async def replan() -> int:
+        return await planner.replan([MODEL], directions=("forward",))
+
+    with pytest.raises(RuntimeError, match="refused"):
+        asyncio.run(replan())
+    assert sorted(m.task_id for m in publisher.sent if isinstance(m, TaskRequested)) == [
+        f"{MODEL}:0:60", f"{MODEL}:120:60"]
+    assert in_flight_at(state, PUBLISH_GRACE_MS + 60_000) == (f"{MODEL}:0:60", f"{MODEL}:120:60")
