@@ -5,6 +5,7 @@ kept in the model's failure log."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from redis import Redis
@@ -16,6 +17,7 @@ from cbt.contract.messages import IntervalCompleted, MessageRejected, TaskFailed
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import Coordinator
 from cbt.models.dag import ModelSet
+from cbt.models.spec import IncrementalModel, Write
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
 from cbt.state.ports import KEEP_FAILURES
@@ -27,9 +29,10 @@ pytestmark = pytest.mark.integration
 TOPICS = Topics("t.")
 
 
-def coordinator_on(redis_client: Redis, redis_prefix: str, publisher: Publisher) -> tuple[Coordinator, RedisState]:
+def coordinator_on(redis_client: Redis, redis_prefix: str, publisher: Publisher,
+                   minute: IncrementalModel | None = None) -> tuple[Coordinator, RedisState]:
     """A coordinator of one incremental model over one external, on the real Redis (no admin tables needed)."""
-    models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
+    models = ModelSet(models_of(ext("ext.blocks"), minute or inc("an.minute", ["ext.blocks"], imax=60)))
     state = RedisState(redis_client, redis_prefix)
     planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
                       publisher, TOPICS, lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
@@ -96,3 +99,17 @@ def test_completions_feed_the_batch_sizes_with_their_measured_run_times(redis_cl
     asyncio.run(scenario())
     fixed_s, per_interval_s = coordinator.planner.batch.fit("an.minute")
     assert fixed_s == pytest.approx(1.29) and per_interval_s == pytest.approx(0.01)
+
+
+def test_a_failed_batch_makes_the_models_next_batches_smaller(redis_client: Redis, redis_prefix: str) -> None:
+    batched = replace(inc("an.minute", ["ext.blocks"], imax=60), sql="SELECT 1",
+                      write=Write("replace", replace_where="p >= {{ bounds.start }} AND p < {{ bounds.end }}"))
+    coordinator, _ = coordinator_on(redis_client, redis_prefix, Publisher(), batched)
+    model = coordinator.models.models["an.minute"]
+    assert isinstance(model, IncrementalModel)
+    before = coordinator.planner.batch.size(model)
+    failed = TaskFailed(task_id=f"an.minute:0:{60 * before}", model="an.minute", position=0, interval=60 * before,
+                        attempts=3, error="query timeout")
+
+    asyncio.run(coordinator.on_event(failed.encode(), TOPICS.task_failed))
+    assert coordinator.planner.batch.size(model) == before // 2

@@ -6,6 +6,7 @@ loader builds them from files, planners and workers only read them.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -68,6 +69,10 @@ class Write:
 BatchMode = Literal["auto", "union", "bounds", "off"]
 
 
+_READS_SELF = re.compile(r"\{\{[^}]*\bself\b")
+"""A template expression that names the model's own table (``{{ self.from }}``, ``{{ self.table }}``…)."""
+
+
 @dataclass(frozen=True)
 class Batch:
     """How a backlog of ready intervals may run as one job and one commit (SPEC §5.6).
@@ -78,7 +83,9 @@ class Batch:
     - ``bounds``: one run over the batch's whole range; the model declares that gives the rows the runs one by one
       would (row-wise, or grouped by a key inside the interval) — any write strategy, exec models too;
     - ``off``: one interval per run;
-    - ``auto`` (the default): ``union`` for ``replace`` models, ``off`` otherwise.
+    - ``auto`` (the default): ``union`` for ``replace`` models, ``off`` otherwise — and ``off`` for a model whose SQL
+      reads its own table (``{{ self.… }}``: running totals, "the previous interval"): in one statement every
+      interval would read the table as it was before the batch, not after the intervals before it.
     """
 
     mode: BatchMode = "auto"
@@ -139,7 +146,8 @@ class IncrementalModel:
         """How a backlog of this model's intervals runs (``Batch``, with ``auto`` resolved)."""
         if self.batch.mode != "auto":
             return self.batch.mode
-        return "union" if self.sql is not None and self.write.strategy == "replace" else "off"
+        reads_itself = self.sql is not None and _READS_SELF.search(self.sql) is not None
+        return "union" if self.sql is not None and self.write.strategy == "replace" and not reads_itself else "off"
 
 
 @dataclass(frozen=True)

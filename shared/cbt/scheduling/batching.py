@@ -48,12 +48,15 @@ class BatchSizer:
     first_size: int = 16
     """Before any run of the model was measured."""
     _runs: dict[ModelId, deque[tuple[int, float]]] = field(default_factory=dict)
+    _after_failure: dict[ModelId, int] = field(default_factory=dict)
+    """A cap per model, halved by each failed batch and doubled back by each batch that completes at it."""
 
     def size(self, model: IncrementalModel) -> int:
         """How many intervals one task of ``model`` may hold now (1: no batching)."""
         if model.batch_mode == "off":
             return 1
-        cap = max(1, min(self.max_intervals, model.batch.max_intervals or self.max_intervals))
+        cap = max(1, min(self.max_intervals, model.batch.max_intervals or self.max_intervals,
+                         self._after_failure.get(model.id, self.max_intervals)))
         runs = self._runs.get(model.id)
         if not runs:
             return min(self.first_size, cap)
@@ -65,6 +68,19 @@ class BatchSizer:
         """A task of ``intervals`` intervals took ``duration_ms`` (its own run, as the worker measured it)."""
         if intervals > 0 and duration_ms >= 0:
             self._runs.setdefault(model_id, deque(maxlen=KEEP_RUNS)).append((intervals, duration_ms / 1000))
+        cap = self._after_failure.get(model_id)
+        if cap is not None and intervals >= cap:
+            if cap * 2 >= self.max_intervals:
+                del self._after_failure[model_id]
+            else:
+                self._after_failure[model_id] = cap * 2
+
+    def failed(self, model_id: ModelId, intervals: int) -> None:
+        """A task of ``intervals`` intervals failed its last attempt. A batch is not planned again as it was: one
+        bad interval (or a job past the query timeout) would fail it forever and stall the model's backlog; the
+        model's batches halve, down to single intervals, so the good ones complete and the bad one fails alone."""
+        if intervals > 1:
+            self._after_failure[model_id] = min(self._after_failure.get(model_id, intervals), max(1, intervals // 2))
 
     def fit(self, model_id: ModelId) -> tuple[float, float]:
         """``(fixed_s, per_interval_s)`` by least squares over the recent runs; with one size only, no fixed part

@@ -92,3 +92,31 @@ def test_the_batch_size_is_what_fits_the_job_budget_by_the_measured_costs(runs: 
         sizer.observe(model.id, intervals, duration_ms)
     assert sizer.size(model) == expected
     assert sizer.size(replace(model, batch=Batch(max_intervals=8))) == 8, "the model's own cap wins"
+
+
+def test_a_failed_batch_halves_the_models_batches_until_the_bad_interval_fails_alone() -> None:
+    """A backlog with one interval that always fails: batches must shrink around it, or the same batch is planned
+    again, identically, forever (and the good intervals in it never complete)."""
+    sizer = BatchSizer(max_intervals=64, first_size=16)
+    model = replace(inc("an.r"), sql="SELECT 1", write=REPLACE)
+    sizes = []
+    for _ in range(5):
+        sizes.append(sizer.size(model))
+        sizer.failed(model.id, sizes[-1])
+    assert sizes == [16, 8, 4, 2, 1]
+    sizer.failed(model.id, 1)
+    assert sizer.size(model) == 1, "a single interval failing changes nothing"
+    sizer.observe(model.id, 1, 1_000)
+    sizer.observe(model.id, 2, 2_000)
+    assert sizer.size(model) == 4, "batches that complete grow it back"
+    other = replace(inc("an.other"), sql="SELECT 1", write=REPLACE)
+    assert sizer.size(other) == 16, "per model"
+
+
+def test_a_model_whose_sql_reads_its_own_table_is_not_batched_unless_it_opts_in() -> None:
+    """In one statement every interval would read the table as it was before the batch (a running total)."""
+    running = replace(inc("an.r"), sql="SELECT p, v + (SELECT max(v) FROM {{ self.from }}) AS v FROM src",
+                      write=REPLACE)
+    assert running.batch_mode == "off"
+    assert replace(running, batch=Batch("union")).batch_mode == "union"
+    assert replace(running, sql="SELECT p, v FROM src").batch_mode == "union"

@@ -23,7 +23,7 @@ from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
-from cbt.models.spec import ModelId, ScheduledModel
+from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.scheduling.cron import next_fire
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
@@ -66,6 +66,9 @@ class Coordinator:
             await self.planner.replan_dependents(message.model)
         elif isinstance(message, TaskFailed):
             self.state.failures.record_failure(message)
+            model = self.models.models.get(message.model)
+            if isinstance(model, IncrementalModel) and message.interval is not None:  # a batch: smaller ones next
+                self.planner.batch.failed(message.model, message.interval // model.interval.max)
         else:
             await self._reject(raw, topic, f"kind: expected 'interval-completed', 'bounds-updated' or 'task-failed', "
                                            f"got {message.kind!r}")
