@@ -57,13 +57,22 @@ class Planner:
             return 0
         snapshot = self.reader.read_snapshot(wanted)
         planned: list[tuple[IncrementalModel, Task]] = []
+        unplannable: list[Exception] = []
         for model_id in wanted:
             model = self.models.models[model_id]
             assert isinstance(model, IncrementalModel)
-            plan = plan_model(model, self.models.models, snapshot, concurrency=self.model_concurrency,
-                              directions=directions, batch_size=self.batch.size(model))
+            try:  # one model that cannot be planned (a bug, a value it chokes on) holds up no other
+                plan = plan_model(model, self.models.models, snapshot, concurrency=self.model_concurrency,
+                                  directions=directions, batch_size=self.batch.size(model))
+            except Exception as e:
+                log.exception("planning a model failed", extra={"model": model_id})
+                unplannable.append(e)
+                continue
             planned += [(model, task) for task in plan.tasks]
-        return await self._enqueue_all(planned)
+        published = await self._enqueue_all(planned)
+        if unplannable:
+            raise unplannable[0]
+        return published
 
     async def _enqueue_all(self, planned: list[tuple[IncrementalModel, Task]]) -> int:
         """Claim and publish every planned task, the publishes in flight together (one at a time, each waits

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
 from cbt.contract.messages import Message, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
+from cbt.models.spec import IncrementalModel
+from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.state import RawBounds
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import PUBLISH_GRACE_MS, Planner
@@ -114,3 +116,22 @@ def test_a_ticks_tasks_are_published_together_and_one_refused_leaves_the_others_
     assert sorted(m.task_id for m in publisher.sent if isinstance(m, TaskRequested)) == [
         f"{MODEL}:0:60", f"{MODEL}:120:60"]
     assert in_flight_at(state, PUBLISH_GRACE_MS + 60_000) == (f"{MODEL}:0:60", f"{MODEL}:120:60")
+
+
+def test_a_model_that_cannot_be_planned_holds_up_no_other() -> None:
+    """A tick plans every due model in one pass: one model's planning error must not stop the others' tasks."""
+    publisher = Publisher()
+    planner, _ = make_planner(publisher)
+    broken = "out.broken"
+
+    class Unsizable(BatchSizer):
+        def size(self, model: IncrementalModel) -> int:
+            if model.id == broken:
+                raise ValueError("a value this model chokes on")
+            return super().size(model)
+
+    models = ModelSet({SRC: ext(SRC), broken: inc(broken, [SRC], imax=60), MODEL: inc(MODEL, [SRC], imax=60)})
+    planner = replace(planner, models=models, reader=replace(planner.reader, models=models), batch=Unsizable())
+    with pytest.raises(ValueError, match="chokes"):
+        asyncio.run(planner.replan([broken, MODEL]))
+    assert [m.task_id for m in publisher.sent if isinstance(m, TaskRequested)] == [f"{MODEL}:0:60"]

@@ -245,12 +245,14 @@ def test_the_lease_is_kept_through_a_transient_renewal_error() -> None:
     assert stolen == [None] and len(rows.rows) == 1
 
 
-def test_a_task_leased_by_another_worker_is_not_run_twice() -> None:
+def test_a_task_leased_by_another_worker_is_not_run_twice_and_a_copy_stays_queued() -> None:
+    """The copy is acknowledged as busy; had the holder then failed to record, no copy would be left to run it."""
     state, executor = ready_state(), Executor()
-    runner, _, _ = make_runner(executor, state)
+    runner, published, _ = make_runner(executor, state)
     assert state.leases.acquire(f"task:{task().task_id}", "worker-2", 60_000) is not None
     assert handle(runner, task()) == "busy"
     assert executor.runs == []
+    assert [(topic, m.task_id) for topic, m in published.messages] == [("t.task-requested.default", task().task_id)]
 
 
 @pytest.mark.parametrize("model", ["out.nope", SRC], ids=["unknown-model", "external-model"])
@@ -355,3 +357,21 @@ def test_begin_returns_after_the_work_and_leaves_the_recording_running() -> None
     assert asyncio.run(scenario()) == "completed"
     assert len(slow.rows) == 1 and state.coverage.coverage(MODEL) == ((0, 60),)
     assert state.leases.acquire(f"task:{task().task_id}", "worker-2", 60_000) is not None, "released at the end"
+
+
+def test_the_recorded_duration_is_the_work_not_the_wait_for_the_table_or_a_slot() -> None:
+    """The batch sizes are fitted on it: with tasks of one model queued on its table, the waits made the fit see
+    each interval 2-3 times as costly as it is, and batches came out that much smaller."""
+
+    @dataclass
+    class QueuedExecutor(Executor):
+        async def run(self, model: Transformation, task: TaskContext) -> float | None:
+            await asyncio.sleep(0.3)  # waiting for the model's table: another task of it is running
+            await super().run(model, task)
+            return 0.05
+
+    state, executor = ready_state(), QueuedExecutor()
+    runner, published, rows = make_runner(executor, state)
+    assert handle(runner, task()) == "completed"
+    (completed,) = [m for _, m in published.messages if isinstance(m, IntervalCompleted)]
+    assert completed.duration_ms == 50 and rows.rows[0].duration_ms == 50

@@ -10,6 +10,7 @@ import asyncio
 import functools
 import logging
 import random
+import time
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -60,22 +61,25 @@ class SparkExecutor:
     def __post_init__(self) -> None:
         self._slots = asyncio.Semaphore(self.slots)
 
-    async def run(self, model: Transformation, task: TaskContext) -> None:
+    async def run(self, model: Transformation, task: TaskContext) -> float:
         """Run one task. A Delta write conflict (another process committed to the same table while this one read
         it) re-runs the task after a short random pause: every strategy is idempotent, and a conflict is not the
-        model's failure, so it does not use up an attempt."""
+        model's failure, so it does not use up an attempt. Returns the seconds the last run took once it had its
+        table and a slot."""
         async with self._table_locks[model.id]:
             for conflicts in range(CONFLICT_RETRIES + 1):
                 try:
                     async with self._slots:
+                        began = time.monotonic()
                         await self._run_once(model, task)
-                    return
+                        return time.monotonic() - began
                 except (TaskExecutionError, ScriptError) as e:
                     if not is_conflict(e) or conflicts == CONFLICT_RETRIES:
                         raise
                 log.info("delta write conflict; running the task again", extra={"task_id": task.task_id,
                                                                                  "conflicts": conflicts + 1})
                 await asyncio.sleep(random.uniform(0.05, 0.05 * 2 ** min(conflicts, 4)))
+        raise AssertionError("unreachable: the last conflict is raised in the loop")
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn

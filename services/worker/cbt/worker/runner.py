@@ -51,7 +51,10 @@ def task_range(task: TaskRequested) -> Range | None:
 
 
 class Executor(Protocol):
-    async def run(self, model: Transformation, task: TaskContext) -> None: ...
+    async def run(self, model: Transformation, task: TaskContext) -> float | None:
+        """Run the task; returns the seconds the work itself took (not waiting for its table or a slot), or
+        ``None`` to let the caller time the whole call."""
+        ...
 
 
 @dataclass
@@ -152,7 +155,12 @@ class TaskRunner:
             return _finished("already-covered")
         held = await self._acquire(f"task:{task.task_id}", model, task)
         if held is None:
-            return _finished("already-covered" if self._is_covered(model, task) else "busy")
+            if self._is_covered(model, task):
+                return _finished("already-covered")
+            # Still held elsewhere. This copy is acknowledged, so it must not be the last one: if the holder then
+            # fails to record, nothing would run the task until its claim expires (hours). Publish it again.
+            await self._requeue(task)
+            return _finished("busy")
         work = asyncio.ensure_future(self._execute_leased(model, task))
         heartbeat = asyncio.create_task(self._renew(held, work))
         try:
@@ -179,8 +187,8 @@ class TaskRunner:
             self.ports.ledger.release(model.id, task.task_id)
             return "not-ready"
         started = time.monotonic()
-        error = await self._execute_with_retries(model, task)
-        duration_ms = int((time.monotonic() - started) * 1000)
+        error, worked_s = await self._execute_with_retries(model, task)
+        duration_ms = int((time.monotonic() - started if worked_s is None else worked_s) * 1000)
         if error is not None:
             if isinstance(model, ScheduledModel):
                 await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, "failed", error))
@@ -249,8 +257,11 @@ class TaskRunner:
         await self.ports.publisher.publish(self.topics.task_requested(task.pool),
                                            task.model_copy(update={"enqueued_at_ms": now_ms()}), key=task.task_id)
 
-    async def _execute_with_retries(self, model: Transformation, task: TaskRequested) -> str | None:
-        """``None`` on success, else the last error."""
+    async def _execute_with_retries(self, model: Transformation,
+                                    task: TaskRequested) -> tuple[str | None, float | None]:
+        """``(None, seconds the successful attempt's work took)``, else ``(the last error, None)``. Only the work is
+        timed — not failed attempts, backoff, or waiting for the table or a slot — since the batch sizes are fitted
+        on it."""
         error = ""
         for attempt in range(1, self.retry.max_attempts + 1):
             context = TaskContext(
@@ -260,15 +271,16 @@ class TaskRunner:
                 model_id=model.id, task_start_unix=task.scheduled_unix, direction=task.direction, attempt=attempt,
             )
             try:
-                await self.executor.run(model, context)
-                return None
+                began = time.monotonic()
+                worked_s = await self.executor.run(model, context)
+                return None, time.monotonic() - began if worked_s is None else worked_s
             except Exception as e:  # a model's failure must never take the worker down
                 error = str(e) or type(e).__name__
                 log.warning("task attempt failed", extra={"task_id": task.task_id, "attempt": attempt,
                                                           "error": error[:500]})
             if attempt < self.retry.max_attempts:
                 await asyncio.sleep(self.retry.delay_s(attempt))
-        return error
+        return error, None
 
     def _why_not_ready(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> str | None:
         wanted = task_range(task)
