@@ -326,3 +326,19 @@ def test_invalidations_are_listed_newest_first_with_what_they_affected(admin: De
 
     assert admin.invalidations(limit=10) == [second, first]
     assert second.metadata == {"blocks": [5, 6], "note": "it's \\ quoted"}
+
+
+def test_a_consolidation_no_longer_allowed_rewrites_nothing_more(record: DurableRecord) -> None:
+    """The leader's fencing check: asked before each model's rewrite; once it says no, no model is rewritten."""
+    record.record_completed([done(0, 10), done(10, 20), done(0, 10, model=OTHER), done(10, 20, model=OTHER)])
+    asked: list[bool] = []
+
+    def allowed_once() -> bool:
+        asked.append(not asked)
+        return asked[-1]
+
+    results = record.consolidate(still_allowed=allowed_once)
+    assert [(c.model, c.rows_before, c.rows_after) for c in results] == [(OTHER, 2, 1)], "models in name order"
+    assert asked == [True, False]
+    again = record.consolidate(still_allowed=lambda: True)
+    assert {(c.model, c.rows_before, c.rows_after) for c in again} == {(OTHER, 1, 1), (M, 2, 1)}
