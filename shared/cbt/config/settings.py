@@ -175,10 +175,10 @@ class BatchConfig(Section):
     """Batched runs of a backlog (SPEC §5.6): a model's batch size is the most intervals whose measured run time fits
     ``job_budget``, at most ``max_intervals`` (a model's ``batch.max_intervals`` caps it further)."""
 
-    max_intervals: int = Field(default=256, gt=0)
+    max_intervals: int = Field(default=1024, gt=0)
     job_budget_s: DurationS = Field(default=60, gt=0)
     first_intervals: int = Field(default=16, gt=0)
-    """A model's batch size before any of its runs was measured."""
+    """A ``union`` model's batch size before any of its runs was measured (a ``bounds`` model starts at the cap)."""
 
 
 class SchedulerConfig(Section):

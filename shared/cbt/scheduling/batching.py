@@ -8,7 +8,9 @@ one interval is ready at a time, so tasks stay single and cascades stay immediat
 The size comes from measurements, per model: a job's time is fitted as ``fixed + per_interval * intervals`` over its
 recent runs, and the size is the most intervals that fit ``budget_s`` (capped by ``max_intervals``, the model's
 own ``batch.max_intervals`` first). Before a model has run in two sizes only the average per interval is known,
-which over-counts the fixed cost; sizes then grow run by run until the fit takes over.
+which over-counts the fixed cost; sizes then grow run by run until the fit takes over. Before its first run, a
+``bounds`` model's batch is the cap (one statement over the range, as SQLMesh runs a backlog), a ``union`` model's
+``first_size``. A failed batch halves the model's batches until batches complete again.
 """
 
 from __future__ import annotations
@@ -43,10 +45,11 @@ def group(ranges: Sequence[Range], step: int, size: int) -> list[tuple[Range, in
 class BatchSizer:
     """Each model's batch size from its measured job times (see the module docstring)."""
 
-    max_intervals: int = 256
+    max_intervals: int = 1024
     budget_s: float = 60.0
     first_size: int = 16
-    """Before any run of the model was measured."""
+    """Before any run of the model was measured, in mode ``union`` (each interval is a SELECT of its own); mode
+    ``bounds`` starts at the cap."""
     _runs: dict[ModelId, deque[tuple[int, float]]] = field(default_factory=dict)
     _after_failure: dict[ModelId, int] = field(default_factory=dict)
     """A cap per model, halved by each failed batch and doubled back by each batch that completes at it."""
@@ -58,8 +61,8 @@ class BatchSizer:
         cap = max(1, min(self.max_intervals, model.batch.max_intervals or self.max_intervals,
                          self._after_failure.get(model.id, self.max_intervals)))
         runs = self._runs.get(model.id)
-        if not runs:
-            return min(self.first_size, cap)
+        if not runs:  # one run over a range costs about what one interval does: start as SQLMesh does, whole
+            return cap if model.batch_mode == "bounds" else min(self.first_size, cap)
         fixed, per_interval = self.fit(model.id)
         fitting = int((self.budget_s - fixed) / per_interval) if per_interval > 0 else cap
         return max(1, min(cap, fitting))

@@ -104,8 +104,10 @@ def plan_model(
         results.append(("rerun", rerun))
         slots -= len(rerun.tasks)
     if model.schedules.backfill and "backfill" in directions:
-        backfill = plan_backfill(model, ready, effective, slots * batch_size)
-        results.append(("backfill", _batched(backfill, model, batch_size, slots)))
+        backfill = _batched(plan_backfill(model, ready, effective, slots * batch_size), model, batch_size, slots)
+        if results and results[0][0] == "forward":
+            results[0], backfill = _backlog_joins_head(results[0][1], backfill, model, batch_size)
+        results.append(("backfill", backfill))
     elif not model.schedules.backfill:
         results.append(("backfill", FillPlan(waiting=_unfilled_note(effective, ready.valid))))
     tasks = tuple(
@@ -125,6 +127,23 @@ def _batched(fill: FillPlan, model: IncrementalModel, size: int, slots: int) -> 
     first_left = groups[slots][0]
     return FillPlan(tuple(r for r, _ in groups[:slots]), f"more intervals are ready from [{first_left[0]}, "
                     f"{first_left[1]})", is_out_of_slots=True)
+
+
+def _backlog_joins_head(forward: FillPlan, backfill: FillPlan, model: IncrementalModel,
+                        size: int) -> tuple[tuple[TaskDirection, FillPlan], FillPlan]:
+    """A head-first model catching up plans the newest interval forward and the backlog below it as backfill: two
+    jobs on one table, which run one after the other. When the newest backfill batch ends where the first forward
+    task starts and both fit one batch, they run as one forward task (at the head, with nothing behind it, forward
+    stays single)."""
+    if size <= 1 or not forward.tasks or not backfill.tasks:
+        return ("forward", forward), backfill
+    (low, high), (head_start, head_end) = backfill.tasks[0], forward.tasks[0]
+    step = model.interval.max
+    lengths = (high - low, head_end - head_start)
+    if high != head_start or any(n % step for n in lengths) or sum(lengths) > size * step:
+        return ("forward", forward), backfill
+    joined = FillPlan(((low, head_end), *forward.tasks[1:]), forward.waiting, forward.is_out_of_slots)
+    return ("forward", joined), FillPlan(backfill.tasks[1:], backfill.waiting, backfill.is_out_of_slots)
 
 
 def _step(model: IncrementalModel, length: int) -> int | None:
