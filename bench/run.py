@@ -154,7 +154,8 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
                     f"{bl['loop_s']:.1f} s / {bl['one_statement_s']:.1f} s", f"{bl['rows_per_hour']} source rows/h"))
         for key, label in (("ratio_vs_loop", "loop"), ("ratio_vs_one_statement", "one statement")):
             target = bl["targets"][key]
-            out.append((f"(d) pipeline (batch.mode bounds) vs {label}", f"{bl['pipeline']['wall_ms'] / 1000:.1f} s = {bl[key]:.2f}x",
+            out.append((f"(d) pipeline (batch.mode bounds) vs {label}",
+                        f"{bl['pipeline']['wall_ms'] / 1000:.1f} s = {bl[key]:.2f}x",
                         f"<= {target}x ({'ok' if bl[key] <= target else 'MISSED'})"))
         out.append(("(d) same rows, per-interval coverage", "yes" if same else "NO",
                     f"{bl['pipeline']['tasks']} tasks"))
