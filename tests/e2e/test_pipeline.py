@@ -136,7 +136,8 @@ def test_an_invalidation_while_its_range_runs_then_redis_emptied_converges(deplo
     dep.write_sources(T0, T0 + 300)
     dep.start("coordinator", "worker", "bounds-cache", "invalidator")
     running = _wait_for_running_task_in(dep, (T0 + 60, T0 + 240))
-    reorg = (running[0] - (running[0] - T0) % 60, running[0] - (running[0] - T0) % 60 + 60)
+    first = max(running[0], T0 + 60)  # a minute of the running task's range (a batch may start before the window)
+    reorg = (first - (first - T0) % 60, first - (first - T0) % 60 + 60)
     write_blocks(dep.spark, SourceTables(dep.source_db), *reorg, version=1)
     event_id = publish_invalidation(dep.config.kafka.bootstrap_servers, "beacon_blocks", *reorg, reason="reorg",
                                     source="e2e", id=f"reorg:{reorg[0]}", topic_prefix=dep.config.kafka.topic_prefix)
@@ -160,7 +161,8 @@ def test_an_invalidation_while_its_range_runs_then_redis_emptied_converges(deplo
 
 
 def _wait_for_running_task_in(dep: Deployment, window: tuple[int, int], timeout_s: float = 240.0) -> tuple[int, int]:
-    """The range of a task of a derived model that a worker is running inside ``window`` (its lease is held)."""
+    """The range of a task of a derived model that a worker is running over part of ``window`` (its lease is
+    held)."""
     derived = [m.id for m in dep.models.incrementals]
     prefix = dep.config.redis.key_prefix
 
@@ -170,7 +172,7 @@ def _wait_for_running_task_in(dep: Deployment, window: tuple[int, int], timeout_
                 for tasks in dep.state.ledger.in_flight(derived, int(time.time() * 1000)).values():
                     for task in tasks:
                         r = task.range
-                        if r is not None and window[0] <= r[0] < window[1] and dep.redis.exists(
+                        if r is not None and r[0] < window[1] and window[0] < r[1] and dep.redis.exists(
                                 f"{prefix}lease:task:{task.task_id}"):
                             return r
                 await asyncio.sleep(0.02)
