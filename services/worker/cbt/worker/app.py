@@ -23,7 +23,7 @@ from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, make_broker, partition_of, rewind_to
 from cbt.adapters.redis_state import RedisState
-from cbt.adapters.spark import SessionPool, connect
+from cbt.adapters.spark import SessionPool, connect, delta_write_warm_up
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
 from cbt.contract.messages import rejected
@@ -36,6 +36,9 @@ from cbt.worker.recorder import AdminRecorder
 from cbt.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
 
 log = logging.getLogger("cbt.worker")
+SPARE_SESSIONS = 1
+"""Spark sessions kept warm for the next model this process runs (``SessionPool``): its first task then starts on a
+session that has already written once."""
 
 
 def consumed_pools(config: Config) -> list[str]:
@@ -82,13 +85,15 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(4 * config.worker.concurrency + 16))
     owner = runtime.instance_id("worker")
     spark = connect(config.spark.remote or "")
-    sessions = SessionPool(config.spark.remote or "")
+    sessions = SessionPool(config.spark.remote or "", warm=delta_write_warm_up(config.admin.incremental.database),
+                           spares=SPARE_SESSIONS)
     broker = make_broker(config.kafka, owner)
     redis = runtime.redis_client(config)
     state = RedisState(redis, config.redis.key_prefix)
     recorder = AdminRecorder(admin_from_config(spark, config), owner)
     if not await runtime.until_it_works(recorder.admin.ensure_tables, "create admin tables", stop, log):
         return
+    sessions.start_warming()  # into the admin database, now that it exists
     retry = config.worker.retry
     publisher = BrokerPublisher(broker)
     topics = runtime.topics(config)
