@@ -81,8 +81,10 @@ class ModelSet:
 
     def dependents(self, model_id: ModelId) -> tuple[ModelId, ...]:
         """Models that depend directly on ``model_id``."""
-        self.get(model_id)
-        return self._dependents[model_id]
+        try:
+            return self._dependents[model_id]
+        except KeyError:
+            raise UnknownModel(f"no model {model_id!r}") from None
 
     def descendants(self, model_id: ModelId) -> tuple[ModelId, ...]:
         """Every model downstream of ``model_id`` (not itself), parents before children."""

@@ -30,7 +30,9 @@ def _start(r: Range) -> int:
 def merge(ranges: Iterable[Range]) -> Coverage:
     """The canonical coverage of any ranges: sorted, overlapping and touching ones joined, empty ones dropped."""
     out: list[Range] = []
-    for start, end in sorted(r for r in ranges if r[0] < r[1]):
+    for start, end in sorted(ranges):
+        if start >= end:
+            continue
         if out and start <= out[-1][1]:
             if end > out[-1][1]:
                 out[-1] = (out[-1][0], end)

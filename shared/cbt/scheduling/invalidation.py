@@ -63,7 +63,7 @@ def _tasks_over(model: IncrementalModel, r: Range, ran: Sequence[Piece], in_flig
     start, end = r
     if start >= end:
         return set()
-    found = {t for t in in_flight if t[0] < end and start < t[1] and t[0] < t[1]}
+    found = {t for t in in_flight if t[0] < end and start < t[1] and t[0] < t[1]} if in_flight else set()
     for piece in ran:
         low, high = piece.range
         if low >= end or high <= start or low >= high:
@@ -78,6 +78,8 @@ def _tasks_over(model: IncrementalModel, r: Range, ran: Sequence[Piece], in_flig
 def rerun_tasks(model: IncrementalModel, inputs: Coverage, ran: Sequence[Piece],
                 in_flight: Sequence[Range]) -> tuple[Range, ...]:
     """The tasks of ``model`` to re-run for ``inputs`` (see the module docstring), sorted."""
+    if len(inputs) == 1:
+        return tuple(sorted(_tasks_over(model, inputs[0], ran, in_flight)))
     return tuple(sorted({t for r in inputs for t in _tasks_over(model, r, ran, in_flight)}))
 
 
@@ -94,7 +96,7 @@ def impact(
     pieces near the range) and what is ``in_flight`` (see the module docstring)."""
     running, pieces = in_flight or {}, ran or {}
     order = (model_id, *models.descendants(model_id)) if cascade else (model_id,)
-    inputs: dict[ModelId, list[Range]] = {model_id: [rng]}
+    inputs: dict[ModelId, set[Range]] = {model_id: {rng}}  # a set: a range reaches a model from each dependency
     ranges: dict[ModelId, tuple[Range, ...]] = {}
     scheduled: list[ModelId] = []
     for current in order:
@@ -104,7 +106,7 @@ def impact(
             continue
         if isinstance(model, IncrementalModel):
             ranges[current] = rerun_tasks(model, received, pieces.get(current, ()), running.get(current, ()))
-            changed = merge([*received, *ranges[current]])
+            changed = merge({*received, *ranges[current]})
         elif isinstance(model, ExternalModel):
             changed = received
         else:
@@ -112,7 +114,7 @@ def impact(
             continue
         if cascade:
             for dependent in models.dependents(current):
-                inputs.setdefault(dependent, []).extend(changed)
+                inputs.setdefault(dependent, set()).update(changed)
     return Impact(ranges, tuple(scheduled))
 
 

@@ -68,11 +68,13 @@ class Piece:
 
     def tasks(self, within: Range) -> list[Range]:
         """The piece's tasks that overlap ``within`` (``[]`` when its boundaries are unknown)."""
-        low, high = max(self.range[0], within[0]), min(self.range[1], within[1])
-        if self.step == UNKNOWN_STEP or low >= high:
+        (first, last), step = self.range, self.step  # conditionals, not min/max: invalidations call it per model
+        low = within[0] if within[0] > first else first
+        high = within[1] if within[1] < last else last
+        if step == UNKNOWN_STEP or low >= high:
             return []
-        start = self.range[0] + (low - self.range[0]) // self.step * self.step
-        return [(s, min(s + self.step, self.range[1])) for s in range(start, high, self.step)]
+        start = first + (low - first) // step * step
+        return [(s, s + step if s + step < last else last) for s in range(start, high, step)]
 
 
 def subtract(r: Range, holes: Iterable[Range]) -> Coverage:
