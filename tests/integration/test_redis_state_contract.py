@@ -307,6 +307,19 @@ def test_ledger_claim_deduplicates_by_task_id(state: StatePorts) -> None:
     assert state.ledger.in_flight([A], now_ms=0) == {A: (_task("t1"),)}
 
 
+def test_ledger_claims_and_extends_a_pass_of_tasks_in_one_call(state: StatePorts) -> None:
+    """(A tick claims thousands of tasks: one call, not one round trip each.) Ids in flight, or repeated in the
+    batch, are refused; only claimed tasks are extended."""
+    state.ledger.claim(A, _task("busy"))
+    claimed = state.ledger.claim_all([(A, _task("busy")), (A, _task("t1")), (B, _task("t1")), (A, _task("t1"))])
+    assert claimed == [False, True, True, False]
+    extended = state.ledger.extend_all([(A, _task("t1", deadline_ms=50_000)), (B, _task("gone", deadline_ms=50_000))])
+    assert extended == [True, False]
+    assert state.ledger.in_flight([A, B], now_ms=0) == {A: (_task("busy"), _task("t1", deadline_ms=50_000)),
+                                                        B: (_task("t1"),)}
+    assert state.ledger.claim_all([]) == [] and state.ledger.extend_all([]) == []
+
+
 def test_ledger_in_flight_by_deadline_with_ranges(state: StatePorts) -> None:
     tasks = [_task("late", (20, 30), 3000), _task("sched", None, 2000), _task("early", (0, 10), 1000)]
     for t in tasks:

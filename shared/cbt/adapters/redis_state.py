@@ -35,6 +35,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any, cast
 
 from redis import Redis
+from redis.commands.core import Script
 
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
@@ -43,6 +44,8 @@ from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
 from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, InFlightTask
 
+PIPELINE_CHUNK = 1000
+"""Calls per pipelined round trip when a batch is claimed or extended (bounded replies, a bounded blocked loop)."""
 _LUA_RANGES = """
 local function fmt(n) return string.format('%d', n) end
 local function parse(m)
@@ -431,6 +434,22 @@ class RedisTaskLedger:
 
     def extend(self, model: ModelId, task: InFlightTask) -> bool:
         return bool(self._extend(keys=self._keys(model), args=[task.deadline_ms, task.task_id, _encode_task(task)]))
+
+    def claim_all(self, claims: Sequence[tuple[ModelId, InFlightTask]]) -> list[bool]:
+        return self._each(self._claim, claims)
+
+    def extend_all(self, extensions: Sequence[tuple[ModelId, InFlightTask]]) -> list[bool]:
+        return self._each(self._extend, extensions)
+
+    def _each(self, script: Script, calls: Sequence[tuple[ModelId, InFlightTask]]) -> list[bool]:
+        """``script`` once per call, pipelined: a round trip per ``PIPELINE_CHUNK`` calls, not per call."""
+        replies: list[bool] = []
+        for at in range(0, len(calls), PIPELINE_CHUNK):
+            pipe = self._client.pipeline(transaction=False)
+            for model, task in calls[at:at + PIPELINE_CHUNK]:
+                script(keys=self._keys(model), args=[task.deadline_ms, task.task_id, _encode_task(task)], client=pipe)
+            replies += [bool(reply) for reply in pipe.execute()]
+        return replies
 
     def release(self, model: ModelId, task_id: str) -> None:
         ledger_key, task_key = self._keys(model)

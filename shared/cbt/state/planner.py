@@ -75,16 +75,7 @@ class Planner:
         return published
 
     async def _enqueue_all(self, planned: list[tuple[IncrementalModel, Task]]) -> int:
-        """Claim and publish every planned task, the publishes in flight together (one at a time, each waits
-        for the broker's ack: 0.7 ms per task on a local broker, 20 s for a 29k-task recovery tick; together the
-        producer batches them). Every publish settles before the first failure, if any, is raised (a failed one
-        has released its claim)."""
-        results = await asyncio.gather(*(self._enqueue(model, task) for model, task in planned),
-                                       return_exceptions=True)
-        failed = [r for r in results if isinstance(r, BaseException)]
-        if failed:
-            raise failed[0]
-        return sum(r for r in results if isinstance(r, int))
+        return await self._claim_and_publish([(model.id, self._request(model, task)) for model, task in planned])
 
     async def replan_dependents(self, model_id: ModelId) -> int:
         """Cascade: a model gained data, so its dependents (and itself, for its next interval) may run now."""
@@ -96,25 +87,41 @@ class Planner:
         """Enqueue one scheduled run for ``fire_unix`` unless that run is already in flight."""
         request = TaskRequested(task_id=f"{model.id}:@{fire_unix}", model=model.id, scheduled_unix=fire_unix,
                                 pool=self.pool_for(model.tags))
-        return await self._publish_claimed(model.id, request, None)
+        return await self._claim_and_publish([(model.id, request)]) == 1
 
-    async def _enqueue(self, model: IncrementalModel, task: Task) -> int:
-        request = TaskRequested(task_id=task.id, model=model.id, position=task.position, interval=task.interval,
-                                direction=task.direction, pool=self.pool_for(model.tags), step=task.step)
-        return int(await self._publish_claimed(model.id, request, (task.position, task.end)))
+    def _request(self, model: IncrementalModel, task: Task) -> TaskRequested:
+        return TaskRequested(task_id=task.id, model=model.id, position=task.position, interval=task.interval,
+                             direction=task.direction, pool=self.pool_for(model.tags), step=task.step)
 
-    async def _publish_claimed(self, model_id: ModelId, request: TaskRequested, rng: tuple[int, int] | None) -> bool:
-        """Claim, publish, then extend the claim to the task's full deadline. The first claim is short-lived: if
-        this process dies before the broker has the task, the interval is planned again after ``PUBLISH_GRACE_MS``
-        instead of being blocked for the whole task deadline."""
+    async def _claim_and_publish(self, requests: list[tuple[ModelId, TaskRequested]]) -> int:
+        """Claim every task in the ledger (one call), publish the claimed ones, then extend their claims to the
+        task's full deadline (one call); returns how many were published.
+
+        The first claim is short-lived: if this process dies before the broker has a task, its interval is planned
+        again after ``PUBLISH_GRACE_MS`` instead of being blocked for the whole task deadline. The publishes are in
+        flight together (one at a time, each waiting for the broker's ack, took 0.7 ms per task on a local broker,
+        20 s for a 29k-task recovery tick; together the producer batches them). Every publish settles before the
+        first failure, if any, is raised; a failed one has released its claim."""
         claimed_ms = int(time.time() * 1000)
-        if not self.ledger.claim(model_id, InFlightTask(request.task_id, rng, claimed_ms + PUBLISH_GRACE_MS)):
-            return False
+        claims = self.ledger.claim_all([(m, _in_flight(r, claimed_ms + PUBLISH_GRACE_MS)) for m, r in requests])
+        claimed = [request for request, won in zip(requests, claims, strict=True) if won]
+        results = await asyncio.gather(*(self._publish(m, r) for m, r in claimed), return_exceptions=True)
+        published = [request for request, result in zip(claimed, results, strict=True) if result is None]
+        self.ledger.extend_all([(m, _in_flight(r, claimed_ms + self.task_deadline_ms)) for m, r in published])
+        failed = [result for result in results if isinstance(result, BaseException)]
+        if failed:
+            raise failed[0]
+        return len(published)
+
+    async def _publish(self, model_id: ModelId, request: TaskRequested) -> None:
         try:
             await self.publisher.publish(self.topics.task_requested(request.pool), request, key=request.task_id)
         except Exception:
             self.ledger.release(model_id, request.task_id)
             raise
-        self.ledger.extend(model_id, InFlightTask(request.task_id, rng, claimed_ms + self.task_deadline_ms))
         log.debug("task enqueued", extra={"task_id": request.task_id})
-        return True
+
+
+def _in_flight(request: TaskRequested, deadline_ms: int) -> InFlightTask:
+    rng = None if request.position is None or request.end is None else (request.position, request.end)
+    return InFlightTask(request.task_id, rng, deadline_ms)

@@ -158,6 +158,14 @@ class TaskLedger(Protocol):
         no longer claimed."""
         ...
 
+    def claim_all(self, claims: Sequence[tuple[ModelId, InFlightTask]]) -> list[bool]:
+        """``claim`` of each, in order, in one call (a task id repeated in ``claims`` is refused the second time)."""
+        ...
+
+    def extend_all(self, extensions: Sequence[tuple[ModelId, InFlightTask]]) -> list[bool]:
+        """``extend`` of each, in order, in one call."""
+        ...
+
     def release(self, model: ModelId, task_id: str) -> None: ...
     def in_flight(self, models: Collection[ModelId], now_ms: int) -> dict[ModelId, tuple[InFlightTask, ...]]:
         """Live in-flight tasks; entries past their deadline are dropped (their tasks are planned again)."""

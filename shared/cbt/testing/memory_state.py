@@ -208,6 +208,12 @@ class MemoryTaskLedger:
             tasks[task.task_id] = task
             return True
 
+    def claim_all(self, claims: Sequence[tuple[ModelId, InFlightTask]]) -> list[bool]:
+        return [self.claim(model, task) for model, task in claims]
+
+    def extend_all(self, extensions: Sequence[tuple[ModelId, InFlightTask]]) -> list[bool]:
+        return [self.extend(model, task) for model, task in extensions]
+
     def release(self, model: ModelId, task_id: str) -> None:
         with self._lock:
             self._tasks.get(model, {}).pop(task_id, None)
