@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from cbt.adapters.spark import SessionPool, is_session_lost
@@ -66,40 +64,19 @@ def test_errors_after_which_a_session_is_unusable() -> None:
     assert not is_session_lost(RuntimeError("[TABLE_OR_VIEW_NOT_FOUND] The table `x` cannot be found."))
 
 
-def warmed_pool(warm: Callable[[FakeSession], None]) -> tuple[SessionPool, list[FakeSession]]:
-    made: list[FakeSession] = []
-
-    def create(remote: str) -> FakeSession:
-        made.append(FakeSession(len(made)))
-        return made[-1]
-
-    return SessionPool("sc://spark:15002", create, warm=warm, spares=1), made  # type: ignore[arg-type]
+def test_a_session_is_warmed_in_the_background_and_then_used() -> None:
+    sessions, made = pool()
+    warmed: list[FakeSession] = []
+    sessions.warm("shared", warmed.append).join(5)
+    assert warmed == [made[0]] and sessions.session("shared") is made[0] and len(made) == 1
 
 
-def wait_for(condition: Callable[[], bool]) -> None:
-    deadline = time.monotonic() + 5
-    while not condition():
-        assert time.monotonic() < deadline, "the spare was not warmed in time"
-        time.sleep(0.01)
+def test_a_session_that_fails_to_warm_is_still_used() -> None:
+    """(Spark Connect unreachable at start: the worker still runs; a lost session is replaced on first failure.)"""
+    sessions, made = pool()
 
-
-def test_a_new_model_gets_a_session_warmed_ahead_of_it_and_the_spare_is_replaced() -> None:
-    """A session's first write is slow (Delta's per-session set-up): the pool warms one before any model needs it."""
-    warmed: list[int] = []
-    sessions, made = warmed_pool(lambda session: warmed.append(session.number))
-    sessions.start_warming()
-    wait_for(lambda: warmed == [0] and not sessions.spares_warming())
-    assert sessions.session("an.a") is made[0]
-    wait_for(lambda: warmed == [0, 1] and not sessions.spares_warming())  # the next new model finds one too
-    assert sessions.session("an.b") is made[1] and sessions.session("an.a") is made[0]
-
-
-def test_a_spare_that_fails_to_warm_is_dropped_and_models_get_cold_sessions() -> None:
-    """(Spark Connect unreachable at start: the worker still runs; each task then creates its own session.)"""
     def fail(session: FakeSession) -> None:
         raise RuntimeError("StatusCode.UNAVAILABLE")
 
-    sessions, made = warmed_pool(fail)
-    sessions.start_warming()
-    wait_for(lambda: len(made) == 1 and not sessions.spares_warming())
-    assert sessions.session("an.a") is made[1]  # made cold, then another spare is tried
+    sessions.warm("shared", fail).join(5)
+    assert sessions.session("shared") is made[0]

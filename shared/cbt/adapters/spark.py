@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from typing import TypeVar
@@ -83,61 +84,34 @@ def is_session_lost(error: BaseException) -> bool:
 
 
 class SessionPool:
-    """One Spark Connect session per key (a model id), created on first use and replaced once it is lost.
+    """One Spark Connect session per key, created on first use and replaced once it is lost."""
 
-    With ``spares``, sessions are made and passed to ``warm`` in the background before any key needs them, and a
-    new key takes one: a session's first write pays a fixed set-up on the server (about 0.6 s for a Delta
-    ``REPLACE WHERE`` on 2 cores), which then falls on no task. A spare that fails to warm is dropped (the key
-    then gets a cold session); each spare taken is replaced."""
-
-    def __init__(self, remote: str, create: Callable[[str], SparkSession] = connect,
-                 warm: Callable[[SparkSession], None] | None = None, spares: int = 0) -> None:
+    def __init__(self, remote: str, create: Callable[[str], SparkSession] = connect) -> None:
         self._remote = remote
         self._create = create
-        self._warm = warm
-        self._spare_count = spares if warm is not None else 0
         self._sessions: dict[str, SparkSession] = {}
-        self._spares: list[SparkSession] = []
-        self._warming = 0
-        self._closed = False
         self._lock = threading.Lock()
-
-    def start_warming(self) -> None:
-        with self._lock:
-            self._replenish()
-
-    def spares_warming(self) -> int:
-        with self._lock:
-            return self._warming
 
     def session(self, key: str) -> SparkSession:
         with self._lock:
             found = self._sessions.get(key)
             if found is None:
-                found = self._sessions[key] = self._spares.pop() if self._spares else self._create(self._remote)
-                self._replenish()
+                found = self._sessions[key] = self._create(self._remote)
             return found
 
-    def _replenish(self) -> None:
-        """Start warming spares up to the count (the lock is held)."""
-        while not self._closed and len(self._spares) + self._warming < self._spare_count:
-            self._warming += 1
-            threading.Thread(target=self._make_spare, name="cbt-spark-warm", daemon=True).start()
-
-    def _make_spare(self) -> None:
-        session: SparkSession | None = None
-        try:
-            session = self._create(self._remote)
-            assert self._warm is not None
-            self._warm(session)
-        except Exception as e:  # the server may be down: dropped, not closed (see ``discard``)
-            log.info("warming a spare Spark session failed; new models start cold sessions",
-                     extra={"error": str(e)[:300]})
-            session = None
-        with self._lock:
-            self._warming -= 1
-            if session is not None and not self._closed:
-                self._spares.append(session)
+    def warm(self, key: str, warm: Callable[[SparkSession], None]) -> threading.Thread:
+        """Create ``key``'s session and pass it to ``warm`` in a thread of its own (started and returned); a
+        failure is logged: the session is then used cold."""
+        def run() -> None:
+            began = time.monotonic()
+            try:
+                warm(self.session(key))
+                log.info("Spark session warmed", extra={"key": key, "seconds": round(time.monotonic() - began, 2)})
+            except Exception as e:  # the server may be down; a lost session is replaced on its first failure
+                log.info("warming a Spark session failed; it is used cold", extra={"key": key, "error": str(e)[:300]})
+        thread = threading.Thread(target=run, name=f"cbt-spark-warm-{key}", daemon=True)
+        thread.start()
+        return thread
 
     def discard(self, key: str, session: SparkSession) -> None:
         """Forget a lost ``session`` (if it is still ``key``'s): the next ``session(key)`` starts a fresh one. It is
@@ -150,9 +124,7 @@ class SessionPool:
 
     def close(self) -> None:
         with self._lock:
-            self._closed = True
-            sessions = [*self._sessions.values(), *self._spares]
-            self._sessions, self._spares = {}, []
+            sessions, self._sessions = list(self._sessions.values()), {}
         for session in sessions:
             _stop_quietly(session)
 

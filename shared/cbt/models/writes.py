@@ -36,6 +36,15 @@ def task_statements(model: Transformation, task: TaskContext, settings: RenderSe
     return [statement for interval in intervals for statement in _one_run(model, interval, settings)]
 
 
+def only_writes(model: Transformation, task: TaskContext, settings: RenderSettings) -> bool:
+    """Whether the task's statements are writes this module makes and nothing else: one SELECT wrapped by the
+    strategy, no earlier statement (a ``SET``, a temporary view) and not the author's own (strategy ``sql``, a
+    scheduled model). Such statements leave the Spark session as they found it, so models can share one."""
+    if not isinstance(model, IncrementalModel) or model.write.strategy == "sql":
+        return False
+    return len(render_statements(model, task.intervals()[0], settings)) == 1
+
+
 def _one_run(model: Transformation, task: TaskContext, settings: RenderSettings) -> list[str]:
     statements = render_statements(model, task, settings)
     if not isinstance(model, IncrementalModel) or model.write.strategy == "sql":

@@ -8,7 +8,7 @@ import pytest
 
 from cbt.models.spec import Batch, IncrementalModel, Write
 from cbt.models.templates import RenderSettings, TaskContext
-from cbt.models.writes import task_statements
+from cbt.models.writes import only_writes, task_statements
 from tests.unit.models.test_model_cmds import EXAMPLE_CONFIG, run
 from tests.unit.scheduling.factories import inc
 
@@ -57,3 +57,13 @@ def test_cbt_render_prints_a_batch(capsys: pytest.CaptureFixture[str]) -> None:
     assert run(*argv, "--config", EXAMPLE_CONFIG) == 0
     out = capsys.readouterr().out
     assert "a batch of 3 intervals of 60, batch mode union" in out and out.count("UNION ALL") == 2
+
+
+def test_only_a_model_whose_statements_are_our_writes_may_share_a_spark_session() -> None:
+    """A statement before the SELECT (here a temporary view) or the author's own statements could change the session
+    for the next model; the worker gives those models a session of their own."""
+    view = "CREATE OR REPLACE TEMP VIEW v AS SELECT 1;\n" + SELECT
+    assert only_writes(model(), batch(), RenderSettings())
+    assert not only_writes(model(view), batch(), RenderSettings())
+    own = replace(model(), write=Write("sql"))
+    assert not only_writes(own, batch(), RenderSettings())

@@ -31,14 +31,11 @@ from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
 from cbt.worker.consumer import IN_FLIGHT, PipelinedConsumer, Reject
-from cbt.worker.executor import SparkExecutor
+from cbt.worker.executor import SHARED_SESSION, SparkExecutor
 from cbt.worker.recorder import AdminRecorder
 from cbt.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
 
 log = logging.getLogger("cbt.worker")
-SPARE_SESSIONS = 1
-"""Spark sessions kept warm for the next model this process runs (``SessionPool``): its first task then starts on a
-session that has already written once."""
 
 
 def consumed_pools(config: Config) -> list[str]:
@@ -85,15 +82,14 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(4 * config.worker.concurrency + 16))
     owner = runtime.instance_id("worker")
     spark = connect(config.spark.remote or "")
-    sessions = SessionPool(config.spark.remote or "", warm=delta_write_warm_up(config.admin.incremental.database),
-                           spares=SPARE_SESSIONS)
+    sessions = SessionPool(config.spark.remote or "")
     broker = make_broker(config.kafka, owner)
     redis = runtime.redis_client(config)
     state = RedisState(redis, config.redis.key_prefix)
     recorder = AdminRecorder(admin_from_config(spark, config), owner)
     if not await runtime.until_it_works(recorder.admin.ensure_tables, "create admin tables", stop, log):
         return
-    sessions.start_warming()  # into the admin database, now that it exists
+    sessions.warm(SHARED_SESSION, delta_write_warm_up(config.admin.incremental.database))  # the database exists now
     retry = config.worker.retry
     publisher = BrokerPublisher(broker)
     topics = runtime.topics(config)
