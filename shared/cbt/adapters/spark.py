@@ -1,10 +1,11 @@
 """Spark Connect sessions (never a JVM in our processes) and statements that stop on the server when they time out.
 
 A session holds state a statement can change: ``SET`` values, temporary views, the current database. ``SessionPool``
-gives each model its own session, so one model's state never reaches another's statements; and it replaces a lost
-session, which is how a process reconnects once the Spark Connect server has restarted (the old session is gone on
-the server and every statement on it fails). Creating and dropping sessions can block (pyspark serializes them
-behind one lock): call them from a thread, never on the event loop.
+keeps a session per key — the worker gives a model that can change that state a session of its own, and the others
+one shared session (``cbt.worker.executor``) — and it replaces a lost session, which is how a process reconnects
+once the Spark Connect server has restarted (the old session is gone on the server and every statement on it fails).
+Creating and dropping sessions can block (pyspark serializes them behind one lock): call them from a thread, never
+on the event loop.
 
 No session made here is ever garbage-collected while the process runs (``_EVERY_SESSION``): a pyspark session's
 ``__del__`` closes its client, and closing any client shuts down the thread pool every session of the process shares
