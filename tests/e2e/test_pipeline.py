@@ -95,12 +95,36 @@ def test_pipeline_catches_up_equals_the_oracle_and_ignores_duplicate_tasks(deplo
     dep.start()
     dep.wait_quiet(LAST_SLOT_END)
     assert_equals_oracle(dep)
+    assert_metrics_follow_the_work(dep)
 
     published_ms = int(time.time() * 1000)
     assert publish_duplicates(dep, 12) >= 6
     dep.wait_quiet(LAST_SLOT_END)
     assert_equals_oracle(dep)
     assert _runs_ending_before(dep, SOURCE_END, since_ms=published_ms) == 0, "covered intervals ran again"
+    skipped = sum(value for (name, labels), value in dep.metrics("worker").items()
+                  if name == "cbt_tasks_total" and ("status", "already-covered") in labels)
+    assert skipped >= 6, "the duplicates are counted as skipped tasks"
+
+
+def assert_metrics_follow_the_work(dep: Deployment) -> None:
+    """Scraped from the running services: the worker counts the positions it covered (a model's covered length, up
+    to the few a short gap widened to ``interval.min`` re-runs), the coordinator enqueued tasks for every model and
+    says it leads, and every service serves ``/metrics``. Labels are model ids and statuses only."""
+    worker, coordinator = dep.metrics("worker"), dep.metrics("coordinator")
+    for model in dep.healthy_incrementals():
+        covered = sum(end - start for start, end in dep.coverage(model.id))
+        done = worker.get(("cbt_positions_completed_total", frozenset({("model", model.id)})), 0)
+        assert covered <= done <= 1.25 * covered, f"{model.id}: {done} positions completed, {covered} covered"
+        enqueued = sum(v for (name, labels), v in coordinator.items()
+                       if name == "cbt_tasks_enqueued_total" and ("model", model.id) in labels)
+        assert enqueued >= 1, f"{model.id}: no task enqueued"
+    assert coordinator[("cbt_leader", frozenset())] == 1
+    for key in ("bounds-cache",):
+        assert dep.metrics(key) is not None
+    labels = {label for series in (worker, coordinator) for name, labelset in series if name.startswith("cbt_")
+              for label, _ in labelset}
+    assert labels <= {"model", "status", "worker", "direction", "le", "component", "error_type", "result"}, labels
 
 
 def test_worker_killed_mid_task_and_coordinator_restarted_still_converge(deployment: Deployment) -> None:

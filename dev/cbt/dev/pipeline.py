@@ -29,6 +29,8 @@ class ServiceProcesses:
     running: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     health_ports: dict[str, int] = field(default_factory=dict)
     """Where each process answers ``/healthz`` and ``/readyz``."""
+    metrics_ports: dict[str, int] = field(default_factory=dict)
+    """Where each process serves ``/metrics`` for Prometheus."""
     _logs: list[IO[bytes]] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
@@ -37,9 +39,10 @@ class ServiceProcesses:
     def start(self, name: str, instance: str = "") -> subprocess.Popen[bytes]:
         """Start one service process (``instance`` tells several of one service apart)."""
         key = f"{name}{instance}"
-        self.health_ports[key] = free_port()
+        self.health_ports[key], self.metrics_ports[key] = free_port(), free_port()
         argv = [sys.executable, "-m", "cbt.cli", "run", name, "--config", str(self.config_path),
-                "--health-addr", f"127.0.0.1:{self.health_ports[key]}"]
+                "--health-addr", f"127.0.0.1:{self.health_ports[key]}",
+                "--metrics-addr", f"127.0.0.1:{self.metrics_ports[key]}"]
         out: IO[bytes] | int = subprocess.DEVNULL
         if self.log_dir is not None:
             self.log_dir.mkdir(parents=True, exist_ok=True)

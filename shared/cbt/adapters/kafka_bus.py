@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+from contextlib import AbstractContextManager
 from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 from confluent_kafka import Message as RawMessage
 from faststream.confluent import KafkaBroker, KafkaMessage
+from opentelemetry.trace import Span
 
 from cbt.config.settings import KafkaConfig
 from cbt.contract.messages import Message
+from cbt.observability.tracing import processing, sending
 
 JSON_HEADERS = {"content-type": "application/json"}
 
@@ -31,7 +34,10 @@ class BrokerPublisher:
         self.broker = broker
 
     async def publish(self, topic: str, message: Message, key: str) -> None:
-        await self.broker.publish(message.encode(), topic, key=key.encode(), headers=JSON_HEADERS)
+        """Inside a ``send <topic>`` span whose W3C trace context travels in the message's headers."""
+        with sending(topic, key) as trace_headers:
+            await self.broker.publish(message.encode(), topic, key=key.encode(),
+                                      headers={**JSON_HEADERS, **trace_headers})
 
 
 async def commit_through(message: KafkaMessage) -> None:
@@ -48,6 +54,14 @@ async def rewind_to(message: KafkaMessage) -> None:
     """Make the consumer deliver ``message`` (and everything after it in its partition) again."""
     raw = _single(message)
     await message.consumer.seek(topic=raw.topic(), partition=raw.partition(), offset=raw.offset())
+
+
+def process_span(message: KafkaMessage, **attributes: str | int) -> AbstractContextManager[Span]:
+    """The ``process <topic>`` span of a consumed message, child of the span that published it."""
+    raw = _single(message)
+    key = raw.key()
+    return processing(raw.topic(), dict(raw.headers() or ()),
+                      key.decode("utf-8", errors="replace") if isinstance(key, bytes) else None, **attributes)
 
 
 def partition_of(message: KafkaMessage) -> tuple[str, int]:

@@ -28,6 +28,7 @@ from cbt.adapters.health import CHECK_TIMEOUT_S, Check, HealthServer
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.topics import Topics
+from cbt.observability.tracing import current_ids
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -51,8 +52,19 @@ class ConsoleFormatter(logging.Formatter):
             f"  {extra}" if extra else "") + (f"\n{self.formatException(record.exc_info)}" if record.exc_info else "")
 
 
+class TraceIds(logging.Filter):
+    """Adds ``trace_id`` and ``span_id`` to a line logged inside a recorded span (a task's handling, an event's)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        ids = current_ids()
+        if ids is not None:
+            record.trace_id, record.span_id = ids
+        return True
+
+
 def setup_logging(config: Config) -> None:
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(TraceIds())
     handler.setFormatter(JsonFormatter() if config.logging.format == "json" else ConsoleFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -22,7 +22,8 @@ from cbt.models.loader import load_project
 
 SERVICE_GROUP = "cbt.services"
 HEALTH_PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3}
-"""Every service this project has, with the offset of its health port from ``health_addr``."""
+"""Every service this project has, with the offset of its health and metrics ports from ``health_addr`` and
+``metrics_addr``."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -36,6 +37,9 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     p.add_argument("--health-addr", metavar="HOST:PORT",
                    help="where /healthz and /readyz answer (default: health_addr, port offset per service; :0 picks)")
+    p.add_argument("--metrics-addr", metavar="HOST:PORT",
+                   help="where Prometheus scrapes /metrics (default: metrics_addr, port offset per service; :0 picks; "
+                        "'off': none)")
 
 
 def service_main(service: str, argv: Sequence[str] | None = None) -> int:
@@ -75,10 +79,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.service == "all":
         return _supervise(args)
     module = service_module(args.service)
-    from cbt.adapters.runtime import exit_when_stuck, install_stop_signals, setup_logging
+    from cbt.adapters import telemetry
+    from cbt.adapters.runtime import exit_when_stuck, install_stop_signals, instance_id, setup_logging
 
     setup_logging(config)
     health_addr = args.health_addr or _offset_addr(config.health_addr, HEALTH_PORT_OFFSET[args.service])
+    metrics_addr = args.metrics_addr or _offset_addr(config.metrics_addr, HEALTH_PORT_OFFSET[args.service])
+    exported = telemetry.start(config, args.service, instance_id(args.service),
+                               None if metrics_addr == "off" else metrics_addr)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -87,7 +95,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         await module.serve(config, models, stop, health_addr)
         watchdog.cancel()
 
-    asyncio.run(main())
+    try:
+        asyncio.run(main())
+    finally:
+        exported.shutdown()
     return 0
 
 

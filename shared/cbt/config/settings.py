@@ -348,6 +348,24 @@ class ApiConfig(Section):
     cors_origins: list[str] = []
 
 
+class TelemetryConfig(Section):
+    """OpenTelemetry export (metrics are also served for Prometheus at ``metrics_addr``)."""
+
+    otlp_endpoint: str | None = None
+    """OTLP/HTTP base URL (``http://collector:4318``): metrics are pushed there, and traces when ``traces: otlp``."""
+    metrics_interval_s: float = Field(default=15.0, gt=0)
+    traces: Literal["none", "console", "otlp"] = "none"
+    traces_file: str | None = None
+    """With ``traces: console``: append one JSON span per line to this file (relative to the config file's folder)
+    instead of stderr."""
+
+    @model_validator(mode="after")
+    def _otlp_needs_endpoint(self) -> TelemetryConfig:
+        if self.traces == "otlp" and not self.otlp_endpoint:
+            raise ValueError("traces: otlp needs telemetry.otlp_endpoint")
+        return self
+
+
 class Config(Section):
     """The whole configuration. ``base_dir`` is the config file's folder; model paths are already absolute."""
 
@@ -361,7 +379,10 @@ class Config(Section):
     models: ModelsConfig = ModelsConfig()
     invalidator: InvalidatorConfig = InvalidatorConfig()
     api: ApiConfig = ApiConfig()
-    metrics_addr: str = "127.0.0.1:9090"
+    telemetry: TelemetryConfig = TelemetryConfig()
+    metrics_addr: str = "127.0.0.1:9464"
+    """Prometheus `/metrics`; each service adds its port offset (coordinator +0, worker +1, bounds-cache +2,
+    invalidator +3, api +4)."""
     health_addr: str = Field(
         default="127.0.0.1:8081", validation_alias=AliasChoices("health_addr", "healthAddr", "healthCheckAddr")
     )

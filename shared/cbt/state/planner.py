@@ -18,6 +18,7 @@ from cbt.contract.messages import TaskRequested
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.observability import metrics
 from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.plan import DIRECTIONS, Direction, Task, plan_model
 from cbt.scheduling.state import StateReader
@@ -107,6 +108,8 @@ class Planner:
         claimed = [request for request, won in zip(requests, claims, strict=True) if won]
         results = await asyncio.gather(*(self._publish(m, r) for m, r in claimed), return_exceptions=True)
         published = [request for request, result in zip(claimed, results, strict=True) if result is None]
+        for model_id, request in published:
+            metrics.tasks_enqueued.add(1, {"model": model_id, "direction": request.direction or "scheduled"})
         self.ledger.extend_all([(m, _in_flight(r, claimed_ms + self.task_deadline_ms)) for m, r in published])
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:

@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from cbt.adapters import hot_index, runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of
+from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, process_span
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
@@ -24,6 +24,7 @@ from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, 
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.observability import metrics
 from cbt.scheduling.cron import next_fire
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
@@ -63,7 +64,10 @@ class Coordinator:
                 intervals = message.interval // message.step if message.step else 1
                 self.planner.batch.observe(message.model, intervals, message.duration_ms)
         if isinstance(message, IntervalCompleted | BoundsUpdated):
-            await self.planner.replan_dependents(message.model)
+            published = await self.planner.replan_dependents(message.model)
+            if published and isinstance(message, IntervalCompleted) and message.model in self.models:
+                metrics.cascade_latency.record(max(time.time() * 1000 - message.completed_at_ms, 0) / 1000,
+                                               {"model": message.model})
         elif isinstance(message, TaskFailed):
             self.state.failures.record_failure(message)
             model = self.models.models.get(message.model)
@@ -181,11 +185,13 @@ class Coordinator:
     def _hold_leadership(self) -> bool:
         ttl_ms = int(self.config.scheduler.leader_lease_ttl_s * 1000)
         if self.is_leader and self.state.leases.renew(LEADER_LEASE, self.owner, ttl_ms):
+            metrics.leader.set(1)
             return True
         token = self.state.leases.acquire(LEADER_LEASE, self.owner, ttl_ms)
         if token is not None:
             log.info("leadership taken", extra={"fencing_token": token})
             self.tracker = None
+        metrics.leader.set(int(token is not None))
         return token is not None
 
 
@@ -217,7 +223,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
 
     async def on_event(message: KafkaMessage) -> None:
         topic, _ = partition_of(message)
-        await coordinator.on_event(message.body, topic)
+        with process_span(message):
+            await coordinator.on_event(message.body, topic)
 
     broker.subscriber(topics.interval_completed, topics.bounds_updated, topics.task_failed, group_id=group,
                       auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,

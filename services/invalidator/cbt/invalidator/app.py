@@ -16,7 +16,7 @@ from redis import Redis
 
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
+from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, process_span
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
 from cbt.config.settings import Config
@@ -73,7 +73,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     handler = build(config, models, BrokerPublisher(broker), redis, admin)
 
     async def on_event(message: KafkaMessage) -> None:
-        await handler.handle(message.body)
+        with process_span(message):
+            await handler.handle(message.body)
 
     broker.subscriber(runtime.topics(config).invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",
                       auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,

@@ -45,6 +45,7 @@ from cbt.contract.messages import (
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId
+from cbt.observability import metrics
 from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
 from cbt.state.admin_records import InvalidationRecord
 from cbt.state.ports import CoverageReader, CoverageWriter, DurableRecord, Publisher, TaskLedger
@@ -94,9 +95,11 @@ class InvalidationHandler:
             self.counts["duplicate"] += 1
             log.info("duplicate invalidation ignored", extra={"event_id": event.id, "counts": dict(self.counts)})
             return "duplicate"
-        result = await self._apply(event, self.models.resolve(event.model), received_at_ms)
+        model_id = self.models.resolve(event.model)
+        result = await self._apply(event, model_id, received_at_ms)
         self.seen.mark_seen(event.id)
         self.counts["applied"] += 1
+        metrics.invalidations.add(1, {"model": model_id, "result": "applied"})
         log.info("invalidation applied", extra={
             "event_id": event.id, "model": event.model, "start": event.start, "end": event.end,
             "reason": event.reason, "affected": {m: list(r) for m, r in result.ranges.items()},
@@ -143,6 +146,9 @@ class InvalidationHandler:
 
     async def _reject(self, raw: bytes, reason: str, event_id: str | None) -> Outcome:
         self.counts["rejected"] += 1
+        metrics.invalidations.add(1, {"result": "rejected", "reason_kind": metrics.reason_kind(reason)})
+        metrics.messages_rejected.add(1, {"topic": self.topics.invalidation, "service": "invalidator",
+                                          "reason_kind": metrics.reason_kind(reason)})
         text = raw.decode("utf-8", errors="replace")[:RAW_BODY_LIMIT]
         log.warning("invalidation rejected", extra={"event_id": event_id, "reason": reason[:500],
                                                     "counts": dict(self.counts)})

@@ -15,22 +15,31 @@ from __future__ import annotations
 import asyncio
 import logging
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractContextManager
+from typing import cast
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, make_broker, partition_of, rewind_to
+from cbt.adapters.kafka_bus import (
+    BrokerPublisher,
+    commit_through,
+    make_broker,
+    partition_of,
+    process_span,
+    rewind_to,
+)
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import SessionPool, connect, delta_write_warm_up
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
-from cbt.contract.messages import rejected
+from cbt.contract.messages import TaskRequested, rejected
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
-from cbt.worker.consumer import IN_FLIGHT, PipelinedConsumer, Reject
+from cbt.worker.consumer import IN_FLIGHT, Delivered, PipelinedConsumer, Reject
 from cbt.worker.executor import SHARED_SESSION, SparkExecutor
 from cbt.worker.recorder import AdminRecorder
 from cbt.worker.runner import RetryPolicy, TaskRunner, WorkerPorts
@@ -50,6 +59,10 @@ def _rejecter(publisher: BrokerPublisher, topics: Topics, pool: str) -> Reject:
         await publisher.publish(topics.message_rejected, message, key="worker")
 
     return reject
+
+
+def _task_span(message: Delivered, task: TaskRequested) -> AbstractContextManager[object]:
+    return process_span(cast(KafkaMessage, message), **{"cbt.model": task.model, "cbt.task_id": task.task_id})
 
 
 def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: PipelinedConsumer) -> None:
@@ -103,7 +116,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     )
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
     consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
-                                   _rejecter(publisher, topics, pool))
+                                   _rejecter(publisher, topics, pool), _task_span)
                  for pool in pools]
     for pool, consumer in zip(pools, consumers, strict=True):
         subscribe(broker, config, pool, consumer)

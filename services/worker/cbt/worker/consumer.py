@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -42,6 +43,14 @@ class Delivered(Protocol):
     def body(self) -> bytes: ...
 
 
+Span = Callable[[Delivered, TaskRequested], AbstractContextManager[object]]
+"""Opens the trace span a task's handling runs in (``kafka_bus.process_span``)."""
+
+
+def no_span(message: Delivered, task: TaskRequested) -> AbstractContextManager[object]:
+    return nullcontext()
+
+
 Reject = Callable[[bytes, str], Awaitable[None]]
 """Publishes a body this consumer cannot use, with the reason (``message-rejected``); returns once published."""
 
@@ -52,13 +61,14 @@ class PipelinedConsumer:
     chain: InOrderAcks[Any]
     stopping: asyncio.Event
     reject: Reject
+    span: Span = no_span
     _running: set[asyncio.Future[None]] = field(default_factory=set)
 
     async def on_message(self, message: Delivered) -> None:
         if self.stopping.is_set():
             return
         generation = self.chain.generation_of(message)
-        running = asyncio.ensure_future(_handle(self.runner, self.reject, message.body))
+        running = asyncio.ensure_future(_handle(self.runner, self.reject, message, self.span))
         self._running.add(running)
         running.add_done_callback(self._running.discard)
         await self.chain.submit(message, running, generation)  # enters the chain before anything else runs
@@ -74,9 +84,10 @@ class PipelinedConsumer:
         await self.chain.drain()
 
 
-async def _handle(runner: Runner, reject: Reject, body: bytes) -> None:
+async def _handle(runner: Runner, reject: Reject, message: Delivered, span: Span) -> None:
     """Run the task to its end (a failure surfaces to the chain, which rewinds). A body that is not a task is rejected
     with the reason — its offset is committed once the rejection is published."""
+    body = message.body
     try:
         task = decode(body)
     except ValidationError as e:
@@ -85,5 +96,6 @@ async def _handle(runner: Runner, reject: Reject, body: bytes) -> None:
     if not isinstance(task, TaskRequested):
         log.error("rejecting a message of another kind on a task topic", extra={"kind": task.kind})
         return await reject(body, f"kind: expected 'task-requested' on a task topic, got {task.kind!r}")
-    outcome = await runner.handle(task)
-    log.info("task handled", extra={"task_id": task.task_id, "outcome": outcome})
+    with span(message, task):
+        outcome = await runner.handle(task)
+        log.info("task handled", extra={"task_id": task.task_id, "model": task.model, "outcome": outcome})

@@ -5,11 +5,13 @@ attempt are appended as they finish."""
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 
 from cbt.adapters.delta_admin import DeltaAdmin
 from cbt.concurrency.groupcommit import GroupCommitter
 from cbt.contract.messages import TaskFailed
+from cbt.observability import metrics
 from cbt.state.admin_records import CompletedInterval, ScheduledRun
 from cbt.worker.runner import CompletionRow
 
@@ -44,4 +46,6 @@ class AdminRecorder:
         await self._intervals.close()
 
     async def _flush(self, rows: list[CompletedInterval]) -> None:
+        began = time.monotonic()
         await asyncio.to_thread(self.admin.record_completed, rows)
+        metrics.admin_commit_duration.record(time.monotonic() - began)

@@ -33,6 +33,7 @@ from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
 from cbt.models.templates import TaskContext
+from cbt.observability import metrics, tracing
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range, covers
 from cbt.scheduling.state import StateSnapshot
@@ -139,8 +140,22 @@ class TaskRunner:
     index_poll_s: float = 0.5
 
     async def handle(self, task: TaskRequested) -> Outcome:
-        """Run one task to the end (steps 0 to 7)."""
-        return await (await self.begin(task))
+        """Run one task to the end (steps 0 to 7), counted in the task metrics by its outcome."""
+        labels = {"model": task.model if task.model in self.models else "unknown"}
+        running = {**labels, "worker": self.worker_id}
+        began = time.monotonic()
+        metrics.tasks_running.add(1, running)
+        try:
+            outcome = await (await self.begin(task))
+        finally:
+            metrics.tasks_running.add(-1, running)
+        status = {"completed": "success", "failed": "failed"}.get(outcome, outcome)
+        metrics.tasks.add(1, {**labels, "status": status})
+        if outcome in ("completed", "failed"):
+            metrics.task_duration.record(time.monotonic() - began, {**labels, "status": status})
+        if outcome == "completed" and task.interval is not None:
+            metrics.positions_completed.add(task.interval, labels)
+        return outcome
 
     async def begin(self, task: TaskRequested) -> asyncio.Future[Outcome]:
         """Do the task's work (steps 0 to 4) and return the rest — recording it, steps 5 to 7 — as a running future
@@ -181,7 +196,11 @@ class TaskRunner:
     async def _execute_leased(self, model: IncrementalModel | ScheduledModel,
                               task: TaskRequested) -> Executed | Outcome:
         seq = self.ports.coverage.invalidation_seq(model.id)
-        why = self._why_not_ready(model, task)
+        with tracing.tracer.start_as_current_span("dependency check"):
+            checked = time.monotonic()
+            why = self._why_not_ready(model, task)
+        metrics.dependency_validation.add(1, {"model": model.id, "result": "not_satisfied" if why else "satisfied"})
+        metrics.dependency_validation_duration.record(time.monotonic() - checked, {"model": model.id})
         if why is not None:
             log.info("task not ready at execution time", extra={"task_id": task.task_id, "reason": why})
             self.ports.ledger.release(model.id, task.task_id)
@@ -208,7 +227,8 @@ class TaskRunner:
         seq, duration_ms = executed.invalidation_seq, executed.duration_ms
         if not self._still_holds(held):
             return await self._lease_lost(task, held)
-        await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
+        with tracing.tracer.start_as_current_span("admin commit"):
+            await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
         if isinstance(model, ScheduledModel) and task.scheduled_unix is not None:
             self.ports.coverage.record_scheduled_run(model.id, task.scheduled_unix)
         done = task_range(task) if isinstance(model, IncrementalModel) else None
@@ -272,13 +292,19 @@ class TaskRunner:
             )
             try:
                 began = time.monotonic()
-                worked_s = await self.executor.run(model, context)
-                return None, time.monotonic() - began if worked_s is None else worked_s
+                with tracing.tracer.start_as_current_span("spark job" if model.exec is None else "script",
+                                                          attributes={"cbt.attempt": attempt}):
+                    worked_s = await self.executor.run(model, context)
+                worked_s = time.monotonic() - began if worked_s is None else worked_s
+                metrics.spark_job_duration.record(worked_s, {"model": model.id})
+                return None, worked_s
             except Exception as e:  # a model's failure must never take the worker down
                 error = str(e) or type(e).__name__
                 log.warning("task attempt failed", extra={"task_id": task.task_id, "attempt": attempt,
                                                           "error": error[:500]})
+                metrics.errors.add(1, {"component": "worker", "error_type": type(e).__name__})
             if attempt < self.retry.max_attempts:
+                metrics.tasks.add(1, {"model": model.id, "status": "retried"})
                 await asyncio.sleep(self.retry.delay_s(attempt))
         return error, None
 

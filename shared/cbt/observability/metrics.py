@@ -1,0 +1,77 @@
+"""Every metric the services export, defined once on the OpenTelemetry metrics API (``docs/metrics.md`` lists them).
+
+Names and labels follow the original's Prometheus metrics where the concept is the same (``cbt_tasks_total{model,
+status}``, ``cbt_task_duration_seconds``, ``cbt_tasks_running``, ``cbt_tasks_enqueued_total``, ``cbt_errors_total``,
+``cbt_dependency_validation_total``), so existing dashboards carry over. The Prometheus exporter adds ``_total`` to
+counters and the unit to the rest; the names here are written without them.
+
+Labels are bounded: model ids, statuses, topics, pools, kinds of reason — never a position, a task id or an error
+text (``reason_kind``). Until a process configures the SDK (``cbt.adapters.telemetry``), every instrument is the
+API's no-op, so the core records metrics without knowing whether anyone exports them.
+"""
+
+from __future__ import annotations
+
+import re
+
+from opentelemetry import metrics
+
+_meter = metrics.get_meter("cbt")
+
+SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 600.0)
+"""Histogram buckets of every duration: a cascade's milliseconds to a batch's minutes."""
+
+# --- tasks (worker) ---------------------------------------------------------------------------------------------
+tasks = _meter.create_counter(
+    "cbt_tasks", unit="1", description="Task attempts ended, by model and status (success, failed, retried, skipped)")
+task_duration = _meter.create_histogram(
+    "cbt_task_duration", unit="s", description="A task attempt's wall time in the worker, by model and status",
+    explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
+tasks_running = _meter.create_up_down_counter(
+    "cbt_tasks_running", unit="1", description="Tasks running now, by model and worker")
+positions_completed = _meter.create_counter(
+    "cbt_positions_completed", unit="1",
+    description="Positions covered by completed incremental tasks, by model (a batch counts all its intervals)")
+spark_job_duration = _meter.create_histogram(
+    "cbt_spark_job_duration", unit="s", description="A task's statements on Spark Connect (or its script), by model",
+    explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
+admin_commit_duration = _meter.create_histogram(
+    "cbt_admin_commit_duration", unit="s",
+    description="Recording completions in the Delta admin table, one group commit",
+    explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
+dependency_validation = _meter.create_counter(
+    "cbt_dependency_validation", unit="1",
+    description="The worker's dependency checks before a run, by model and result (satisfied, not_satisfied)")
+dependency_validation_duration = _meter.create_histogram(
+    "cbt_dependency_validation_duration", unit="s", description="The worker's dependency check, by model",
+    explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
+
+# --- planning (coordinator, invalidator) ------------------------------------------------------------------------
+tasks_enqueued = _meter.create_counter(
+    "cbt_tasks_enqueued", unit="1", description="Tasks published to a task topic, by model and direction")
+cascade_latency = _meter.create_histogram(
+    "cbt_cascade_latency", unit="s",
+    description="From a completion (its completed_at) to its dependents' tasks published, by completed model",
+    explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
+leader = _meter.create_gauge(
+    "cbt_leader", unit="1", description="1 while this coordinator holds the ticker lease, else 0")
+
+# --- events -----------------------------------------------------------------------------------------------------
+invalidations = _meter.create_counter(
+    "cbt_invalidations", unit="1", description="Invalidation events, by model and result (applied, rejected)")
+messages_rejected = _meter.create_counter(
+    "cbt_messages_rejected", unit="1",
+    description="Messages a service could not use (published to message-rejected), by topic, service and reason_kind")
+errors = _meter.create_counter(
+    "cbt_errors", unit="1", description="Errors, by component and error_type (the exception's class)")
+
+_FIELD = re.compile(r"^([a-z_][a-z0-9_.]{0,39}):")
+_WORD = re.compile(r"^([a-z]{1,20})\b")
+
+
+def reason_kind(reason: str) -> str:
+    """A bounded label from a rejection reason: the field it names (``"task_id: Field required"`` gives
+    ``task_id``), else its first word (``"range [1, 9) spans…"`` gives ``range``), else ``other``."""
+    text = reason.strip().lower()
+    found = _FIELD.match(text) or _WORD.match(text)
+    return found.group(1) if found else "other"
