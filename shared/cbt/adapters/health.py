@@ -1,26 +1,49 @@
-"""``/healthz`` (the process answers) and ``/readyz`` (every dependency answers) over a minimal HTTP server.
+"""``/healthz`` (the process's loops are alive) and ``/readyz`` (what it needs answers) over a minimal HTTP server.
 
-``/readyz`` runs each named check at once, each bounded by ``CHECK_TIMEOUT_S``, and names the failing ones in its
-503 body (``{"status": "not ready", "checks": {"kafka": "no answer within 3 s", "redis": "ok"}}``): an orchestrator
-stops routing to the process meanwhile, and an operator reads which dependency is gone.
+``/healthz`` asks each liveness probe — a loop's heartbeat is recent, a consume loop has not ended — without any
+network call: an orchestrator restarts a process whose loop is stuck or dead, never one whose dependency is down.
+``/readyz`` runs each named check at once, each bounded by ``CHECK_TIMEOUT_S``. Both name what fails in their 503
+body (``{"status": "not ready", "checks": {"kafka": "no answer within 3 s", "redis": "ok"}}``), so an operator reads
+which loop or dependency is gone.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from collections.abc import Awaitable, Callable, Mapping
 
 CHECK_TIMEOUT_S = 3.0
 Check = Callable[[], Awaitable[None]]
 """Returns when its dependency answers; raises (any error) when it does not."""
+Probe = Callable[[], str | None]
+"""A liveness probe: ``None`` while its loop is alive, else what is wrong. Local and quick (no network)."""
+
+
+class Heartbeat:
+    """A loop's proof of life: the loop calls ``beat`` every round; the probe fails once no beat came for
+    ``allowed_s`` (a round stuck on a call that never returns, or a loop that ended)."""
+
+    def __init__(self, allowed_s: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.allowed_s = allowed_s
+        self._clock = clock
+        self._last = clock()
+
+    def beat(self) -> None:
+        self._last = self._clock()
+
+    def __call__(self) -> str | None:
+        silent_s = self._clock() - self._last
+        return f"no beat for {silent_s:.0f} s (allowed {self.allowed_s:g} s)" if silent_s > self.allowed_s else None
 
 
 class HealthServer:
-    def __init__(self, addr: str, checks: Mapping[str, Check]) -> None:
+    def __init__(self, addr: str, checks: Mapping[str, Check], probes: Mapping[str, Probe] | None = None) -> None:
         host, _, port = addr.rpartition(":")
         self.host, self.port = host or "127.0.0.1", int(port)
         self.checks = dict(checks)
+        self.probes = dict(probes or {})
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -36,6 +59,10 @@ class HealthServer:
         """Each check's verdict: ``ok`` or why not."""
         verdicts = await asyncio.gather(*(_verdict(check) for check in self.checks.values()))
         return dict(zip(self.checks, verdicts, strict=True))
+
+    def liveness(self) -> dict[str, str]:
+        """Each probe's verdict: ``ok`` or what is wrong."""
+        return {name: _probed(probe) or "ok" for name, probe in self.probes.items()}
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
@@ -53,7 +80,10 @@ class HealthServer:
 
     async def _answer(self, path: str) -> tuple[str, dict[str, object]]:
         if path == "/healthz":
-            return "200 OK", {"status": "ok"}
+            loops = self.liveness()
+            if all(verdict == "ok" for verdict in loops.values()):
+                return "200 OK", {"status": "ok", "loops": loops}
+            return "503 Service Unavailable", {"status": "not alive", "loops": loops}
         if path == "/readyz":
             checks = await self.readiness()
             if all(verdict == "ok" for verdict in checks.values()):
@@ -70,3 +100,10 @@ async def _verdict(check: Check) -> str:
     except Exception as e:  # any error of the dependency's client means not ready
         return f"{type(e).__name__}: {e}"[:300]
     return "ok"
+
+
+def _probed(probe: Probe) -> str | None:
+    try:
+        return probe()
+    except Exception as e:  # a probe that breaks says so instead of taking /healthz down
+        return f"probe failed: {type(e).__name__}: {e}"[:300]

@@ -17,14 +17,15 @@ import socket
 import sys
 import threading
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
 
 from faststream.confluent import KafkaBroker
 from pyspark.sql.connect.client.core import DefaultChannelBuilder
 from redis import Redis
 
-from cbt.adapters import kafka_admin
-from cbt.adapters.health import CHECK_TIMEOUT_S, Check, HealthServer
+from cbt.adapters import kafka_admin, kafka_consumers
+from cbt.adapters.health import CHECK_TIMEOUT_S, Check, HealthServer, Heartbeat, Probe
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.topics import Topics
@@ -103,6 +104,15 @@ def ensure_topics(config: Config) -> None:
     kafka_admin.ensure_topics(config.kafka.bootstrap_servers, names, extra=dict(config.kafka.client))
 
 
+LOOP_ALLOWANCE_S = 300.0
+"""How long a periodic loop may go without finishing a round before ``/healthz`` reports it stuck: well past a slow
+round (a leader's first tick reads the admin tables; Redis and Kafka calls time out far sooner)."""
+
+
+def loop_heartbeat() -> Heartbeat:
+    return Heartbeat(LOOP_ALLOWANCE_S)
+
+
 STARTUP_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)
 """Pauses between start-up attempts while Kafka, Redis or Spark Connect is not there yet (then every 30 s)."""
 
@@ -179,29 +189,46 @@ def spark_answers(remote: str) -> Check:
     return check
 
 
-def dependency_checks(config: Config, redis: Redis, broker: KafkaBroker) -> dict[str, Check]:
-    """What ``/readyz`` asks of a service: every service uses Redis, Kafka and (the admin record) Spark Connect."""
+def dependency_checks(config: Config, redis: Redis, broker: KafkaBroker,
+                      subscribers: Sequence[Any] = ()) -> dict[str, Check]:
+    """What ``/readyz`` asks of a service: every service uses Redis, Kafka and (the admin record) Spark Connect; a
+    service that consumes is ready once its consumers joined their groups."""
     checks = {"redis": redis_answers(redis), "kafka": kafka_answers(broker)}
+    if subscribers:
+        checks["kafka_group"] = kafka_consumers.joined_group(subscribers)
     if config.spark.remote:
         checks["spark"] = spark_answers(config.spark.remote)
     return checks
 
 
-async def serve_health(addr: str | None, checks: Mapping[str, Check]) -> HealthServer | None:
+def loop_probes(subscribers: Sequence[Any] = (), **heartbeats: Heartbeat) -> dict[str, Probe]:
+    """What ``/healthz`` asks of a service: its consume loops run and each periodic loop beats."""
+    probes: dict[str, Probe] = dict(heartbeats)
+    if subscribers:
+        probes["consume"] = kafka_consumers.consume_loops_alive(subscribers)
+    return probes
+
+
+async def serve_health(addr: str | None, checks: Mapping[str, Check],
+                       probes: Mapping[str, Probe] | None = None) -> HealthServer | None:
+    """``/readyz`` asks ``checks`` and ``/healthz`` asks ``probes`` (none: answering at all is alive)."""
     if not addr:
         return None
-    server = HealthServer(addr, checks)
+    server = HealthServer(addr, checks, probes)
     await server.start()
     return server
 
 
 async def every(interval_s: float, stop: asyncio.Event, step: Callable[[], Awaitable[object]],
-                log: logging.Logger) -> None:
-    """Run ``step`` every ``interval_s`` until ``stop``; a failing step is logged and retried next time."""
+                log: logging.Logger, heartbeat: Heartbeat | None = None) -> None:
+    """Run ``step`` every ``interval_s`` until ``stop``; a failing step is logged and retried next time. Each round
+    that ends (well or not) beats ``heartbeat``: only a round that never returns leaves it silent."""
     while not stop.is_set():
         try:
             await step()
         except Exception:
             log.exception("periodic step failed")
+        if heartbeat is not None:
+            heartbeat.beat()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval_s)

@@ -27,6 +27,15 @@ class SourceRef:
     """File line of the first SQL body line (0 for YAML-only models); template errors are reported from it."""
 
 
+TIME_TYPES = frozenset({"timestamp", "datetime", "unix", "unix_seconds", "epoch", "seconds", "time"})
+"""``interval.type`` names whose positions are unix seconds: lag in positions is lag in seconds, and views show
+positions as times."""
+
+
+def is_time_type(interval_type: str) -> bool:
+    return interval_type.strip().lower() in TIME_TYPES
+
+
 @dataclass(frozen=True)
 class Interval:
     max: int

@@ -13,8 +13,12 @@ API's no-op, so the core records metrics without knowing whether anyone exports 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 
 from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Observation
+
+Labels = tuple[tuple[str, str], ...]
 
 _meter = metrics.get_meter("cbt")
 
@@ -23,14 +27,14 @@ SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 
 # --- tasks (worker) ---------------------------------------------------------------------------------------------
 tasks = _meter.create_counter(
-    "cbt_tasks", unit="1", description="Task attempts ended, by model and status (success, failed, retried, skipped)")
+    "cbt_tasks", unit="", description="Task attempts ended, by model and status (success, failed, retried, skipped)")
 task_duration = _meter.create_histogram(
     "cbt_task_duration", unit="s", description="A task attempt's wall time in the worker, by model and status",
     explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
 tasks_running = _meter.create_up_down_counter(
-    "cbt_tasks_running", unit="1", description="Tasks running now, by model and worker")
+    "cbt_tasks_running", unit="", description="Tasks running now, by model and worker")
 positions_completed = _meter.create_counter(
-    "cbt_positions_completed", unit="1",
+    "cbt_positions_completed", unit="",
     description="Positions covered by completed incremental tasks, by model (a batch counts all its intervals)")
 spark_job_duration = _meter.create_histogram(
     "cbt_spark_job_duration", unit="s", description="A task's statements on Spark Connect (or its script), by model",
@@ -40,7 +44,7 @@ admin_commit_duration = _meter.create_histogram(
     description="Recording completions in the Delta admin table, one group commit",
     explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
 dependency_validation = _meter.create_counter(
-    "cbt_dependency_validation", unit="1",
+    "cbt_dependency_validation", unit="",
     description="The worker's dependency checks before a run, by model and result (satisfied, not_satisfied)")
 dependency_validation_duration = _meter.create_histogram(
     "cbt_dependency_validation_duration", unit="s", description="The worker's dependency check, by model",
@@ -48,22 +52,61 @@ dependency_validation_duration = _meter.create_histogram(
 
 # --- planning (coordinator, invalidator) ------------------------------------------------------------------------
 tasks_enqueued = _meter.create_counter(
-    "cbt_tasks_enqueued", unit="1", description="Tasks published to a task topic, by model and direction")
+    "cbt_tasks_enqueued", unit="", description="Tasks published to a task topic, by model and direction")
 cascade_latency = _meter.create_histogram(
     "cbt_cascade_latency", unit="s",
     description="From a completion (its completed_at) to its dependents' tasks published, by completed model",
     explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
 leader = _meter.create_gauge(
-    "cbt_leader", unit="1", description="1 while this coordinator holds the ticker lease, else 0")
+    "cbt_leader", unit="", description="1 while this coordinator holds the ticker lease, else 0")
+
+
+
+class GaugeTable:
+    """An observable gauge whose series a periodic job replaces all at once (``replace``); a collection reports the
+    table as it is, so a model that is gone, or a coordinator that stopped leading, stops reporting its series."""
+
+    def __init__(self, name: str, unit: str, description: str) -> None:
+        self._values: dict[Labels, float] = {}
+        _meter.create_observable_gauge(name, callbacks=[self._observe], unit=unit, description=description)
+
+    def replace(self, values: Mapping[Labels, float]) -> None:
+        self._values = dict(values)
+
+    def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
+        return [Observation(value, dict(labels)) for labels, value in self._values.items()]
+
+
+# --- model state (the leading coordinator, every ``telemetry.status_interval``) ---------------------------------
+model_lag = GaugeTable(
+    "cbt_model_lag_positions", "", "Positions between a model's covered end and its valid range's end (head lag)")
+model_lag_seconds = GaugeTable(
+    "cbt_model_lag", "s", "Head lag in seconds, for models whose positions are unix seconds (interval.type timestamp)")
+model_gaps = GaugeTable(
+    "cbt_model_gaps", "", "Uncovered ranges below a model's covered end, inside its valid range (backfill's work)")
+model_gap_positions = GaugeTable(
+    "cbt_model_gap_positions", "", "Positions in those gaps")
+model_backlog = GaugeTable(
+    "cbt_model_backlog_intervals", "",
+    "Intervals a model could run now (valid, not covered) that are not in flight")
+model_bounds = GaugeTable(
+    "cbt_model_bounds", "",
+    "Positions by bound_type: an external model's min and max; a transformation's covered_min, covered_max, "
+    "valid_min and valid_max")
+
+# --- consumers (worker, every ``telemetry.status_interval``) ----------------------------------------------------
+consumer_lag = GaugeTable(
+    "cbt_consumer_lag_messages", "",
+    "Task messages not yet committed on the partitions this worker holds, by pool (sum over workers: the group's)")
 
 # --- events -----------------------------------------------------------------------------------------------------
 invalidations = _meter.create_counter(
-    "cbt_invalidations", unit="1", description="Invalidation events, by model and result (applied, rejected)")
+    "cbt_invalidations", unit="", description="Invalidation events, by model and result (applied, rejected)")
 messages_rejected = _meter.create_counter(
-    "cbt_messages_rejected", unit="1",
+    "cbt_messages_rejected", unit="",
     description="Messages a service could not use (published to message-rejected), by topic, service and reason_kind")
 errors = _meter.create_counter(
-    "cbt_errors", unit="1", description="Errors, by component and error_type (the exception's class)")
+    "cbt_errors", unit="", description="Errors, by component and error_type (the exception's class)")
 
 _FIELD = re.compile(r"^([a-z_][a-z0-9_.]{0,39}):")
 _WORD = re.compile(r"^([a-z]{1,20})\b")

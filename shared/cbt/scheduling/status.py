@@ -48,3 +48,12 @@ def model_status(model: IncrementalModel, models: Mapping[ModelId, Model], state
     below = (low, min(high, end)) if end is not None else (low, low)
     lag = max(high - max(end if end is not None else low, low), 0)
     return ModelStatus(model.id, ready.valid, covered, in_flight, tuple(cov.gaps(covered, below)), lag, None)
+
+
+def backlog(status: ModelStatus, interval: int) -> int:
+    """Intervals of ``interval`` positions that could run now and are not enqueued: the valid range's positions
+    neither covered nor in flight, each uncovered stretch rounded up to whole intervals (0 without a valid range)."""
+    if status.valid is None:
+        return 0
+    taken = cov.union(status.coverage, cov.merge(status.in_flight))
+    return sum(-(-(end - start) // interval) for start, end in cov.gaps(taken, status.valid))

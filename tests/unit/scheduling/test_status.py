@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pytest
 
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.status import model_status
+from cbt.scheduling.status import backlog, model_status
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 
@@ -37,3 +37,27 @@ def test_status_without_valid_range_lists_holes_and_reason() -> None:
     assert status.valid is None and status.lag is None
     assert list(status.gaps) == [(100, 200)]
     assert status.reason is not None and "src.data" in status.reason
+
+
+@pytest.mark.parametrize(
+    ("own", "in_flight", "expected"),
+    [
+        pytest.param([], [], 10, id="nothing-covered: every interval"),
+        pytest.param([(0, 1000)], [], 0, id="caught-up"),
+        pytest.param([(0, 500)], [(500, 700)], 3, id="in-flight is not backlog"),
+        pytest.param([(0, 450)], [], 6, id="a partial stretch counts as one interval"),
+        pytest.param([(100, 200)], [(0, 100), (200, 1000)], 0, id="all enqueued"),
+    ],
+)
+def test_backlog_counts_the_intervals_that_could_run_and_are_not_enqueued(
+    own: Sequence[Range], in_flight: Sequence[Range], expected: int
+) -> None:
+    model = inc("an.target", ["src.data"], imax=100)
+    state = snapshot(bounds={"src.data": (0, 1000)}, coverage={"an.target": own}, in_flight={"an.target": in_flight})
+    assert backlog(model_status(model, models_of(ext("src.data"), model), state), 100) == expected
+
+
+def test_no_valid_range_means_no_backlog() -> None:
+    model = inc("an.target", ["src.data"])
+    status = model_status(model, models_of(ext("src.data"), model), snapshot(coverage={"an.target": [(0, 100)]}))
+    assert backlog(status, 100) == 0

@@ -33,9 +33,10 @@ def get(port: int, path: str) -> tuple[int, dict[str, object]]:
         return e.code, json.loads(e.read())
 
 
-def ask(checks: dict[str, health.Check], path: str = "/readyz") -> tuple[int, dict[str, object]]:
+def ask(checks: dict[str, health.Check], path: str = "/readyz",
+        probes: dict[str, health.Probe] | None = None) -> tuple[int, dict[str, object]]:
     async def scenario() -> tuple[int, dict[str, object]]:
-        server = HealthServer("127.0.0.1:0", checks)
+        server = HealthServer("127.0.0.1:0", checks, probes)
         await server.start()
         try:
             return await asyncio.to_thread(get, server.port, path)
@@ -66,4 +67,33 @@ def test_a_dependency_that_does_not_answer_in_time_is_not_ready_without_holding_
 
 
 def test_healthz_answers_whatever_the_dependencies_say() -> None:
-    assert ask({"kafka": refuses}, "/healthz") == (200, {"status": "ok"})
+    assert ask({"kafka": refuses}, "/healthz", {"tick": lambda: None}) == (200, {"status": "ok",
+                                                                              "loops": {"tick": "ok"}})
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_a_loop_that_stops_beating_makes_healthz_fail_and_is_named() -> None:
+    clock = Clock()
+    tick, scan = health.Heartbeat(60, clock), health.Heartbeat(60, clock)
+    clock.now += 50
+    scan.beat()
+    assert ask({}, "/healthz", {"tick": tick, "scan": scan})[0] == 200
+    clock.now += 20
+    status, body = ask({}, "/healthz", {"tick": tick, "scan": scan})
+    assert status == 503
+    assert body == {"status": "not alive", "loops": {"tick": "no beat for 70 s (allowed 60 s)", "scan": "ok"}}
+
+
+def test_a_probe_that_raises_reports_it_instead_of_breaking_healthz() -> None:
+    def broken() -> str | None:
+        raise RuntimeError("consumer gone")
+
+    status, body = ask({}, "/healthz", {"consume": broken})
+    assert status == 503 and body["loops"] == {"consume": "probe failed: RuntimeError: consumer gone"}

@@ -45,9 +45,11 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
 
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker))
+        scans = runtime.loop_heartbeat()
+        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker),
+                                            runtime.loop_probes(scan=scans))
         log.info("bounds-cache started", extra={"owner": owner, "externals": len(models.externals)})
-        await runtime.every(POLL_S, stop, step, log)
+        await runtime.every(POLL_S, stop, step, log, scans)
         await scanner.stop()
         if health:
             await health.stop()

@@ -8,7 +8,7 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from cbt.adapters import hot_index, runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
+from cbt.adapters.health import Check
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, process_span
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
@@ -24,8 +25,9 @@ from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, 
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
-from cbt.observability import metrics
+from cbt.observability import metrics, model_state
 from cbt.scheduling.cron import next_fire
+from cbt.scheduling.state import StateSnapshot
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
 
@@ -99,6 +101,20 @@ class Coordinator:
             self.tracker = tracker
         await self.tracker.run_due(now, self._run_scheduled, self._plan_fills)
         await self._consolidate_when_due(now)
+
+    async def report_model_state(self) -> None:
+        """As leader, refresh every model's lag, gaps, backlog and bounds gauges; otherwise report none (the leader
+        does), so each series has one source."""
+        if not self.is_leader:
+            model_state.publish(model_state.ModelStateTables())
+            return
+        snapshot = await asyncio.to_thread(self._snapshot_of_everything)
+        model_state.publish(model_state.tables(self.models, snapshot))
+
+    def _snapshot_of_everything(self) -> StateSnapshot:
+        reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
+        snapshot = reader.read_snapshot([m.id for m in self.models.incrementals])
+        return replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
 
     async def _plan_fills(self, kind: Fill, model_ids: list[ModelId]) -> None:
         await self.planner.replan(model_ids, directions=(kind,))
@@ -212,6 +228,17 @@ def _admin(config: Config) -> DeltaAdmin:
     return admin
 
 
+def hot_index_built(state: RedisState) -> Check:
+    """Ready once the hot coverage index is in Redis (the leader rebuilds it from the admin tables when Redis lost
+    it; until then nothing can be planned)."""
+
+    async def check() -> None:
+        if not await asyncio.to_thread(state.coverage.is_built):
+            raise LookupError("the hot coverage index is not built yet (the leader is rebuilding it)")
+
+    return check
+
+
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
     if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
         return
@@ -226,15 +253,22 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         with process_span(message):
             await coordinator.on_event(message.body, topic)
 
-    broker.subscriber(topics.interval_completed, topics.bounds_updated, topics.task_failed, group_id=group,
-                      auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
-                      polling_interval=0.01)(on_event)
+    events = broker.subscriber(topics.interval_completed, topics.bounds_updated, topics.task_failed, group_id=group,
+                               auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
+                               polling_interval=0.01)
+    events(on_event)
+    ticks, gauges = runtime.loop_heartbeat(), runtime.loop_heartbeat()
     async with broker:
         await broker.start()
-        checks = runtime.dependency_checks(config, coordinator.marks.client, broker)
-        health = await runtime.serve_health(health_addr, checks)
+        checks = runtime.dependency_checks(config, coordinator.marks.client, broker, [events])
+        checks["hot_index"] = hot_index_built(coordinator.state)
+        probes = runtime.loop_probes([events], tick=ticks, model_state=gauges)
+        health = await runtime.serve_health(health_addr, checks, probes)
         log.info("coordinator started", extra={"owner": owner})
-        await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log)
+        reporting = asyncio.create_task(runtime.every(
+            config.telemetry.status_interval_s, stop, coordinator.report_model_state, log, gauges))
+        await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log, ticks)
+        await reporting
         if coordinator.consolidation is not None:  # finish it while still leader: no second one may overlap it
             await coordinator.consolidation
         if health:

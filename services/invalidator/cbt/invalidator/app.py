@@ -76,12 +76,14 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         with process_span(message):
             await handler.handle(message.body)
 
-    broker.subscriber(runtime.topics(config).invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",
-                      auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
-                      polling_interval=0.01)(on_event)
+    events = broker.subscriber(runtime.topics(config).invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",
+                               auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
+                               polling_interval=0.01)
+    events(on_event)
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker))
+        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker, [events]),
+                                            runtime.loop_probes([events]))
         log.info("invalidator started", extra={"owner": owner})
         await stop.wait()
         if health:

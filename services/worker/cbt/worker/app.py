@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
-from typing import cast
+from typing import Any, cast
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
@@ -31,6 +32,7 @@ from cbt.adapters.kafka_bus import (
     process_span,
     rewind_to,
 )
+from cbt.adapters.kafka_consumers import assigned_lag
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import SessionPool, connect, delta_write_warm_up
 from cbt.concurrency.ordered_acks import InOrderAcks
@@ -39,6 +41,7 @@ from cbt.contract.messages import TaskRequested, rejected
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
+from cbt.observability import metrics
 from cbt.worker.consumer import IN_FLIGHT, Delivered, PipelinedConsumer, Reject
 from cbt.worker.executor import SHARED_SESSION, SparkExecutor
 from cbt.worker.recorder import AdminRecorder
@@ -65,17 +68,32 @@ def _task_span(message: Delivered, task: TaskRequested) -> AbstractContextManage
     return process_span(cast(KafkaMessage, message), **{"cbt.model": task.model, "cbt.task_id": task.task_id})
 
 
-def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: PipelinedConsumer) -> None:
-    """Register one consumer of the pool's task topic (manual commits, done by the consumer's chain)."""
+def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: PipelinedConsumer) -> Any:
+    """Register one consumer of the pool's task topic (manual commits, done by the consumer's chain); returns the
+    subscriber."""
 
     async def on_task(message: KafkaMessage) -> None:
         await consumer.on_message(message)
 
-    broker.subscriber(
+    subscriber = broker.subscriber(
         runtime.topics(config).task_requested(pool), group_id=f"{config.kafka.topic_prefix}worker.{pool}",
         auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=0.01,
         max_poll_interval_ms=max_poll_interval_ms(config),
-    )(on_task)
+    )
+    subscriber(on_task)
+    return subscriber
+
+
+def consumer_lag_reporter(subscribers: dict[str, list[Any]]) -> Callable[[], Awaitable[None]]:
+    """Refreshes ``cbt_consumer_lag_messages{pool}``: the task messages not yet committed on the partitions this
+    process's consumers of each pool hold."""
+
+    async def report() -> None:
+        lag = await asyncio.to_thread(
+            lambda: {pool: sum(assigned_lag(held).values()) for pool, held in subscribers.items()})
+        metrics.consumer_lag.replace({(("pool", pool),): behind for pool, behind in lag.items()})
+
+    return report
 
 
 def max_poll_interval_ms(config: Config) -> int:
@@ -118,13 +136,21 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
                                    _rejecter(publisher, topics, pool), _task_span)
                  for pool in pools]
+    subscribers: dict[str, list[Any]] = {}
     for pool, consumer in zip(pools, consumers, strict=True):
-        subscribe(broker, config, pool, consumer)
+        subscribers.setdefault(pool, []).append(subscribe(broker, config, pool, consumer))
+    every_subscriber = [s for held in subscribers.values() for s in held]
+    lag_reports = runtime.loop_heartbeat()
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker))
+        health = await runtime.serve_health(
+            health_addr, runtime.dependency_checks(config, redis, broker, every_subscriber),
+            runtime.loop_probes(every_subscriber, consumer_lag=lag_reports))
         log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
+        reporting = asyncio.create_task(runtime.every(config.telemetry.status_interval_s, stop,
+                                                      consumer_lag_reporter(subscribers), log, lag_reports))
         await stop.wait()
+        await reporting
         # Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop.
         log.info("worker stopping: finishing started tasks", extra={"timeout_s": config.worker.shutdown_timeout_s})
         await asyncio.gather(*(c.finish(config.worker.shutdown_timeout_s) for c in consumers))
