@@ -43,6 +43,7 @@ T0 = 1_700_000_400
 
 
 def overrides_for(tag: str, kafka: str, redis_url: str, spark_remote: str) -> dict[str, str]:
+    """Every e2e deployment also writes its spans, one file per process, beside its logs (``traces_dir``)."""
     return {
         "CBT__KAFKA__BOOTSTRAP_SERVERS": kafka, "CBT__KAFKA__TOPIC_PREFIX": f"{tag}.",
         "CBT__REDIS__URL": redis_url, "CBT__REDIS__KEY_PREFIX": f"{tag}:", "CBT__SPARK__REMOTE": spark_remote,
@@ -50,7 +51,13 @@ def overrides_for(tag: str, kafka: str, redis_url: str, spark_remote: str) -> di
         "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": f"{tag}_out",
         **admin_database_overrides(f"{tag}_admin"),
         "CBT__WORKER__RETRY__BACKOFF_INITIAL_S": "1", "CBT__LOGGING__LEVEL": "info",
+        "CBT__TELEMETRY__STATUS_INTERVAL_S": "2", "CBT__TELEMETRY__TRACES": "console",
+        "CBT__TELEMETRY__TRACES_FILE": str(traces_dir(tag) / "{instance}.jsonl"),
     }
+
+
+def traces_dir(tag: str) -> Path:
+    return PROJECT / "var" / "e2e-logs" / tag / "traces"
 
 
 @dataclass
@@ -106,6 +113,10 @@ class Deployment:
             text = response.read().decode()
         return {(sample.name, frozenset(sample.labels.items())): sample.value
                 for family in text_string_to_metric_families(text) for sample in family.samples}
+
+    def series(self, key: str, name: str) -> dict[frozenset[tuple[str, str]], float]:
+        """One metric's samples from a running service, by labels."""
+        return {labels: value for (sample, labels), value in self.metrics(key).items() if sample == name}
 
     def is_quiet(self, min_end: int) -> bool:
         """Nothing in flight, nothing plannable, and every source scanned up to ``min_end``."""

@@ -19,6 +19,7 @@ from cbt.scheduling.coverage import covers
 from cbt.scheduling.cron import next_fire
 from cbt.state.admin_records import CONSOLIDATED
 from tests.e2e.harness import T0, Deployment, Oracle
+from tests.e2e.traces import cascades, read_spans
 
 pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
 SOURCE_END = T0 + 600
@@ -96,6 +97,7 @@ def test_pipeline_catches_up_equals_the_oracle_and_ignores_duplicate_tasks(deplo
     dep.wait_quiet(LAST_SLOT_END)
     assert_equals_oracle(dep)
     assert_metrics_follow_the_work(dep)
+    assert_a_trace_follows_a_cascade(dep)
 
     published_ms = int(time.time() * 1000)
     assert publish_duplicates(dep, 12) >= 6
@@ -108,9 +110,10 @@ def test_pipeline_catches_up_equals_the_oracle_and_ignores_duplicate_tasks(deplo
 
 
 def assert_metrics_follow_the_work(dep: Deployment) -> None:
-    """Scraped from the running services: the worker counts the positions it covered (a model's covered length, up
-    to the few a short gap widened to ``interval.min`` re-runs), the coordinator enqueued tasks for every model and
-    says it leads, and every service serves ``/metrics``. Labels are model ids and statuses only."""
+    """Scraped from the running services once caught up: the worker counts the positions it covered (a model's
+    covered length, up to the few a short gap widened to ``interval.min`` re-runs) and has no task message left
+    uncommitted; the leading coordinator enqueued tasks for every model, says it leads, and reports every model's
+    lag and backlog back at ~0. Labels are model ids, statuses and such: never a position or a task id."""
     worker, coordinator = dep.metrics("worker"), dep.metrics("coordinator")
     for model in dep.healthy_incrementals():
         covered = sum(end - start for start, end in dep.coverage(model.id))
@@ -120,11 +123,46 @@ def assert_metrics_follow_the_work(dep: Deployment) -> None:
                        if name == "cbt_tasks_enqueued_total" and ("model", model.id) in labels)
         assert enqueued >= 1, f"{model.id}: no task enqueued"
     assert coordinator[("cbt_leader", frozenset())] == 1
-    for key in ("bounds-cache",):
-        assert dep.metrics(key) is not None
+    assert_gauges_settle(dep)
     labels = {label for series in (worker, coordinator) for name, labelset in series if name.startswith("cbt_")
               for label, _ in labelset}
-    assert labels <= {"model", "status", "worker", "direction", "le", "component", "error_type", "result"}, labels
+    assert labels <= {"model", "status", "worker", "direction", "le", "component", "error_type", "result", "pool",
+                      "bound_type"}, labels
+
+
+def assert_a_trace_follows_a_cascade(dep: Deployment, timeout_s: float = 15.0) -> None:
+    """The spans the processes exported (W3C trace context in the Kafka headers) join into one trace from the
+    coordinator's publish of a task, through a worker's Spark job, admin commit and completion, to the coordinator
+    enqueuing a dependent's task."""
+    deadline = time.monotonic() + timeout_s
+    while not (chains := cascades(read_spans(dep.log_dir / "traces"), dep.config.kafka.topic_prefix)):
+        assert time.monotonic() < deadline, "no trace spans a cascade"
+        time.sleep(1)
+    for chain in chains:
+        assert len({span.trace_id for span in chain}) == 1
+        process, dependent = chain[1], chain[-1]
+        model = str(process.attributes["cbt.model"])
+        enqueued = str(dependent.attributes["messaging.kafka.message.key"]).rsplit(":", 2)[0]
+        assert enqueued in {model, *dep.models.dependents(model)}, f"{model} completed, then {enqueued} enqueued"
+    assert any(str(chain[-1].attributes["messaging.kafka.message.key"]).rsplit(":", 2)[0] != chain[1].attributes[
+        "cbt.model"] for chain in chains), "no cascade reached a dependent"
+
+
+def assert_gauges_settle(dep: Deployment, timeout_s: float = 30.0) -> None:
+    """The gauges are refreshed every ``telemetry.status_interval`` (2 s here): within a few refreshes of quiet,
+    every model's lag is under one interval, its backlog empty, and the workers' task partitions fully committed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lag = {dict(labels)["model"]: value for labels, value in dep.series("coordinator",
+                                                                             "cbt_model_lag_positions").items()}
+        backlog = dep.series("coordinator", "cbt_model_backlog_intervals")
+        consumer_lag = dep.series("worker", "cbt_consumer_lag_messages")
+        behind = {m.id: lag.get(m.id) for m in dep.healthy_incrementals()
+                  if lag.get(m.id) is None or lag[m.id] >= m.interval.max}
+        if not behind and not any(backlog.values()) and consumer_lag and not any(consumer_lag.values()):
+            return
+        assert time.monotonic() < deadline, f"lag {behind}, backlog {backlog}, consumer lag {consumer_lag}"
+        time.sleep(1)
 
 
 def test_worker_killed_mid_task_and_coordinator_restarted_still_converge(deployment: Deployment) -> None:

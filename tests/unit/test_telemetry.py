@@ -89,3 +89,30 @@ def test_task_metrics_have_one_series_per_model_and_status_whatever_the_position
     assert data is not None
     (points,) = [m.data.data_points for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics]
     assert sorted(dict(p.attributes or {})["status"] for p in points) == ["failed", "success"]
+
+
+def test_a_line_logged_while_a_task_is_handled_names_the_task_and_its_trace() -> None:
+    import io
+    import json
+    import logging
+
+    from cbt.adapters.runtime import JsonFormatter, TraceIds
+    from cbt.observability.tracing import logged_as
+
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(TraceIds())
+    handler.setFormatter(JsonFormatter())
+    log = logging.getLogger("test.task-lines")
+    log.addHandler(handler)
+    log.propagate = False
+    try:
+        with processing("cbt.task-requested.default", {}) as span, logged_as(model="an.m", task_id="an.m:0:60"):
+            log.warning("task attempt failed", extra={"attempt": 1})
+        log.warning("outside")
+    finally:
+        log.removeHandler(handler)
+    inside, outside = (json.loads(line) for line in out.getvalue().splitlines())
+    assert inside["model"] == "an.m" and inside["task_id"] == "an.m:0:60" and inside["attempt"] == 1
+    assert inside["trace_id"] == f"{span.get_span_context().trace_id:032x}"
+    assert "model" not in outside and "trace_id" not in outside

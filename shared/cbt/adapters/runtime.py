@@ -29,7 +29,7 @@ from cbt.adapters.health import CHECK_TIMEOUT_S, Check, HealthServer, Heartbeat,
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.topics import Topics
-from cbt.observability.tracing import current_ids
+from cbt.observability.tracing import current_ids, log_fields
 
 _STANDARD = set(vars(logging.LogRecord("", 0, "", 0, "", None, None))) | {"message", "asctime"}
 
@@ -54,9 +54,13 @@ class ConsoleFormatter(logging.Formatter):
 
 
 class TraceIds(logging.Filter):
-    """Adds ``trace_id`` and ``span_id`` to a line logged inside a recorded span (a task's handling, an event's)."""
+    """Adds ``trace_id`` and ``span_id`` to a line logged inside a recorded span (a task's handling, an event's),
+    and ``model`` and ``task_id`` to a line logged while a task is handled (``tracing.logged_as``)."""
 
     def filter(self, record: logging.LogRecord) -> bool:
+        for name, value in log_fields.get():
+            if not hasattr(record, name):
+                setattr(record, name, value)
         ids = current_ids()
         if ids is not None:
             record.trace_id, record.span_id = ids

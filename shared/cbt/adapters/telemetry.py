@@ -71,7 +71,7 @@ def start(config: Config, service: str, instance: str, metrics_addr: str | None)
         telemetry.metrics_port = server.server_port
         log.info("metrics for Prometheus", extra={"url": f"http://{host or '127.0.0.1'}:{server.server_port}/metrics"})
     if settings.traces != "none":
-        exporter = _span_exporter(config, telemetry)
+        exporter = _span_exporter(config, telemetry, service, instance)
         tracers = TracerProvider(resource=resource)
         tracers.add_span_processor(BatchSpanProcessor(exporter, schedule_delay_millis=500))
         trace.set_tracer_provider(tracers)
@@ -79,7 +79,7 @@ def start(config: Config, service: str, instance: str, metrics_addr: str | None)
     return telemetry
 
 
-def _span_exporter(config: Config, telemetry: Telemetry) -> SpanExporter:
+def _span_exporter(config: Config, telemetry: Telemetry, service: str, instance: str) -> SpanExporter:
     settings = config.telemetry
     if settings.traces == "otlp":
         from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -87,7 +87,9 @@ def _span_exporter(config: Config, telemetry: Telemetry) -> SpanExporter:
         return OTLPSpanExporter(endpoint=f"{(settings.otlp_endpoint or '').rstrip('/')}/v1/traces")
     out: IO[str] = sys.stderr
     if settings.traces_file:
-        telemetry._traces_file = out = open(config.base_dir / settings.traces_file, "a", encoding="utf-8")  # noqa: SIM115
+        path = config.base_dir / settings.traces_file.format(service=service, instance=instance)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        telemetry._traces_file = out = open(path, "a", encoding="utf-8")  # noqa: SIM115
     return ConsoleSpanExporter(out=out, formatter=_one_line)
 
 

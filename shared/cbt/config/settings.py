@@ -361,13 +361,22 @@ class TelemetryConfig(Section):
     traces: Literal["none", "console", "otlp"] = "none"
     traces_file: str | None = None
     """With ``traces: console``: append one JSON span per line to this file (relative to the config file's folder)
-    instead of stderr."""
+    instead of stderr; ``{service}`` and ``{instance}`` in it give each process a file of its own."""
 
     @model_validator(mode="after")
     def _otlp_needs_endpoint(self) -> TelemetryConfig:
         if self.traces == "otlp" and not self.otlp_endpoint:
             raise ValueError("traces: otlp needs telemetry.otlp_endpoint")
         return self
+
+    @field_validator("traces_file")
+    @classmethod
+    def _known_placeholders(cls, value: str | None) -> str | None:
+        try:
+            value is None or value.format(service="s", instance="i")
+        except (KeyError, IndexError, ValueError) as e:
+            raise ValueError(f"only {{service}} and {{instance}} may appear in braces ({e})") from None
+        return value
 
 
 class Config(Section):

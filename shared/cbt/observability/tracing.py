@@ -11,12 +11,25 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import propagate, trace
 from opentelemetry.trace import Link, Span, SpanKind
 
 tracer = trace.get_tracer("cbt")
+log_fields: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("cbt_log_fields", default=())
+"""Fields every log line inside a task's handling carries (``model``, ``task_id``): set by ``logged_as``."""
+
+
+@contextmanager
+def logged_as(**fields: str) -> Iterator[None]:
+    """Lines logged inside (in this task and the asyncio tasks it starts) carry ``fields``."""
+    token = log_fields.set((*log_fields.get(), *fields.items()))
+    try:
+        yield
+    finally:
+        log_fields.reset(token)
 
 
 @contextmanager

@@ -18,7 +18,7 @@ from cbt.contract.messages import TaskRequested
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
-from cbt.observability import metrics
+from cbt.observability import metrics, tracing
 from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.plan import DIRECTIONS, Direction, Task, plan_model
 from cbt.scheduling.state import StateReader
@@ -56,6 +56,12 @@ class Planner:
         wanted = [m for m in dict.fromkeys(model_ids) if isinstance(self.models.models.get(m), IncrementalModel)]
         if not wanted:
             return 0
+        with tracing.tracer.start_as_current_span("plan", attributes={"cbt.models": len(wanted)}) as span:
+            published = await self._plan_and_enqueue(wanted, directions)
+            span.set_attribute("cbt.tasks_published", published)
+        return published
+
+    async def _plan_and_enqueue(self, wanted: list[ModelId], directions: Collection[Direction]) -> int:
         snapshot = self.reader.read_snapshot(wanted)
         planned: list[tuple[IncrementalModel, Task]] = []
         unplannable: list[Exception] = []

@@ -40,24 +40,27 @@ def test_status_without_valid_range_lists_holes_and_reason() -> None:
 
 
 @pytest.mark.parametrize(
-    ("own", "in_flight", "expected"),
+    ("own", "in_flight", "imin", "expected"),
     [
-        pytest.param([], [], 10, id="nothing-covered: every interval"),
-        pytest.param([(0, 1000)], [], 0, id="caught-up"),
-        pytest.param([(0, 500)], [(500, 700)], 3, id="in-flight is not backlog"),
-        pytest.param([(0, 450)], [], 6, id="a partial stretch counts as one interval"),
-        pytest.param([(100, 200)], [(0, 100), (200, 1000)], 0, id="all enqueued"),
+        pytest.param([], [], 100, 10, id="nothing-covered: every interval"),
+        pytest.param([(0, 1000)], [], 100, 0, id="caught-up"),
+        pytest.param([(0, 500)], [(500, 700)], 100, 3, id="in-flight is not backlog"),
+        pytest.param([(100, 200)], [(0, 100), (200, 1000)], 100, 0, id="all enqueued"),
+        pytest.param([(0, 950)], [], 100, 0, id="the head's partial interval waits for interval.min"),
+        pytest.param([(0, 950)], [], 0, 1, id="unless any partial interval may run"),
+        pytest.param([(0, 950)], [], 40, 1, id="or it reached interval.min"),
+        pytest.param([(50, 1000)], [], 100, 1, id="a short gap below the frontier runs widened"),
     ],
 )
 def test_backlog_counts_the_intervals_that_could_run_and_are_not_enqueued(
-    own: Sequence[Range], in_flight: Sequence[Range], expected: int
+    own: Sequence[Range], in_flight: Sequence[Range], imin: int, expected: int
 ) -> None:
-    model = inc("an.target", ["src.data"], imax=100)
+    model = inc("an.target", ["src.data"], imax=100, imin=imin)
     state = snapshot(bounds={"src.data": (0, 1000)}, coverage={"an.target": own}, in_flight={"an.target": in_flight})
-    assert backlog(model_status(model, models_of(ext("src.data"), model), state), 100) == expected
+    assert backlog(model_status(model, models_of(ext("src.data"), model), state), model.interval) == expected
 
 
 def test_no_valid_range_means_no_backlog() -> None:
     model = inc("an.target", ["src.data"])
     status = model_status(model, models_of(ext("src.data"), model), snapshot(coverage={"an.target": [(0, 100)]}))
-    assert backlog(status, 100) == 0
+    assert backlog(status, model.interval) == 0

@@ -25,6 +25,7 @@ from pydantic import ValidationError
 
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.contract.messages import TaskRequested, decode, describe
+from cbt.observability.tracing import logged_as
 from cbt.worker.runner import Outcome
 
 log = logging.getLogger("cbt.worker")
@@ -96,6 +97,6 @@ async def _handle(runner: Runner, reject: Reject, message: Delivered, span: Span
     if not isinstance(task, TaskRequested):
         log.error("rejecting a message of another kind on a task topic", extra={"kind": task.kind})
         return await reject(body, f"kind: expected 'task-requested' on a task topic, got {task.kind!r}")
-    with span(message, task):
+    with span(message, task), logged_as(model=task.model, task_id=task.task_id):
         outcome = await runner.handle(task)
-        log.info("task handled", extra={"task_id": task.task_id, "model": task.model, "outcome": outcome})
+        log.info("task handled", extra={"outcome": outcome})
