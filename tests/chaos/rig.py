@@ -259,6 +259,8 @@ class Verdict:
     """Per model with failures: how many ``cbt status --json`` lists."""
     recorded_failures: dict[str, int]
     """Per misbehaving model: failures in the admin tables' history (``cbt_failures``)."""
+    failures_counted: dict[str, float]
+    """Per misbehaving model: ``cbt_tasks_total{status="failed"}`` on the running worker's ``/metrics``."""
 
     @property
     def lost_rows(self) -> int:
@@ -276,6 +278,8 @@ class Verdict:
         found += [f"{table}: cbt status shows no failure" for table in (HUNG, FAILING)
                   if not self.status_failures.get(table)]
         found += [f"{table}: no failure in the admin tables" for table, n in self.recorded_failures.items() if n == 0]
+        found += [f"{table}: the worker's metrics count no failed task" for table, n in self.failures_counted.items()
+                  if n == 0]
         if not self.hung_timed_out:
             found.append(f"{HUNG}: no failure says its run timed out")
         return found
@@ -297,7 +301,20 @@ def verdict(dep: Deployment) -> Verdict:
     recorded = Counter(f.model.split(".")[-1] for f in admin_from_config(dep.spark, dep.config).failures(
         [f"{dep.output_db}.{table}" for table in (HUNG, FAILING)]))
     return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, status_failures(dep),
-                   {t: recorded[t] for t in (HUNG, FAILING)})
+                   {t: recorded[t] for t in (HUNG, FAILING)}, failures_counted(dep))
+
+
+def failures_counted(dep: Deployment, timeout_s: float = 90.0) -> dict[str, float]:
+    """The running worker's count of failed tasks per misbehaving model; waits (a restarted worker starts from 0,
+    and the models fail again on their next backfill tick) until both are counted or ``timeout_s`` passed."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        failed = dep.series("worker", "cbt_tasks_total")
+        counted = {table: failed.get(frozenset({("model", f"{dep.output_db}.{table}"), ("status", "failed")}), 0.0)
+                   for table in (HUNG, FAILING)}
+        if all(counted.values()) or time.monotonic() > deadline:
+            return counted
+        time.sleep(2)
 
 
 def status_failures(dep: Deployment) -> dict[str, int]:
