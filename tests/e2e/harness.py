@@ -11,12 +11,10 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from prometheus_client.parser import text_string_to_metric_families
 from pyspark.sql import SparkSession
 from redis import Redis
 
@@ -108,11 +106,7 @@ class Deployment:
 
     def metrics(self, key: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
         """One scrape of a running service's ``/metrics``: each sample's value by name and labels."""
-        url = f"http://127.0.0.1:{self.procs.metrics_ports[key]}/metrics"
-        with urllib.request.urlopen(url, timeout=10) as response:
-            text = response.read().decode()
-        return {(sample.name, frozenset(sample.labels.items())): sample.value
-                for family in text_string_to_metric_families(text) for sample in family.samples}
+        return self.procs.metrics(key)
 
     def series(self, key: str, name: str) -> dict[frozenset[tuple[str, str]], float]:
         """One metric's samples from a running service, by labels."""

@@ -36,7 +36,7 @@ from cbt.contract.topics import Topics
 from cbt.dev import stack
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.demo_ops import LogWatch, Namespace, clear, drain_counts
-from cbt.dev.demo_view import Frame, TaskCounts, render, span_text, summary
+from cbt.dev.demo_view import Frame, TaskCounts, glance, render, span_text, summary
 from cbt.dev.feed import LiveFeed, Write
 from cbt.dev.generator import SourceTables, write_blocks, write_transactions, write_validator_entities
 from cbt.dev.layout import Layout, project_dir
@@ -203,6 +203,17 @@ class Demo:
             self.procs.start(name)
         self.started_at = time.monotonic()
         self.services = ", ".join(SERVICES) + f"   logs: {self.procs.log_dir}/"
+        print(f"Prometheus metrics: {self.metrics_urls()}")
+
+    def metrics_urls(self) -> str:
+        ports = ", ".join(f"{name} {self.procs.metrics_ports[name]}" for name in SERVICES)
+        return f"http://127.0.0.1:<port>/metrics on ports {ports}"
+
+    def metrics_glance(self) -> str:
+        try:
+            return glance(self.procs.metrics("coordinator"), self.procs.metrics("worker"))
+        except OSError:  # a service starting or stopped
+            return "(metrics not answering yet)"
 
     def frame(self, reader: LiveStateReader, counts: TaskCounts, logs: LogWatch) -> Frame:
         """What the view shows now: every incremental model's status (dependencies first) and the counters."""
@@ -217,6 +228,7 @@ class Demo:
             statuses=[model_status(m, self.models.models, snapshot) for m in incrementals],
             scheduled=[m.id for m in self.models.scheduled], counts=counts, services=self.services,
             events=self.events.lines(), problems=[*exited, *logs.poll()],
+            metrics=f"{self.metrics_glance()}\n         {self.metrics_urls()}",
         )
 
 
@@ -279,7 +291,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     for old in log_dir.glob("*.log"):
         old.unlink()
     spark = connect(config.spark.remote)
-    demo = Demo(opts, config, load_models(config), spark, ServiceProcesses(opts.config_path, overrides, log_dir))
+    demo = Demo(opts, config, load_models(config), spark, ServiceProcesses(
+        opts.config_path, overrides, log_dir, metrics_base_port=int(config.metrics_addr.rpartition(":")[2])))
     feed = FeedThread(spark, demo.sources, demo.feed, demo.events)
     try:
         demo.prepare()

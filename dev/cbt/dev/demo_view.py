@@ -75,6 +75,27 @@ class Frame:
     services: str
     events: Sequence[str]
     problems: Sequence[str]
+    metrics: str = ""
+    """One line read from the services' ``/metrics`` (``glance``)."""
+
+
+Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
+"""One scrape of a ``/metrics`` endpoint: each sample's value by name and labels."""
+
+
+def glance(coordinator: Samples, worker: Samples) -> str:
+    """What the demo shows of the metrics: the cascade's mean latency (completion → dependents enqueued), the task
+    queue's consumer lag and whether a coordinator leads."""
+
+    def total(samples: Samples, name: str) -> float:
+        return sum(value for (sample, _), value in samples.items() if sample == name)
+
+    cascades = total(coordinator, "cbt_cascade_latency_seconds_count")
+    mean_ms = 1000 * total(coordinator, "cbt_cascade_latency_seconds_sum") / cascades if cascades else None
+    cascade = f"cascade latency mean {mean_ms:.0f} ms over {cascades:.0f}" if mean_ms is not None else "no cascade yet"
+    queue = f"task queue lag {total(worker, 'cbt_consumer_lag_messages'):.0f} messages"
+    leading = "leader: yes" if total(coordinator, "cbt_leader") >= 1 else "leader: none"
+    return f"{cascade}   {queue}   {leading}"
 
 
 def short_name(model_id: ModelId) -> str:
@@ -133,6 +154,7 @@ def render(frame: Frame, bar_width: int = 40) -> str:
         f"cbt demo   {clock(frame.now)} UTC   running {seconds_text(frame.elapsed_s)}   (Ctrl-C stops)",
         f"tasks: {frame.counts.line()}",
         f"services: {frame.services}",
+        *([f"metrics: {frame.metrics}"] if frame.metrics else []),
         "",
         *table(frame),
         "",

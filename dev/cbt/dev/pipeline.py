@@ -18,6 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from prometheus_client.parser import text_string_to_metric_families
+
+from cbt.cli.run_cmd import HEALTH_PORT_OFFSET
+
 SERVICE_NAMES = ("coordinator", "worker", "bounds-cache", "invalidator")
 
 
@@ -31,6 +35,9 @@ class ServiceProcesses:
     """Where each process answers ``/healthz`` and ``/readyz``."""
     metrics_ports: dict[str, int] = field(default_factory=dict)
     """Where each process serves ``/metrics`` for Prometheus."""
+    metrics_base_port: int | None = None
+    """Serve metrics at this port plus the service's offset (``cbt run``'s default ports, for a Prometheus to
+    scrape) when that port is free; otherwise, and when ``None``, at any free port."""
     _logs: list[IO[bytes]] = field(default_factory=list)
 
     def env(self) -> dict[str, str]:
@@ -39,7 +46,7 @@ class ServiceProcesses:
     def start(self, name: str, instance: str = "") -> subprocess.Popen[bytes]:
         """Start one service process (``instance`` tells several of one service apart)."""
         key = f"{name}{instance}"
-        self.health_ports[key], self.metrics_ports[key] = free_port(), free_port()
+        self.health_ports[key], self.metrics_ports[key] = free_port(), self._metrics_port(name)
         argv = [sys.executable, "-m", "cbt.cli", "run", name, "--config", str(self.config_path),
                 "--health-addr", f"127.0.0.1:{self.health_ports[key]}",
                 "--metrics-addr", f"127.0.0.1:{self.metrics_ports[key]}"]
@@ -52,6 +59,20 @@ class ServiceProcesses:
                                 cwd=self.config_path.parent)
         self.running[key] = proc
         return proc
+
+    def _metrics_port(self, name: str) -> int:
+        if self.metrics_base_port is None:
+            return free_port()
+        wanted = self.metrics_base_port + HEALTH_PORT_OFFSET[name]
+        return wanted if is_free(wanted) and wanted not in self.metrics_ports.values() else free_port()
+
+    def metrics(self, key: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:
+        """One scrape of a running process's ``/metrics``: each sample's value by name and labels."""
+        url = f"http://127.0.0.1:{self.metrics_ports[key]}/metrics"
+        with urllib.request.urlopen(url, timeout=10) as response:
+            text = response.read().decode()
+        return {(sample.name, frozenset(sample.labels.items())): sample.value
+                for family in text_string_to_metric_families(text) for sample in family.samples}
 
     def kill(self, key: str, sig: signal.Signals = signal.SIGKILL, timeout_s: float = 60.0) -> None:
         """Signal one service process and wait for it to exit (SIGKILL: a crash at an arbitrary moment)."""
@@ -90,6 +111,15 @@ class ServiceProcesses:
     def exited(self) -> dict[str, int]:
         """Processes that have exited on their own, with their exit codes."""
         return {k: code for k, p in self.running.items() if (code := p.poll()) is not None}
+
+
+def is_free(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
 
 
 def free_port() -> int:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cbt.contract.messages import IntervalCompleted, TaskFailed
-from cbt.dev.demo_view import Frame, TaskCounts, bar, render, summary
+from cbt.dev.demo_view import Frame, TaskCounts, bar, glance, render, summary
 from cbt.scheduling.status import ModelStatus
 
 T = 1_700_000_400
@@ -32,3 +32,15 @@ def test_frame_and_summary_name_each_model_with_its_coverage() -> None:
     text = render(frame)
     assert "minute" in text and "1m05s" in text and "e1" in text
     assert "minute" in summary(frame) and "in 1 range(s), 1 gap(s)" in summary(frame)
+
+
+def test_the_metrics_glance_reads_cascade_latency_queue_lag_and_leadership() -> None:
+    coordinator = {("cbt_cascade_latency_seconds_sum", frozenset({("model", "a")})): 0.3,
+                   ("cbt_cascade_latency_seconds_count", frozenset({("model", "a")})): 20.0,
+                   ("cbt_cascade_latency_seconds_sum", frozenset({("model", "b")})): 0.1,
+                   ("cbt_cascade_latency_seconds_count", frozenset({("model", "b")})): 20.0,
+                   ("cbt_leader", frozenset()): 1.0}
+    worker = {("cbt_consumer_lag_messages", frozenset({("pool", "default")})): 3.0,
+              ("cbt_consumer_lag_messages", frozenset({("pool", "python")})): 1.0}
+    assert glance(coordinator, worker) == "cascade latency mean 10 ms over 40   task queue lag 4 messages   leader: yes"
+    assert glance({}, {}) == "no cascade yet   task queue lag 0 messages   leader: none"
