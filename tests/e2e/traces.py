@@ -32,13 +32,19 @@ def read_spans(folder: Path) -> list[SpanRecord]:
 
 
 def cascades(spans: list[SpanRecord], prefix: str) -> list[list[SpanRecord]]:
-    """Every chain of one trace: the coordinator publishes a task → a worker processes it (its Spark job and admin
-    commit inside) and publishes the completion → the coordinator processes that and publishes a dependent's task;
-    each hop a child of the one before (and the consumer spans linked to their producer)."""
+    """Every cascade: the coordinator publishes a task → a worker processes it (its Spark job and admin commit
+    inside) and publishes the completion → the coordinator processes that, each hop a child of the one before (and
+    each consumer span linked to its producer) → a ``plan`` linked to that processing publishes a dependent's
+    task."""
     children: dict[str, list[SpanRecord]] = defaultdict(list)
+    caused_by: dict[str, list[SpanRecord]] = defaultdict(list)
+    """A ``plan`` (which starts a trace) by the span it links to: the completion's processing that caused it."""
     for span in spans:
         if span.parent_id:
             children[span.parent_id].append(span)
+        if span.name == "plan":
+            for linked in span.links:
+                caused_by[linked].append(span)
 
     def consumed(send: SpanRecord, topic: str, service: str) -> list[SpanRecord]:
         """The ``process`` spans of the message ``send`` published: its direct children."""
@@ -63,7 +69,8 @@ def cascades(spans: list[SpanRecord], prefix: str) -> list[list[SpanRecord]]:
             jobs, commits = within(process, "spark job"), within(process, "admin commit")
             for done in within(process, f"send {completed}"):
                 for seen in consumed(done, completed, "cbt-coordinator"):
-                    for dependent in within(seen, f"send {tasks}"):
-                        if jobs and commits and send.span_id in process.links and done.span_id in seen.links:
-                            chains.append([send, process, jobs[0], commits[0], done, seen, dependent])
+                    for plan in caused_by[seen.span_id]:
+                        for dependent in within(plan, f"send {tasks}"):
+                            if jobs and commits and send.span_id in process.links and done.span_id in seen.links:
+                                chains.append([send, process, jobs[0], commits[0], done, seen, plan, dependent])
     return chains

@@ -1,5 +1,6 @@
-"""A service's view of its own Kafka consumers, on the real broker: ready once in its group, alive while its consume
-loop runs, and its consumer lag is the messages not yet committed on the partitions it holds."""
+"""Kafka consumers seen from the services, on the real broker: a process is ready once its consumers joined their
+group and alive while their consume loops run; a group's lag is the messages it has not committed yet, read with an
+admin client (so also while none of its consumers runs)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from faststream.confluent import KafkaMessage
 
 from cbt.adapters import kafka_admin
 from cbt.adapters.kafka_bus import commit_through, make_broker
-from cbt.adapters.kafka_consumers import assigned_lag, consume_loops_alive, joined_group
+from cbt.adapters.kafka_consumers import consume_loops_alive, group_lag, joined_group
 from cbt.config.settings import KafkaConfig
 from tests.conftest import Endpoints
 
@@ -38,7 +39,14 @@ def test_group_membership_liveness_and_lag_follow_the_real_consumer(endpoints: E
     async def scenario() -> None:
         received: list[KafkaMessage] = []
         broker = make_broker(KafkaConfig(bootstrap_servers=endpoints.kafka_bootstrap), "probe-test")
-        subscriber = broker.subscriber(topic, group_id=f"probe-test-{uuid.uuid4().hex[:8]}",
+        admin = kafka_admin.admin_client(endpoints.kafka_bootstrap)
+        group = f"probe-test-{uuid.uuid4().hex[:8]}"
+
+        def lag() -> int:
+            return group_lag(admin, group, topic)
+
+        assert await asyncio.to_thread(lag) == 10, "a group that never committed is behind by every message"
+        subscriber = broker.subscriber(topic, group_id=group,
                                        auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL,
                                        polling_interval=0.01)
 
@@ -54,13 +62,14 @@ def test_group_membership_liveness_and_lag_follow_the_real_consumer(endpoints: E
             await until(lambda: len(received) == 10)
             await ready()  # joined: no error
             assert alive() is None
-            assert await asyncio.to_thread(assigned_lag, [subscriber]) == {topic: 10}, "nothing committed yet"
+            assert await asyncio.to_thread(lag) == 10, "received is not committed"
             for message in received[:4]:
                 await commit_through(message)
-            assert await asyncio.to_thread(assigned_lag, [subscriber]) == {topic: 6}
+            assert await asyncio.to_thread(lag) == 6
             subscriber.tasks[0].cancel()  # the consume loop ends
             await asyncio.sleep(0.1)
             assert alive() == f"consume loop ended: {topic}"
+        assert await asyncio.to_thread(lag) == 6, "the group's lag is known with no consumer running"
 
     try:
         asyncio.run(scenario())

@@ -20,7 +20,7 @@ from typing import IO
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from cbt.cli.run_cmd import HEALTH_PORT_OFFSET
+from cbt.cli.run_cmd import PORT_OFFSET
 
 SERVICE_NAMES = ("coordinator", "worker", "bounds-cache", "invalidator")
 
@@ -63,7 +63,7 @@ class ServiceProcesses:
     def _metrics_port(self, name: str) -> int:
         if self.metrics_base_port is None:
             return free_port()
-        wanted = self.metrics_base_port + HEALTH_PORT_OFFSET[name]
+        wanted = self.metrics_base_port + PORT_OFFSET[name]
         return wanted if is_free(wanted) and wanted not in self.metrics_ports.values() else free_port()
 
     def metrics(self, key: str) -> dict[tuple[str, frozenset[tuple[str, str]]], float]:

@@ -53,7 +53,7 @@ class ConsoleFormatter(logging.Formatter):
             f"  {extra}" if extra else "") + (f"\n{self.formatException(record.exc_info)}" if record.exc_info else "")
 
 
-class TraceIds(logging.Filter):
+class LogContext(logging.Filter):
     """Adds ``trace_id`` and ``span_id`` to a line logged inside a recorded span (a task's handling, an event's),
     and ``model`` and ``task_id`` to a line logged while a task is handled (``tracing.logged_as``)."""
 
@@ -69,7 +69,7 @@ class TraceIds(logging.Filter):
 
 def setup_logging(config: Config) -> None:
     handler = logging.StreamHandler(sys.stderr)
-    handler.addFilter(TraceIds())
+    handler.addFilter(LogContext())
     handler.setFormatter(JsonFormatter() if config.logging.format == "json" else ConsoleFormatter())
     root = logging.getLogger()
     root.handlers[:] = [handler]
@@ -109,12 +109,13 @@ def ensure_topics(config: Config) -> None:
 
 
 LOOP_ALLOWANCE_S = 300.0
-"""How long a periodic loop may go without finishing a round before ``/healthz`` reports it stuck: well past a slow
-round (a leader's first tick reads the admin tables; Redis and Kafka calls time out far sooner)."""
+"""How long past its interval a periodic loop may go without finishing a round before ``/healthz`` reports it stuck:
+well past a slow round (a leader's first tick reads the admin tables; Redis and Kafka calls time out far sooner)."""
 
 
-def loop_heartbeat() -> Heartbeat:
-    return Heartbeat(LOOP_ALLOWANCE_S)
+def loop_heartbeat(interval_s: float) -> Heartbeat:
+    """The heartbeat of a loop that runs every ``interval_s``."""
+    return Heartbeat(interval_s + LOOP_ALLOWANCE_S)
 
 
 STARTUP_BACKOFF_S = (1.0, 2.0, 4.0, 8.0, 15.0, 30.0)

@@ -21,14 +21,14 @@ from cbt.errors import CbtError
 from cbt.models.loader import load_project
 
 SERVICE_GROUP = "cbt.services"
-HEALTH_PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3}
+PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3}
 """Every service this project has, with the offset of its health and metrics ports from ``health_addr`` and
 ``metrics_addr``."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("run", help="run a service: coordinator, worker, bounds-cache, invalidator, or all")
-    p.add_argument("service", choices=[*HEALTH_PORT_OFFSET, "all"])
+    p.add_argument("service", choices=[*PORT_OFFSET, "all"])
     add_run_options(p)
     p.set_defaults(func=cmd_run)
 
@@ -83,8 +83,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cbt.adapters.runtime import exit_when_stuck, install_stop_signals, instance_id, setup_logging
 
     setup_logging(config)
-    health_addr = args.health_addr or _offset_addr(config.health_addr, HEALTH_PORT_OFFSET[args.service])
-    metrics_addr = args.metrics_addr or _offset_addr(config.metrics_addr, HEALTH_PORT_OFFSET[args.service])
+    health_addr = args.health_addr or _offset_addr(config.health_addr, PORT_OFFSET[args.service])
+    metrics_addr = args.metrics_addr or _offset_addr(config.metrics_addr, PORT_OFFSET[args.service])
     exported = telemetry.start(config, args.service, instance_id(args.service),
                                None if metrics_addr == "off" else metrics_addr)
 
@@ -92,7 +92,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         stop = asyncio.Event()
         install_stop_signals(stop)
         watchdog = asyncio.create_task(exit_when_stuck(stop, config.worker.shutdown_timeout_s + SHUTDOWN_SLACK_S))
-        await module.serve(config, models, stop, health_addr)
+        await module.serve(config, models, stop, None if health_addr == "off" else health_addr)
         watchdog.cancel()
 
     try:
@@ -103,6 +103,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _offset_addr(addr: str, offset: int) -> str:
+    """``addr`` with the service's port offset; ``off`` (or empty) stays off."""
+    if addr in ("off", ""):
+        return "off"
     host, _, port = addr.rpartition(":")
     return f"{host}:{int(port) + offset}"
 
@@ -112,7 +115,7 @@ def _supervise(args: argparse.Namespace) -> int:
     base = [sys.executable, "-m", "cbt.cli", "run"]
     extra = ["--config", args.config] if args.config else []
     installed = installed_services()
-    names = [name for name in HEALTH_PORT_OFFSET if name in installed]
+    names = [name for name in PORT_OFFSET if name in installed]
     if not names:
         raise CbtError("no service is installed in this environment (cbt-coordinator, cbt-worker, …)")
     children = [subprocess.Popen([*base, name, *extra]) for name in names]

@@ -394,11 +394,19 @@ class Config(Section):
     api: ApiConfig = ApiConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
     metrics_addr: str = "127.0.0.1:9464"
-    """Prometheus `/metrics`; each service adds its port offset (coordinator +0, worker +1, bounds-cache +2,
-    invalidator +3, api +4)."""
+    """Prometheus ``/metrics``; each service adds its port offset (coordinator +0, worker +1, bounds-cache +2,
+    invalidator +3); ``off`` serves none."""
     health_addr: str = Field(
         default="127.0.0.1:8081", validation_alias=AliasChoices("health_addr", "healthAddr", "healthCheckAddr")
     )
+
+    @field_validator("metrics_addr", "health_addr")
+    @classmethod
+    def _host_and_port(cls, value: str) -> str:
+        host, _, port = value.rpartition(":")
+        if value != "off" and not (port.isdigit() and int(port) < 65536 and (host or value.startswith(":"))):
+            raise ValueError(f"expected HOST:PORT (e.g. 127.0.0.1:9464) or off, got {value!r}")
+        return value
 
     _path: str = PrivateAttr(default="")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)

@@ -12,7 +12,6 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from cbt.models.spec import ModelId
-from cbt.observability import metrics
 
 Direction = Literal["forward", "backfill", "rerun"]
 Position = Annotated[int, Field(ge=0)]
@@ -194,8 +193,7 @@ class MessageRejected(Message):
 
 
 def rejected(topic: str, service: str, raw: bytes, reason: str) -> MessageRejected:
-    """The ``message-rejected`` body for ``raw`` (counted in ``cbt_messages_rejected_total``)."""
-    metrics.messages_rejected.add(1, {"topic": topic, "service": service, "reason_kind": metrics.reason_kind(reason)})
+    """The ``message-rejected`` body for ``raw``."""
     return MessageRejected(topic=topic, service=service, raw=raw.decode("utf-8", errors="replace")[:RAW_BODY_LIMIT],
                            reason=reason[:2000])
 

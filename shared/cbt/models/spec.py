@@ -27,7 +27,7 @@ class SourceRef:
     """File line of the first SQL body line (0 for YAML-only models); template errors are reported from it."""
 
 
-TIME_TYPES = frozenset({"timestamp", "datetime", "unix", "unix_seconds", "epoch", "seconds", "time"})
+TIME_TYPES = frozenset({"timestamp", "datetime", "unix", "unix_seconds", "epoch"})
 """``interval.type`` names whose positions are unix seconds: lag in positions is lag in seconds, and views show
 positions as times."""
 

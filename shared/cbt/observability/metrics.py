@@ -12,7 +12,6 @@ API's no-op, so the core records metrics without knowing whether anyone exports 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 
 from opentelemetry import metrics
@@ -29,10 +28,11 @@ SECONDS_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0
 tasks = _meter.create_counter(
     "cbt_tasks", unit="", description="Task attempts ended, by model and status (success, failed, retried, skipped)")
 task_duration = _meter.create_histogram(
-    "cbt_task_duration", unit="s", description="A task attempt's wall time in the worker, by model and status",
+    "cbt_task_duration", unit="s",
+    description="A task's wall time in the worker (its attempts and the pauses between them), by model and status",
     explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
 tasks_running = _meter.create_up_down_counter(
-    "cbt_tasks_running", unit="", description="Tasks running now, by model and worker")
+    "cbt_tasks_running", unit="", description="Tasks running now in this worker, by model")
 positions_completed = _meter.create_counter(
     "cbt_positions_completed", unit="",
     description="Positions covered by completed incremental tasks, by model (a batch counts all its intervals)")
@@ -101,20 +101,35 @@ consumer_lag = GaugeTable(
 
 # --- events -----------------------------------------------------------------------------------------------------
 invalidations = _meter.create_counter(
-    "cbt_invalidations", unit="", description="Invalidation events, by model and result (applied, rejected)")
+    "cbt_invalidations", unit="",
+    description="Invalidation events by result (applied, rejected) and reason_kind (none when applied)")
 messages_rejected = _meter.create_counter(
     "cbt_messages_rejected", unit="",
     description="Messages a service could not use (published to message-rejected), by topic, service and reason_kind")
 errors = _meter.create_counter(
     "cbt_errors", unit="", description="Errors, by component and error_type (the exception's class)")
 
-_FIELD = re.compile(r"^([a-z_][a-z0-9_.]{0,39}):")
-_WORD = re.compile(r"^([a-z]{1,20})\b")
+REASON_KINDS = (
+    ("invalid_json", ("invalid json", "json_invalid", "eof while parsing")),
+    ("missing_field", ("field required",)),
+    ("unknown_field", ("extra inputs are not permitted",)),
+    ("wrong_kind", ("kind: expected", "expected tags", "unable to extract tag")),
+    ("unknown_model", ("model: ",)),
+    ("range_too_wide", ("invalidator.max_range",)),
+)
+"""The label values of ``reason_kind``, each with the phrases of the reasons it stands for: a fixed set, whatever a
+producer sends (the reason's text, which may name fields of the producer's choosing, stays in the rejected message)."""
 
 
 def reason_kind(reason: str) -> str:
-    """A bounded label from a rejection reason: the field it names (``"task_id: Field required"`` gives
-    ``task_id``), else its first word (``"range [1, 9) spans…"`` gives ``range``), else ``other``."""
-    text = reason.strip().lower()
-    found = _FIELD.match(text) or _WORD.match(text)
-    return found.group(1) if found else "other"
+    """A bounded label for a rejection reason: the first kind in ``REASON_KINDS`` whose phrase it contains, else
+    ``invalid_value`` (a field with a value of the wrong type or out of range)."""
+    text = reason.lower()
+    for kind, phrases in REASON_KINDS:
+        if any(phrase in text for phrase in phrases):
+            return kind
+    return "invalid_value"
+
+
+def count_rejected(topic: str, service: str, reason: str) -> None:
+    messages_rejected.add(1, {"topic": topic, "service": service, "reason_kind": reason_kind(reason)})

@@ -52,7 +52,7 @@ def tables(models: ModelSet, snapshot: StateSnapshot) -> ModelStateTables:
         out.lag[one] = status.lag
         if is_time_type(model.interval.type):
             out.lag_seconds[one] = status.lag
-        out.backlog[one] = backlog(status, model.interval)
+        out.backlog[one] = backlog(status, model)
     return out
 
 

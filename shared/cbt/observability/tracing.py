@@ -2,9 +2,10 @@
 
 Messaging semantic conventions: publishing is a PRODUCER span ``send <topic>`` whose context goes into the message's
 headers (``traceparent``, ``tracestate``); consuming is a CONSUMER span ``process <topic>``, a child of that context
-(so a cascade is one trace: coordinator publish → worker process → its Spark job → completion publish →
-coordinator process → the dependents' publish) that also links to it. With no SDK configured (``telemetry.traces:
-none``) every span is the API's no-op and no header is added.
+that also links to it. So a task's journey is one trace — the coordinator's ``plan`` and publish → the worker's
+process, Spark job, admin commit and completion publish → the coordinator's process of the completion — and the
+dependents' ``plan`` starts the next trace, linked to that process span (``new_trace``). With no SDK configured
+(``telemetry.traces: none``) every span is the API's no-op and no header is added.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from opentelemetry import propagate, trace
+from opentelemetry.context import Context
 from opentelemetry.trace import Link, Span, SpanKind
 
 tracer = trace.get_tracer("cbt")
@@ -53,6 +55,17 @@ def processing(topic: str, headers: Mapping[str, Any] | None, key: str | None = 
             f"process {topic}", context=parent, kind=SpanKind.CONSUMER,
             links=[Link(producer)] if producer.is_valid else [],
             attributes={**_attributes(topic, "process", key), **attributes}) as span:
+        yield span
+
+
+@contextmanager
+def new_trace(name: str, **attributes: str | int) -> Iterator[Span]:
+    """A span that starts a trace of its own, linked to the span in progress (if any): each re-plan after a
+    completion starts a new trace, so a pipeline that keeps cascading does not grow one endless trace; the link
+    leads from the plan back to the completion that caused it."""
+    cause = trace.get_current_span().get_span_context()
+    with tracer.start_as_current_span(name, context=Context(), links=[Link(cause)] if cause.is_valid else [],
+                                      attributes=attributes) as span:
         yield span
 
 

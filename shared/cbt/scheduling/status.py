@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cbt.models.spec import IncrementalModel, Interval, Model, ModelId
+from cbt.models.spec import IncrementalModel, Model, ModelId
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
@@ -50,17 +50,21 @@ def model_status(model: IncrementalModel, models: Mapping[ModelId, Model], state
     return ModelStatus(model.id, ready.valid, covered, in_flight, tuple(cov.gaps(covered, below)), lag, None)
 
 
-def backlog(status: ModelStatus, interval: Interval) -> int:
-    """Intervals that could run now and are not enqueued: the valid range's positions neither covered nor in
-    flight, each stretch rounded up to whole intervals of ``interval.max`` — except the stretch at the valid
-    range's end, whose partial interval waits for data until it reaches ``interval.min`` (0 without a valid
-    range)."""
+def backlog(status: ModelStatus, model: IncrementalModel) -> int:
+    """Intervals the model's schedules would run now and that are not enqueued: the valid range's positions neither
+    covered nor in flight, each stretch rounded up to whole intervals of ``interval.max``. The stretch at the valid
+    range's end is forward fill's (its partial interval waits for data until it reaches ``interval.min``), the
+    others backfill's; a stretch whose schedule is disabled does not count (0 without a valid range)."""
     if status.valid is None:
         return 0
+    interval, schedules = model.interval, model.schedules
     taken = cov.union(status.coverage, cov.merge(status.in_flight))
     count = 0
     for start, end in cov.gaps(taken, status.valid):
+        is_head = end == status.valid[1]
+        if not (schedules.forwardfill if is_head else schedules.backfill):
+            continue
         full, partial = divmod(end - start, interval.max)
-        waits = end == status.valid[1] and partial < max(interval.min, 1)
+        waits = is_head and partial < max(interval.min, 1)
         count += full + (1 if partial and not waits else 0)
     return count

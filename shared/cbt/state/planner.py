@@ -29,6 +29,10 @@ PUBLISH_GRACE_MS = 30_000
 """How long a task claimed but not yet published blocks its interval (a coordinator dying in between)."""
 
 
+Published = tuple[ModelId, TaskRequested]
+"""A task request with the model it is for."""
+
+
 @dataclass
 class Planner:
     models: ModelSet
@@ -53,15 +57,18 @@ class Planner:
 
     async def replan(self, model_ids: Iterable[ModelId], directions: Collection[Direction] = DIRECTIONS) -> int:
         """Plan the given incremental models and enqueue what is ready; returns how many tasks were published."""
+        return len(await self._replan(model_ids, directions))
+
+    async def _replan(self, model_ids: Iterable[ModelId], directions: Collection[Direction]) -> list[Published]:
         wanted = [m for m in dict.fromkeys(model_ids) if isinstance(self.models.models.get(m), IncrementalModel)]
         if not wanted:
-            return 0
-        with tracing.tracer.start_as_current_span("plan", attributes={"cbt.models": len(wanted)}) as span:
+            return []
+        with tracing.new_trace("plan", **{"cbt.models": len(wanted)}) as span:
             published = await self._plan_and_enqueue(wanted, directions)
-            span.set_attribute("cbt.tasks_published", published)
+            span.set_attribute("cbt.tasks_published", len(published))
         return published
 
-    async def _plan_and_enqueue(self, wanted: list[ModelId], directions: Collection[Direction]) -> int:
+    async def _plan_and_enqueue(self, wanted: list[ModelId], directions: Collection[Direction]) -> list[Published]:
         snapshot = self.reader.read_snapshot(wanted)
         planned: list[tuple[IncrementalModel, Task]] = []
         unplannable: list[Exception] = []
@@ -81,28 +88,30 @@ class Planner:
             raise unplannable[0]
         return published
 
-    async def _enqueue_all(self, planned: list[tuple[IncrementalModel, Task]]) -> int:
+    async def _enqueue_all(self, planned: list[tuple[IncrementalModel, Task]]) -> list[Published]:
         return await self._claim_and_publish([(model.id, self._request(model, task)) for model, task in planned])
 
     async def replan_dependents(self, model_id: ModelId) -> int:
-        """Cascade: a model gained data, so its dependents (and itself, for its next interval) may run now."""
+        """Cascade: a model gained data, so its dependents (and itself, for its next interval) may run now. Returns
+        how many of the published tasks are its dependents'."""
         if model_id not in self.models:
             return 0
-        return await self.replan([model_id, *self.models.dependents(model_id)])
+        published = await self._replan([model_id, *self.models.dependents(model_id)], DIRECTIONS)
+        return sum(1 for published_for, _ in published if published_for != model_id)
 
     async def run_scheduled(self, model: ScheduledModel, fire_unix: int) -> bool:
         """Enqueue one scheduled run for ``fire_unix`` unless that run is already in flight."""
         request = TaskRequested(task_id=f"{model.id}:@{fire_unix}", model=model.id, scheduled_unix=fire_unix,
                                 pool=self.pool_for(model.tags))
-        return await self._claim_and_publish([(model.id, request)]) == 1
+        return len(await self._claim_and_publish([(model.id, request)])) == 1
 
     def _request(self, model: IncrementalModel, task: Task) -> TaskRequested:
         return TaskRequested(task_id=task.id, model=model.id, position=task.position, interval=task.interval,
                              direction=task.direction, pool=self.pool_for(model.tags), step=task.step)
 
-    async def _claim_and_publish(self, requests: list[tuple[ModelId, TaskRequested]]) -> int:
+    async def _claim_and_publish(self, requests: list[Published]) -> list[Published]:
         """Claim every task in the ledger (one call), publish the claimed ones, then extend their claims to the
-        task's full deadline (one call); returns how many were published.
+        task's full deadline (one call); returns the published ones.
 
         The first claim is short-lived: if this process dies before the broker has a task, its interval is planned
         again after ``PUBLISH_GRACE_MS`` instead of being blocked for the whole task deadline. The publishes are in
@@ -120,7 +129,7 @@ class Planner:
         failed = [result for result in results if isinstance(result, BaseException)]
         if failed:
             raise failed[0]
-        return len(published)
+        return published
 
     async def _publish(self, model_id: ModelId, request: TaskRequested) -> None:
         try:

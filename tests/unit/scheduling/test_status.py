@@ -57,10 +57,18 @@ def test_backlog_counts_the_intervals_that_could_run_and_are_not_enqueued(
 ) -> None:
     model = inc("an.target", ["src.data"], imax=100, imin=imin)
     state = snapshot(bounds={"src.data": (0, 1000)}, coverage={"an.target": own}, in_flight={"an.target": in_flight})
-    assert backlog(model_status(model, models_of(ext("src.data"), model), state), model.interval) == expected
+    assert backlog(model_status(model, models_of(ext("src.data"), model), state), model) == expected
 
 
 def test_no_valid_range_means_no_backlog() -> None:
     model = inc("an.target", ["src.data"])
     status = model_status(model, models_of(ext("src.data"), model), snapshot(coverage={"an.target": [(0, 100)]}))
-    assert backlog(status, model.interval) == 0
+    assert backlog(status, model) == 0
+
+
+def test_a_disabled_schedule_leaves_its_stretches_out_of_the_backlog() -> None:
+    state = snapshot(bounds={"src.data": (0, 1000)}, coverage={"an.target": [(200, 600)]})
+    for forward, backfill, expected in (("@every 1m", "@every 5m", 6), ("@every 1m", "", 4), ("", "@every 5m", 2)):
+        model = inc("an.target", ["src.data"], imax=100, forward=forward, backfill=backfill)
+        status = model_status(model, models_of(ext("src.data"), model), state)
+        assert backlog(status, model) == expected, (forward, backfill)

@@ -97,3 +97,21 @@ def test_a_probe_that_raises_reports_it_instead_of_breaking_healthz() -> None:
 
     status, body = ask({}, "/healthz", {"consume": broken})
     assert status == 503 and body["loops"] == {"consume": "probe failed: RuntimeError: consumer gone"}
+
+
+def test_a_consume_loop_replaced_after_an_error_is_alive_and_an_ended_one_is_not() -> None:
+    from types import SimpleNamespace
+
+    from cbt.adapters.kafka_consumers import consume_loops_alive
+
+    async def scenario() -> list[str | None]:
+        crashed = asyncio.ensure_future(asyncio.sleep(0))
+        await crashed
+        running = asyncio.ensure_future(asyncio.sleep(3600))
+        restarted = SimpleNamespace(topics=["cbt.task-requested.default"], tasks=[crashed, running])
+        ended = SimpleNamespace(topics=["cbt.invalidation"], tasks=[crashed])
+        verdicts = [consume_loops_alive([restarted])(), consume_loops_alive([restarted, ended])()]
+        running.cancel()
+        return verdicts
+
+    assert asyncio.run(scenario()) == [None, "consume loop ended: cbt.invalidation"]

@@ -45,7 +45,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
 
     async with broker:
         await broker.start()
-        scans = runtime.loop_heartbeat()
+        scans = runtime.loop_heartbeat(POLL_S)
         health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker),
                                             runtime.loop_probes(scan=scans))
         log.info("bounds-cache started", extra={"owner": owner, "externals": len(models.externals)})

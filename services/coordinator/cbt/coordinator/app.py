@@ -10,14 +10,16 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 
+from confluent_kafka.admin import AdminClient
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 from pydantic import ValidationError
 
-from cbt.adapters import hot_index, runtime
+from cbt.adapters import hot_index, kafka_admin, runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, process_span
+from cbt.adapters.kafka_consumers import group_lag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
@@ -27,7 +29,6 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.observability import metrics, model_state
 from cbt.scheduling.cron import next_fire
-from cbt.scheduling.state import StateSnapshot
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
 
@@ -45,6 +46,8 @@ class Coordinator:
     owner: str
     admin: Callable[[], DeltaAdmin]
     """The admin tables, opened on first use (rebuilding the hot index, consolidation)."""
+    kafka_admin: Callable[[], AdminClient]
+    """Kafka's admin API, opened on first use (the worker groups' consumer lag)."""
     is_leader: bool = False
     tracker: DueTracker | None = None
     next_consolidation: int | None = None
@@ -66,8 +69,8 @@ class Coordinator:
                 intervals = message.interval // message.step if message.step else 1
                 self.planner.batch.observe(message.model, intervals, message.duration_ms)
         if isinstance(message, IntervalCompleted | BoundsUpdated):
-            published = await self.planner.replan_dependents(message.model)
-            if published and isinstance(message, IntervalCompleted) and message.model in self.models:
+            cascaded = await self.planner.replan_dependents(message.model)
+            if cascaded and isinstance(message, IntervalCompleted) and message.model in self.models:
                 metrics.cascade_latency.record(max(time.time() * 1000 - message.completed_at_ms, 0) / 1000,
                                                {"model": message.model})
         elif isinstance(message, TaskFailed):
@@ -83,10 +86,16 @@ class Coordinator:
         log.error("rejecting an event", extra={"topic": topic, "reason": reason[:500]})
         await self.planner.publisher.publish(self.planner.topics.message_rejected,
                                              rejected(topic, "coordinator", raw, reason), key="coordinator")
+        metrics.count_rejected(topic, "coordinator", reason)
 
     async def tick(self) -> None:
         """Renew or take leadership; as leader, run what the wall clock says is due."""
-        self.is_leader = self._hold_leadership()
+        try:
+            self.is_leader = self._hold_leadership()
+        except Exception:  # Redis unreachable: this process cannot know it still leads
+            self.is_leader = False
+            metrics.leader.set(0)
+            raise
         if not self.is_leader:
             return
         now = int(time.time())
@@ -103,18 +112,30 @@ class Coordinator:
         await self._consolidate_when_due(now)
 
     async def report_model_state(self) -> None:
-        """As leader, refresh every model's lag, gaps, backlog and bounds gauges; otherwise report none (the leader
-        does), so each series has one source."""
+        """As leader, refresh every model's lag, gaps, backlog and bounds gauges and each worker pool's consumer lag;
+        otherwise (or when they cannot be read) report none, so each series has one source and none goes stale."""
         if not self.is_leader:
             model_state.publish(model_state.ModelStateTables())
+            metrics.consumer_lag.replace({})
             return
-        snapshot = await asyncio.to_thread(self._snapshot_of_everything)
-        model_state.publish(model_state.tables(self.models, snapshot))
+        try:
+            tables, lag = await asyncio.to_thread(self._read_model_state)
+        except Exception:
+            model_state.publish(model_state.ModelStateTables())
+            metrics.consumer_lag.replace({})
+            raise
+        model_state.publish(tables)
+        metrics.consumer_lag.replace({(("pool", pool),): behind for pool, behind in lag.items()})
 
-    def _snapshot_of_everything(self) -> StateSnapshot:
+    def _read_model_state(self) -> tuple[model_state.ModelStateTables, dict[str, int]]:
         reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
         snapshot = reader.read_snapshot([m.id for m in self.models.incrementals])
-        return replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
+        snapshot = replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
+        topics, prefix = self.planner.topics, self.config.kafka.topic_prefix
+        admin = self.kafka_admin()
+        lag = {pool: group_lag(admin, f"{prefix}worker.{pool}", topics.task_requested(pool))
+               for pool in ("default", *self.config.worker.pools)}
+        return model_state.tables(self.models, snapshot), lag
 
     async def _plan_fills(self, kind: Fill, model_ids: list[ModelId]) -> None:
         await self.planner.replan(model_ids, directions=(kind,))
@@ -217,7 +238,9 @@ def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> 
     planner = Planner.from_config(config, models, LiveStateReader(models, state.coverage, state.bounds, state.ledger),
                                   state.ledger, BrokerPublisher(broker))
     marks = RedisMarks(client, config.redis.key_prefix)
-    return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)))
+    return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)),
+                       functools.cache(lambda: kafka_admin.admin_client(config.kafka.bootstrap_servers,
+                                                                        dict(config.kafka.client))))
 
 
 def _admin(config: Config) -> DeltaAdmin:
@@ -257,7 +280,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
                                auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
                                polling_interval=0.01)
     events(on_event)
-    ticks, gauges = runtime.loop_heartbeat(), runtime.loop_heartbeat()
+    ticks = runtime.loop_heartbeat(config.scheduler.tick_s)
+    gauges = runtime.loop_heartbeat(config.telemetry.status_interval_s)
     async with broker:
         await broker.start()
         checks = runtime.dependency_checks(config, coordinator.marks.client, broker, [events])

@@ -99,7 +99,7 @@ class InvalidationHandler:
         result = await self._apply(event, model_id, received_at_ms)
         self.seen.mark_seen(event.id)
         self.counts["applied"] += 1
-        metrics.invalidations.add(1, {"model": model_id, "result": "applied"})
+        metrics.invalidations.add(1, {"result": "applied", "reason_kind": "none"})
         log.info("invalidation applied", extra={
             "event_id": event.id, "model": event.model, "start": event.start, "end": event.end,
             "reason": event.reason, "affected": {m: list(r) for m, r in result.ranges.items()},
@@ -147,8 +147,7 @@ class InvalidationHandler:
     async def _reject(self, raw: bytes, reason: str, event_id: str | None) -> Outcome:
         self.counts["rejected"] += 1
         metrics.invalidations.add(1, {"result": "rejected", "reason_kind": metrics.reason_kind(reason)})
-        metrics.messages_rejected.add(1, {"topic": self.topics.invalidation, "service": "invalidator",
-                                          "reason_kind": metrics.reason_kind(reason)})
+        metrics.count_rejected(self.topics.invalidation, "invalidator", reason)
         text = raw.decode("utf-8", errors="replace")[:RAW_BODY_LIMIT]
         log.warning("invalidation rejected", extra={"event_id": event_id, "reason": reason[:500],
                                                     "counts": dict(self.counts)})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import Any, cast
@@ -32,7 +31,6 @@ from cbt.adapters.kafka_bus import (
     process_span,
     rewind_to,
 )
-from cbt.adapters.kafka_consumers import assigned_lag
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import SessionPool, connect, delta_write_warm_up
 from cbt.concurrency.ordered_acks import InOrderAcks
@@ -60,6 +58,7 @@ def _rejecter(publisher: BrokerPublisher, topics: Topics, pool: str) -> Reject:
     async def reject(body: bytes, reason: str) -> None:
         message = rejected(topics.task_requested(pool), "worker", body, reason)
         await publisher.publish(topics.message_rejected, message, key="worker")
+        metrics.count_rejected(topics.task_requested(pool), "worker", reason)
 
     return reject
 
@@ -82,18 +81,6 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
     )
     subscriber(on_task)
     return subscriber
-
-
-def consumer_lag_reporter(subscribers: dict[str, list[Any]]) -> Callable[[], Awaitable[None]]:
-    """Refreshes ``cbt_consumer_lag_messages{pool}``: the task messages not yet committed on the partitions this
-    process's consumers of each pool hold."""
-
-    async def report() -> None:
-        lag = await asyncio.to_thread(
-            lambda: {pool: sum(assigned_lag(held).values()) for pool, held in subscribers.items()})
-        metrics.consumer_lag.replace({(("pool", pool),): behind for pool, behind in lag.items()})
-
-    return report
 
 
 def max_poll_interval_ms(config: Config) -> int:
@@ -132,25 +119,19 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         topics=topics, worker_id=owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
     )
+    for model_id in [m.id for m in models.incrementals] + [m.id for m in models.scheduled]:
+        metrics.tasks.add(0, {"model": model_id, "status": "failed"})  # so a first failure shows as an increase
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
     consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
                                    _rejecter(publisher, topics, pool), _task_span)
                  for pool in pools]
-    subscribers: dict[str, list[Any]] = {}
-    for pool, consumer in zip(pools, consumers, strict=True):
-        subscribers.setdefault(pool, []).append(subscribe(broker, config, pool, consumer))
-    every_subscriber = [s for held in subscribers.values() for s in held]
-    lag_reports = runtime.loop_heartbeat()
+    subscribers = [subscribe(broker, config, pool, consumer) for pool, consumer in zip(pools, consumers, strict=True)]
     async with broker:
         await broker.start()
-        health = await runtime.serve_health(
-            health_addr, runtime.dependency_checks(config, redis, broker, every_subscriber),
-            runtime.loop_probes(every_subscriber, consumer_lag=lag_reports))
+        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker, subscribers),
+                                            runtime.loop_probes(subscribers))
         log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
-        reporting = asyncio.create_task(runtime.every(config.telemetry.status_interval_s, stop,
-                                                      consumer_lag_reporter(subscribers), log, lag_reports))
         await stop.wait()
-        await reporting
         # Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop.
         log.info("worker stopping: finishing started tasks", extra={"timeout_s": config.worker.shutdown_timeout_s})
         await asyncio.gather(*(c.finish(config.worker.shutdown_timeout_s) for c in consumers))

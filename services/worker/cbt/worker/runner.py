@@ -142,13 +142,12 @@ class TaskRunner:
     async def handle(self, task: TaskRequested) -> Outcome:
         """Run one task to the end (steps 0 to 7), counted in the task metrics by its outcome."""
         labels = {"model": task.model if task.model in self.models else "unknown"}
-        running = {**labels, "worker": self.worker_id}
         began = time.monotonic()
-        metrics.tasks_running.add(1, running)
+        metrics.tasks_running.add(1, labels)
         try:
             outcome = await (await self.begin(task))
         finally:
-            metrics.tasks_running.add(-1, running)
+            metrics.tasks_running.add(-1, labels)
         status = {"completed": "success", "failed": "failed"}.get(outcome, outcome)
         metrics.tasks.add(1, {**labels, "status": status})
         if outcome in ("completed", "failed"):
