@@ -46,8 +46,6 @@ class Coordinator:
     owner: str
     admin: Callable[[], DeltaAdmin]
     """The admin tables, opened on first use (rebuilding the hot index, consolidation)."""
-    kafka_admin: Callable[[], AdminClient]
-    """Kafka's admin API, opened on first use (the worker groups' consumer lag)."""
     is_leader: bool = False
     tracker: DueTracker | None = None
     next_consolidation: int | None = None
@@ -127,12 +125,17 @@ class Coordinator:
         model_state.publish(tables)
         metrics.consumer_lag.replace({(("pool", pool),): behind for pool, behind in lag.items()})
 
+    @functools.cached_property
+    def _kafka(self) -> AdminClient:
+        """Kafka's admin API, opened on first use (the worker groups' consumer lag)."""
+        return kafka_admin.admin_client(self.config.kafka.bootstrap_servers, dict(self.config.kafka.client))
+
     def _read_model_state(self) -> tuple[model_state.ModelStateTables, dict[str, int]]:
         reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
         snapshot = reader.read_snapshot([m.id for m in self.models.incrementals])
         snapshot = replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
         topics, prefix = self.planner.topics, self.config.kafka.topic_prefix
-        admin = self.kafka_admin()
+        admin = self._kafka
         lag = {pool: group_lag(admin, f"{prefix}worker.{pool}", topics.task_requested(pool))
                for pool in ("default", *self.config.worker.pools)}
         return model_state.tables(self.models, snapshot), lag
@@ -238,9 +241,7 @@ def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> 
     planner = Planner.from_config(config, models, LiveStateReader(models, state.coverage, state.bounds, state.ledger),
                                   state.ledger, BrokerPublisher(broker))
     marks = RedisMarks(client, config.redis.key_prefix)
-    return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)),
-                       functools.cache(lambda: kafka_admin.admin_client(config.kafka.bootstrap_servers,
-                                                                        dict(config.kafka.client))))
+    return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)))
 
 
 def _admin(config: Config) -> DeltaAdmin:
