@@ -123,11 +123,17 @@ def assert_metrics_follow_the_work(dep: Deployment) -> None:
                        if name == "cbt_tasks_enqueued_total" and ("model", model.id) in labels)
         assert enqueued >= 1, f"{model.id}: no task enqueued"
     assert coordinator[("cbt_leader", frozenset())] == 1
+    scans = dep.metrics("bounds-cache")
+    for model in dep.models.externals:
+        changed = sum(v for (name, labels), v in scans.items() if name == "cbt_bounds_scans_total"
+                      and ("model", model.id) in labels and ("result", "changed") in labels)
+        stored = dep.state.bounds.bounds([model.id]).get(model.id)
+        assert (changed >= 1) == (stored is not None), f"{model.id}: {changed} scans changed bounds {stored}"
     assert_gauges_settle(dep)
-    labels = {label for series in (worker, coordinator) for name, labelset in series if name.startswith("cbt_")
-              for label, _ in labelset}
+    labels = {label for series in (worker, coordinator, scans) for name, labelset in series
+              if name.startswith("cbt_") for label, _ in labelset}
     assert labels <= {"model", "status", "direction", "le", "component", "error_type", "result", "pool",
-                      "bound_type"}, labels
+                      "bound_type", "scan"}, labels
 
 
 def assert_a_trace_follows_a_cascade(dep: Deployment, timeout_s: float = 15.0) -> None:

@@ -61,6 +61,8 @@ def test_reorg_one_event_recomputes_every_derived_row_of_the_range_and_nothing_e
         id=f"reorg:{REORG[0]}", metadata={"fork_slot": REORG[0] // 12 - 1}, topic_prefix=dep.config.kafka.topic_prefix,
     )
     dep.wait_applied(event_id)
+    applied = dep.series("invalidator", "cbt_invalidations_total")
+    assert applied == {frozenset({("result", "applied"), ("reason_kind", "none")}): 1}, applied
     dep.wait_quiet(LAST_SLOT_END, timeout_s=720)
     assert_equals_oracle(dep)
 

@@ -60,6 +60,15 @@ cascade_latency = _meter.create_histogram(
 leader = _meter.create_gauge(
     "cbt_leader", unit="", description="1 while this coordinator holds the ticker lease, else 0")
 
+# --- bounds (bounds-cache) --------------------------------------------------------------------------------------
+bounds_scans = _meter.create_counter(
+    "cbt_bounds_scans", unit="",
+    description="External models' bounds scans, by model, scan (full, incremental) and result (changed, unchanged, "
+                "failed)")
+bounds_scan_duration = _meter.create_histogram(
+    "cbt_bounds_scan_duration", unit="s", description="One bounds scan of an external model, by model",
+    explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
+
 
 
 class GaugeTable:

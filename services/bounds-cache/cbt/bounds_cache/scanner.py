@@ -14,6 +14,7 @@ from cbt.contract.messages import BoundsUpdated
 from cbt.contract.topics import Topics
 from cbt.models.spec import ExternalModel, ModelId
 from cbt.models.templates import ScanContext
+from cbt.observability import metrics
 from cbt.scheduling.scanning import ScanKind, ScanResult, merge_scan, scan_kind_due
 from cbt.state.ports import BoundsStore, Publisher
 
@@ -70,11 +71,17 @@ class BoundsScanner:
         await asyncio.gather(*running, return_exceptions=True)
 
     async def _scan_logged(self, model: ExternalModel, kind: ScanKind, now: float) -> bool:
+        started = time.monotonic()
         try:
-            return await self.scan_one(model, kind, now)
+            changed = await self.scan_one(model, kind, now)
         except Exception as e:
             log.warning("bounds scan failed; keeping cached bounds", extra={"model": model.id, "error": str(e)[:500]})
-            return False
+            changed, result = False, "failed"
+        else:
+            result = "changed" if changed else "unchanged"
+        metrics.bounds_scans.add(1, {"model": model.id, "scan": kind, "result": result})
+        metrics.bounds_scan_duration.record(time.monotonic() - started, {"model": model.id})
+        return changed
 
     async def scan_one(self, model: ExternalModel, kind: ScanKind, now_s: float | None = None) -> bool:
         """Scan one model (at ``now_s``, default now); True when its stored bounds changed (and ``bounds-updated``
