@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what the local stack needs from Debian's packages when it is missing:
-# Java 17 (Kafka broker, Spark Connect server), Maven (resolves the Kafka jars), redis-server.
+# Java 17 (Kafka broker, Spark Connect server), Maven (resolves the Kafka jars), redis-server,
+# Chromium (the web UI's browser tests drive it with Playwright; Playwright's own browser download is not used).
 set -euo pipefail
 
 missing=()
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v mvn >/dev/null || missing+=(maven)
 command -v redis-server >/dev/null || missing+=(redis-server)
+command -v chromium >/dev/null || missing+=(chromium)
 [ ${#missing[@]} -eq 0 ] && exit 0
 
 sudo=""
