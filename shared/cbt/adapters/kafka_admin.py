@@ -11,7 +11,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from cbt.errors import InfraError
 
 TASK_TOPIC_PARTITIONS = 8
-"""Task topics get several partitions so a pool's workers can share them; the others keep one partition each."""
+"""Task topics get several partitions so a pool's workers can share them; the others keep one partition each (the
+default of ``kafka.task_topic_partitions``)."""
 
 
 def admin_client(bootstrap: str, extra: dict[str, Any] | None = None) -> AdminClient:
@@ -29,15 +30,23 @@ def is_reachable(bootstrap: str, timeout_s: float = 2.0) -> bool:
 
 
 def ensure_topics(
-    bootstrap: str, names: Iterable[str], timeout_s: float = 30.0, extra: Mapping[str, Any] | None = None
+    bootstrap: str,
+    names: Iterable[str],
+    timeout_s: float = 30.0,
+    extra: Mapping[str, Any] | None = None,
+    *,
+    task_partitions: int = TASK_TOPIC_PARTITIONS,
+    replication_factor: int = 1,
 ) -> list[str]:
-    """Create the topics that do not exist yet; returns the names created. Idempotent."""
+    """Create the topics that do not exist yet (task topics with ``task_partitions``, the others with one; every one
+    with ``replication_factor``); returns the names created. Idempotent: existing topics are left as they are."""
     admin = admin_client(bootstrap, dict(extra or {}))
     existing = set(admin.list_topics(timeout=timeout_s).topics)
     missing = [n for n in names if n not in existing]
     if not missing:
         return []
-    new = [NewTopic(n, num_partitions=_partitions_for(n), replication_factor=1) for n in missing]
+    new = [NewTopic(n, num_partitions=partitions_for(n, task_partitions), replication_factor=replication_factor)
+           for n in missing]
     for name, future in admin.create_topics(new, operation_timeout=timeout_s).items():
         try:
             future.result()
@@ -56,5 +65,7 @@ def delete_topics(bootstrap: str, names: Iterable[str], timeout_s: float = 30.0)
         future.result()
 
 
-def _partitions_for(topic: str) -> int:
-    return TASK_TOPIC_PARTITIONS if ".task-requested." in f".{topic}" else 1
+def partitions_for(topic: str, task_partitions: int = TASK_TOPIC_PARTITIONS) -> int:
+    """How many partitions a new topic gets: a task topic ``task_partitions`` (its pool's workers share them), any
+    other topic one."""
+    return task_partitions if ".task-requested." in f".{topic}" else 1

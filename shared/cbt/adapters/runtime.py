@@ -105,7 +105,9 @@ def ensure_topics(config: Config) -> None:
     """Create every topic of this installation (one task topic per configured pool) if missing."""
     pools = ("default", *config.worker.pools)
     names = topics(config).all(pools)
-    kafka_admin.ensure_topics(config.kafka.bootstrap_servers, names, extra=dict(config.kafka.client))
+    kafka_admin.ensure_topics(config.kafka.bootstrap_servers, names, extra=dict(config.kafka.client),
+                              task_partitions=config.kafka.task_topic_partitions,
+                              replication_factor=config.kafka.replication_factor)
 
 
 LOOP_ALLOWANCE_S = 300.0

@@ -96,6 +96,12 @@ class KafkaConfig(Section):
     topic_prefix: str = "cbt."
     client: dict[str, str | int | float | bool] = {}
     """Passed to the Kafka client as-is (``security.protocol``, ``sasl.mechanism``…)."""
+    task_topic_partitions: int = Field(default=8, ge=1)
+    """Partitions of each task topic the services create when missing: the most worker consumers of one pool that
+    get work (more consumers than partitions sit idle). The other topics get one partition each."""
+    replication_factor: int = Field(default=1, ge=1)
+    """Replication factor of the topics the services create when missing: 1 fits a single broker; use 3 on a
+    production cluster. Topics that already exist are left as they are."""
 
 
 class RedisConfig(Section):
