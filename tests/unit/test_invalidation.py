@@ -13,7 +13,7 @@ from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Model
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.invalidation import event_schemas, impact, reach, schema_text, snap, why_rejected
+from cbt.scheduling.invalidation import impact, reach, snap, why_rejected
 from cbt.state.protocol import UNKNOWN_STEP, Piece
 from tests.unit.scheduling.factories import ext, inc, models_of, sched
 
@@ -196,14 +196,6 @@ def test_known_models_by_id_or_unique_table_name_are_accepted(name: str) -> None
 
 def test_range_exactly_at_the_limit_is_accepted() -> None:
     assert why_rejected(model_set(), event(start=0, end=1000), 1000) is None
-
-
-@pytest.mark.parametrize("name", sorted(event_schemas()))
-def test_committed_schema_equals_the_generated_one(name: str) -> None:
-    committed = SCHEMAS / name
-    assert committed.is_file(), f"{committed} missing: run `cbt schema`"
-    assert committed.read_text(encoding="utf-8") == schema_text(event_schemas()[name]), (
-        f"{committed} is out of date with cbt.contract.messages: run `cbt schema`")
 
 
 def test_schema_describes_the_required_fields() -> None:

@@ -1,5 +1,6 @@
 """``cbt rerun MODEL --start S --end E`` publishes an invalidation event (SPEC §8), exactly what another system
-would publish; ``cbt schema`` writes the JSON Schemas of the invalidation topics' bodies."""
+would publish; ``cbt schema`` writes the JSON Schemas of every topic's message bodies (``docs/asyncapi.yaml`` refers
+to them)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ from typing import Any
 from pydantic import ValidationError
 
 from cbt.contract.messages import Invalidation
+from cbt.contract.schemas import message_schemas, schema_text
 from cbt.errors import CbtError
 from cbt.models.loader import load_project
-from cbt.scheduling.invalidation import event_schemas, schema_text, why_rejected
+from cbt.scheduling.invalidation import why_rejected
 
 SCHEMA_DIR = Path("docs") / "schemas"
 
@@ -28,7 +30,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--id", default=None, help="event id (default: a new one); publishing an id again is a no-op")
     p.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     p.set_defaults(func=cmd_rerun)
-    s = sub.add_parser("schema", help="write the JSON Schemas of the invalidation and invalidation-rejected events")
+    s = sub.add_parser("schema", help="write the JSON Schemas of every message body on the topics")
     s.add_argument("--out", metavar="DIR", default=str(SCHEMA_DIR), help=f"folder (default: {SCHEMA_DIR})")
     s.set_defaults(func=cmd_schema)
 
@@ -57,7 +59,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 def cmd_schema(args: argparse.Namespace) -> int:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    for name, schema in event_schemas().items():
+    for name, schema in message_schemas().items():
         (out / name).write_text(schema_text(schema), encoding="utf-8")
         print(out / name)
     return 0

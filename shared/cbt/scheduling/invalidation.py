@@ -24,12 +24,10 @@ does not pass through them (they refresh on their own schedule).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from cbt.contract.messages import Invalidation, InvalidationRejected
+from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet, UnknownModel
 from cbt.models.spec import ExternalModel, IncrementalModel, ModelId
 from cbt.scheduling.coverage import Coverage, Range, merge
@@ -144,18 +142,3 @@ def why_rejected(models: ModelSet, event: Invalidation, max_range: int) -> str |
         return (f"range [{event.start}, {event.end}) spans {event.end - event.start} positions, more than "
                 f"invalidator.max_range ({max_range}); split it or raise the limit")
     return None
-
-
-def event_schemas() -> dict[str, dict[str, Any]]:
-    """JSON Schemas (draft 2020-12) of the ``invalidation`` and ``invalidation-rejected`` bodies, by file name."""
-    out: dict[str, dict[str, Any]] = {}
-    for name, message in (("invalidation", Invalidation), ("invalidation-rejected", InvalidationRejected)):
-        schema = message.model_json_schema(mode="validation")
-        out[f"{name}.schema.json"] = {"$schema": "https://json-schema.org/draft/2020-12/schema",
-                                      "$id": f"https://cbt.invalid/schemas/{name}.schema.json", **schema}
-    return out
-
-
-def schema_text(schema: Mapping[str, Any]) -> str:
-    """The committed form of a schema: sorted keys, two-space indent, a final newline."""
-    return json.dumps(schema, indent=2, sort_keys=True) + "\n"
