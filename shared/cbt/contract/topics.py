@@ -41,6 +41,10 @@ class Topics:
         """Bodies on the other consumed topics that their service could not use, with the reason."""
         return f"{self.prefix}message-rejected"
 
+    def worker_group(self, pool: str = DEFAULT_POOL) -> str:
+        """The consumer group of the pool's workers (what an autoscaler reads the task queue's lag of)."""
+        return f"{self.prefix}worker.{pool}"
+
     def all(self, pools: tuple[str, ...] = (DEFAULT_POOL,)) -> tuple[str, ...]:
         """Every topic for the given worker pools, task topics first."""
         return (

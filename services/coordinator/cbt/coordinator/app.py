@@ -134,9 +134,9 @@ class Coordinator:
         reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
         snapshot = reader.read_snapshot([m.id for m in self.models.incrementals])
         snapshot = replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
-        topics, prefix = self.planner.topics, self.config.kafka.topic_prefix
+        topics = self.planner.topics
         admin = self._kafka
-        lag = {pool: group_lag(admin, f"{prefix}worker.{pool}", topics.task_requested(pool))
+        lag = {pool: group_lag(admin, topics.worker_group(pool), topics.task_requested(pool))
                for pool in ("default", *self.config.worker.pools)}
         return model_state.tables(self.models, snapshot), lag
 

@@ -74,8 +74,9 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
     async def on_task(message: KafkaMessage) -> None:
         await consumer.on_message(message)
 
+    topics = runtime.topics(config)
     subscriber = broker.subscriber(
-        runtime.topics(config).task_requested(pool), group_id=f"{config.kafka.topic_prefix}worker.{pool}",
+        topics.task_requested(pool), group_id=topics.worker_group(pool),
         auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=0.01,
         max_poll_interval_ms=max_poll_interval_ms(config),
     )
