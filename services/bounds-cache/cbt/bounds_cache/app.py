@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 from cbt.adapters import runtime
+from cbt.adapters.bounds_refresh import RedisRefreshRequests
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import SessionPool
@@ -32,6 +33,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         externals=models.externals, store=state.bounds,
         query=SparkBoundsQuery(sessions, RenderSettings.from_config(config), workdir=str(config.base_dir)),
         publisher=BrokerPublisher(broker), topics=runtime.topics(config),
+        refresh=RedisRefreshRequests(redis, config.redis.key_prefix),
     )
     ttl_ms = int(config.scheduler.leader_lease_ttl_s * 1000)
     leading = False

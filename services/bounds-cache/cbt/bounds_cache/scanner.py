@@ -25,6 +25,13 @@ class BoundsQuery(Protocol):
     async def scan(self, model: ExternalModel, scan: ScanContext) -> ScanResult: ...
 
 
+class RefreshRequests(Protocol):
+    """Models an operator asked to scan now (``cbt.adapters.bounds_refresh``)."""
+
+    def requested(self) -> set[ModelId]: ...
+    def taken(self, model_id: ModelId) -> None: ...
+
+
 @dataclass
 class BoundsScanner:
     """Scans run independently per model: a slow or hung one (bounded by its timeout) delays only its own model's
@@ -35,21 +42,28 @@ class BoundsScanner:
     query: BoundsQuery
     publisher: Publisher
     topics: Topics
+    refresh: RefreshRequests | None = None
+    """Asked-for scans: a requested model gets a full scan at the next round, whatever its schedule."""
     _last_full: dict[ModelId, float] = field(default_factory=dict)
     _last_any: dict[ModelId, float] = field(default_factory=dict)
     _running: dict[ModelId, asyncio.Task[bool]] = field(default_factory=dict)
 
     def start_due(self, now_s: float | None = None) -> list[asyncio.Task[bool]]:
-        """Start a scan of every external model whose full or incremental scan is due and that has none running;
+        """Start a scan of every external model whose full or incremental scan is due, or that was requested (a full
+        scan), and that has none running;
         each task ends True when its model's bounds changed (a failed scan is logged and keeps the cached bounds)."""
         now = time.time() if now_s is None else now_s
         idle = [m for m in self.externals if m.id not in self._running]
         stored = self.store.bounds([m.id for m in idle]) if idle else {}
+        requested = self.refresh.requested() if self.refresh is not None and idle else set()
         started: list[asyncio.Task[bool]] = []
         for model in idle:
-            kind = self._due(model, now, model.id in stored)
+            kind: ScanKind | None = "full" if model.id in requested else self._due(model, now, model.id in stored)
             if kind is None:
                 continue
+            if model.id in requested and self.refresh is not None:
+                self.refresh.taken(model.id)
+                log.info("bounds scan requested", extra={"model": model.id})
             scan = self._running[model.id] = asyncio.create_task(self._scan_logged(model, kind, now),
                                                                  name=f"bounds scan {model.id}")
             scan.add_done_callback(functools.partial(self._ended, model.id))
