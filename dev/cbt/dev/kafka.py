@@ -20,6 +20,8 @@ HEAP = "-Xmx768m"
 class KafkaBroker:
     name = "kafka"
     port_env = "CBT_DEV_KAFKA_PORT"
+    needs: tuple[str, ...] = ()
+    detail = ""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout

@@ -62,6 +62,20 @@ class ManagedProcess:
         self.pid_file.unlink(missing_ok=True)
         return True
 
+    def kill(self, timeout_s: float = 10.0) -> bool:
+        """SIGKILL the whole process group at once, as a crashed machine would (fault tests); False when nothing of
+        ours was running."""
+        pid = self.pid()
+        if pid is None:
+            return False
+        _signal_group(pid, signal.SIGKILL)
+        wait_until(lambda: _start_time(pid) is None, timeout_s)
+        child = _CHILDREN.pop(pid, None)
+        if child is not None:
+            child.wait(timeout=5)
+        self.pid_file.unlink(missing_ok=True)
+        return True
+
     def rss_mib(self) -> float | None:
         """Resident memory of the process and its children, in MiB."""
         pid = self.pid()

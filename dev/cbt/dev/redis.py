@@ -16,6 +16,8 @@ from cbt.errors import InfraError
 class RedisServer:
     name = "redis"
     port_env = "CBT_DEV_REDIS_PORT"
+    needs: tuple[str, ...] = ()
+    detail = ""
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout

@@ -1,14 +1,15 @@
-"""One Spark Connect server from the pip pyspark jars, with Delta Lake and a persistent Hive catalog (Derby)."""
+"""One Spark Connect server from the pip pyspark jars, with Delta Lake and a persistent Hive catalog (Derby): its
+work runs in its own JVM (``local[*]``) or on the standalone cluster of ``cbt.dev.spark_cluster``."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-import pyspark
-
 from cbt.dev.layout import HOST, Layout
 from cbt.dev.process import ManagedProcess
+from cbt.dev.spark_cluster import spark_home
+from cbt.errors import InfraError
 
 DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.0.1"
 """Delta release built against the pinned pyspark (4.0.x)."""
@@ -25,6 +26,7 @@ class SparkConnectServer:
         self.layout = layout
         self.home = layout.var / "spark"
         self.process = ManagedProcess(self.name, self.home / "spark-connect.pid", self.home / "spark-connect.log")
+        self.needs: tuple[str, ...] = ("spark-master",) if layout.spark_mode == "cluster" else ()
 
     @property
     def endpoint(self) -> str:
@@ -34,25 +36,64 @@ class SparkConnectServer:
     def port(self) -> int:
         return self.layout.spark_port
 
+    @property
+    def detail(self) -> str:
+        running = self.running_master()
+        return f"on {running or self.layout.spark_master}"
+
     def install(self) -> None:
         """Nothing to fetch ahead: the jars come with pyspark, Delta's through ``spark.jars.packages`` at start."""
+        running = self.running_master()
+        if running is not None and running != self.layout.spark_master:
+            raise InfraError(
+                f"spark-connect is already running on {running}, not on {self.layout.spark_master}: stop it "
+                f"(cbt dev down) and start it again in the mode you want (cbt dev up --spark "
+                f"{self.layout.spark_mode})")
 
     def start(self) -> None:
         self.home.mkdir(parents=True, exist_ok=True)
-        spark_home = Path(pyspark.__file__).parent
-        argv = [str(spark_home / "bin" / "spark-submit"), "--class", CONNECT_SERVER_CLASS,
-                "--name", "cbt-spark-connect", "--driver-memory", DRIVER_MEMORY]
+        home = spark_home()
+        env = {**os.environ, "SPARK_HOME": str(home), "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": "python3"}
+        # The embedded Derby metastore (metastore_db/) and derby.log land in the working directory.
+        self.process.start(self.argv(home), cwd=self.home, env=env)
+
+    def argv(self, home: Path) -> list[str]:
+        """``spark-submit`` of the Connect server to ``local[*]`` or to the standalone master."""
+        argv = [str(home / "bin" / "spark-submit"), "--master", self.layout.spark_master,
+                "--class", CONNECT_SERVER_CLASS, "--name", "cbt-spark-connect", "--driver-memory", DRIVER_MEMORY]
         for key, value in self.server_conf().items():
             argv += ["--conf", f"{key}={value}"]
-        argv.append("spark-internal")
-        env = {**os.environ, "SPARK_HOME": str(spark_home), "SPARK_LOCAL_IP": HOST, "PYSPARK_PYTHON": "python3"}
-        # The embedded Derby metastore (metastore_db/) and derby.log land in the working directory.
-        self.process.start(argv, cwd=self.home, env=env)
+        return [*argv, "spark-internal"]
+
+    def running_master(self) -> str | None:
+        """The master the running server was submitted to (from its command line); None when it is not running."""
+        pid = self.process.pid()
+        if pid is None:
+            return None
+        try:
+            args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        except OSError:
+            return None
+        return next((a.removeprefix("spark.master=") for a in args if a.startswith("spark.master=")), None)
 
     def server_conf(self) -> dict[str, str]:
+        return {**self._common_conf(), **(self._cluster_conf() if self.layout.spark_mode == "cluster" else {})}
+
+    def _cluster_conf(self) -> dict[str, str]:
+        """One executor on the worker; the application UI on loopback, for its REST API (executors, tasks)."""
+        cluster = self.layout.cluster
+        return {
+            "spark.executor.cores": str(cluster.executor_cores),
+            "spark.executor.memory": cluster.executor_memory,
+            "spark.cores.max": str(cluster.executor_cores),
+            "spark.ui.enabled": "true",
+            "spark.ui.port": str(cluster.driver_ui_port),
+            "spark.port.maxRetries": "0",  # the UI on its configured port or not at all (no silent 4041)
+        }
+
+    def _common_conf(self) -> dict[str, str]:
         warehouse = self.home / "warehouse"
         return {
-            "spark.master": "local[*]",
             "spark.jars.packages": DELTA_PACKAGE,
             "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
             "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
