@@ -21,13 +21,13 @@ from cbt.errors import CbtError
 from cbt.models.loader import load_project
 
 SERVICE_GROUP = "cbt.services"
-PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3}
+PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3, "api": 4}
 """Every service this project has, with the offset of its health and metrics ports from ``health_addr`` and
 ``metrics_addr``."""
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("run", help="run a service: coordinator, worker, bounds-cache, invalidator, or all")
+    p = sub.add_parser("run", help="run a service: coordinator, worker, bounds-cache, invalidator, api, or all")
     p.add_argument("service", choices=[*PORT_OFFSET, "all"])
     add_run_options(p)
     p.set_defaults(func=cmd_run)

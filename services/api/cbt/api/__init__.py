@@ -1,3 +1,2 @@
-"""The api service (SPEC §9): REST ``/api/v1`` and the web UI. Its distribution exists so the layout is complete;
-the service itself is not built yet (issue 14), so it registers no ``cbt.services`` entry point and ``cbt run``
-does not offer it."""
+"""The api service (SPEC §9): REST ``/api/v1`` with OpenAPI, live events over server-sent events, and the web UI
+(``cbt.api.ui``), served by ``cbt run api`` (``cbt.api.app``)."""

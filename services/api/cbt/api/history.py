@@ -1,0 +1,62 @@
+"""A model's task history from the durable record: completed intervals, final failures and scheduled runs, merged
+newest first. Pure; the rows come from the admin tables (``cbt.api.records``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from cbt.api.schemas import TaskItem
+from cbt.contract.messages import TaskFailed
+from cbt.state.admin_records import ScheduledRun
+
+
+@dataclass(frozen=True)
+class Completion:
+    """One row of ``cbt_incremental``: a task (or, consolidated, a run of touching tasks) that completed."""
+
+    task_id: str
+    position: int
+    interval: int
+    direction: str
+    worker: str
+    duration_ms: int
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class AuditAction:
+    """One change made through the API: who (a token's fingerprint), when, what and on which target."""
+
+    at_ms: int
+    who: str
+    action: str
+    target: str
+    detail: Mapping[str, object] = field(default_factory=dict)
+
+
+def from_completion(row: Completion) -> TaskItem:
+    return TaskItem(task_id=row.task_id, range=(row.position, row.position + row.interval), scheduled_unix=None,
+                    status="success", error=None, duration_ms=row.duration_ms, worker=row.worker,
+                    direction=row.direction, at_ms=row.at_ms, attempts=None)
+
+
+def from_failure(failed: TaskFailed) -> TaskItem:
+    span = None if failed.position is None or failed.interval is None else (
+        failed.position, failed.position + failed.interval)
+    return TaskItem(task_id=failed.task_id, range=span, scheduled_unix=failed.scheduled_unix, status="failed",
+                    error=failed.error, duration_ms=None, worker=failed.worker, direction=None,
+                    at_ms=failed.failed_at_ms, attempts=failed.attempts)
+
+
+def from_scheduled_run(run: ScheduledRun) -> TaskItem:
+    return TaskItem(task_id=run.task_id, range=None, scheduled_unix=run.scheduled_unix, status=run.status,
+                    error=run.error or None, duration_ms=run.duration_ms, worker="", direction="scheduled",
+                    at_ms=run.updated_at_ms, attempts=None)
+
+
+def merged(completions: Iterable[Completion], failures: Iterable[TaskFailed], runs: Iterable[ScheduledRun],
+           limit: int) -> list[TaskItem]:
+    """Every entry, newest first (ties by task id), at most ``limit``."""
+    items = [*map(from_completion, completions), *map(from_failure, failures), *map(from_scheduled_run, runs)]
+    return sorted(items, key=lambda t: (-t.at_ms, t.task_id))[:limit]

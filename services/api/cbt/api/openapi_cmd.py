@@ -1,0 +1,31 @@
+"""``cbt api openapi``: print the OpenAPI document of ``/api/v1`` (``docs/openapi.json`` is this output).
+
+The document depends on the code only: it is generated from an app built over stand-in ports, without config,
+models, Redis, Kafka or Spark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from cbt.api.offline import offline_app
+from cbt.api.web import openapi_document
+
+
+def register(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser("api", help="the REST API: print its OpenAPI document (cbt api openapi > docs/openapi.json)")
+    p.add_argument("what", choices=["openapi"], help="openapi: the OpenAPI document of /api/v1, as JSON")
+    p.set_defaults(func=cmd_api)
+
+
+def openapi_text() -> str:
+    """The committed form: two-space indent, sorted keys, a final newline."""
+    return json.dumps(openapi_document(offline_app()), indent=2, sort_keys=True) + "\n"
+
+
+def cmd_api(args: argparse.Namespace) -> int:
+    del args
+    print(openapi_text(), end="")
+    return 0

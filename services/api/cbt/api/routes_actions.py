@@ -1,0 +1,121 @@
+"""Changes: re-run a range (with a preview first), run a scheduled model now, refresh an external model's bounds.
+
+Each needs a bearer token (``cbt.api.auth``), goes out as the same message the CLI or the coordinator sends, and is
+then recorded in the audit table with who (the token's fingerprint), when and what.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from cbt.api.auth import authenticate
+from cbt.api.common import AUTH_PROBLEMS, blocking, check_range, context, model_of
+from cbt.api.context import ApiContext
+from cbt.api.history import AuditAction
+from cbt.api.problems import ApiProblem, Unavailable, bad_request
+from cbt.api.schemas import RefreshAccepted, RerunAccepted, RerunPreview, RerunRequest, RunNowAccepted
+from cbt.contract.messages import Invalidation
+from cbt.models.spec import ExternalModel, IncrementalModel, ModelId, ScheduledModel
+from cbt.scheduling.coverage import Range
+from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
+
+log = logging.getLogger("cbt.api")
+router = APIRouter(prefix="/api/v1", tags=["actions"], responses=AUTH_PROBLEMS)
+Ctx = Annotated[ApiContext, Depends(context)]
+_bearer = HTTPBearer(auto_error=False, description="one of api.auth.tokens")
+
+
+def caller(ctx: Ctx, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str:
+    """The caller's token fingerprint, or 401/403 (``Refused``)."""
+    header = None if credentials is None else f"{credentials.scheme} {credentials.credentials}"
+    return authenticate(header, ctx.config.api.auth.tokens)
+
+
+Who = Annotated[str, Depends(caller)]
+
+
+async def _record(ctx: ApiContext, who: str, action: str, target: str, detail: dict[str, Any]) -> None:
+    """Record a change already made; if the audit table cannot take it, say so (the change stands)."""
+    entry = AuditAction(at_ms=int(time.time() * 1000), who=who, action=action, target=target, detail=detail)
+    try:
+        await blocking(ctx.admin.record_action, entry)
+    except Unavailable as e:
+        log.error("an API action was made but not recorded", extra={"action": action, "target": target,
+                                                                     "who": who, "detail": detail})
+        raise Unavailable(f"{action} of {target} was made ({detail}) but could not be recorded in the audit "
+                          f"table: {e.detail}") from e
+
+
+async def preview(ctx: ApiContext, model_id: ModelId, rng: Range, cascade: bool) -> Impact:
+    """The tasks the invalidator would re-run now: the same mapping over the same inputs (what is in flight, the
+    admin table's live pieces), without publishing anything."""
+    chain = (model_id, *ctx.models.descendants(model_id)) if cascade else (model_id,)
+    involved = [m for m in chain if isinstance(ctx.models.models[m], IncrementalModel)]
+    state = await blocking(ctx.hot.snapshot, involved)
+    ran = await blocking(ctx.admin.live_pieces, involved, reach(ctx.models, model_id, rng, cascade=cascade))
+    return impact(ctx.models, model_id, rng, cascade=cascade, in_flight=state.in_flight, ran=ran)
+
+
+def _affected(found: Impact) -> dict[str, list[tuple[int, int]]]:
+    return {m: list(ranges) for m, ranges in found.ranges.items()}
+
+
+@router.post("/models/{model_id}/rerun", response_model=None, status_code=202,
+             responses={200: {"model": RerunPreview, "description": "preview: what would re-run"},
+                        202: {"model": RerunAccepted, "description": "the invalidation was published"}},
+             summary="Re-run [start, end) of a model (and its descendants with cascade); preview: true shows what "
+                     "would re-run without publishing")
+async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest) -> JSONResponse:
+    model = model_of(ctx, model_id)
+    if isinstance(model, ScheduledModel):
+        raise bad_request(f"{model_id} is a scheduled model: it has no positions to re-run (use run-now)")
+    check_range(body.start, body.end)
+    event = Invalidation(id=f"api-{uuid.uuid4().hex}", model=model.id, start=body.start, end=body.end,
+                         reason=body.reason, source="cbt-api", cascade=body.cascade, metadata={"requested_by": who})
+    why = why_rejected(ctx.models, event, ctx.config.invalidator.max_range)
+    if why is not None:
+        raise bad_request(why)
+    found = await preview(ctx, model.id, (body.start, body.end), body.cascade)
+    affected, intervals = _affected(found), sum(len(r) for r in found.ranges.values())
+    if body.preview:
+        return JSONResponse(RerunPreview(affected=affected, intervals=intervals).model_dump(mode="json"))
+    await ctx.commands.publish_invalidation(event)
+    await _record(ctx, who, "rerun", model.id, {"id": event.id, "start": body.start, "end": body.end,
+                                                "cascade": body.cascade, "reason": body.reason,
+                                                "intervals": intervals})
+    accepted = RerunAccepted(id=event.id, affected=affected, intervals=intervals)
+    return JSONResponse(accepted.model_dump(mode="json"), status_code=202)
+
+
+@router.post("/models/{model_id}/run-now", response_model=RunNowAccepted, status_code=202,
+             responses={409: {"description": "a run of this model for this second is already in flight"}},
+             summary="Run a scheduled model now (a task-requested, as the coordinator sends for a fire time)")
+async def run_now(ctx: Ctx, who: Who, model_id: str) -> RunNowAccepted:
+    model = model_of(ctx, model_id)
+    if not isinstance(model, ScheduledModel):
+        raise bad_request(f"{model_id} is not a scheduled model: run-now runs scheduled models (re-run a range of "
+                          "an incremental one instead)")
+    fire_unix = int(time.time())
+    task_id = f"{model.id}:@{fire_unix}"
+    if not await ctx.commands.run_scheduled(model, fire_unix):
+        raise ApiProblem(409, f"{task_id} is already in flight", "conflict")
+    await _record(ctx, who, "run-now", model.id, {"task_id": task_id})
+    return RunNowAccepted(task_id=task_id)
+
+
+@router.post("/bounds/{model_id}/refresh", response_model=RefreshAccepted, status_code=202,
+             summary="Ask the bounds-cache to scan an external model's bounds now (a full scan)")
+async def refresh_bounds(ctx: Ctx, who: Who, model_id: str) -> RefreshAccepted:
+    model = model_of(ctx, model_id)
+    if not isinstance(model, ExternalModel):
+        raise bad_request(f"{model_id} is not an external model: only external models have scanned bounds")
+    await blocking(ctx.hot.request_refresh, model.id)
+    await _record(ctx, who, "bounds-refresh", model.id, {})
+    return RefreshAccepted(model=model.id)

@@ -1,0 +1,177 @@
+"""``/api/v1/models``: the models, one model's configuration and rendered SQL, its coverage, gaps, the explain tree
+of a position and its task history."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+
+from cbt.api import catalog
+from cbt.api.common import PROBLEMS, blocking, check_range, context, incremental_of, model_of
+from cbt.api.context import ApiContext
+from cbt.api.coverage_view import STATUSES, Status, coverage_view, default_window, layer
+from cbt.api.explain import explain
+from cbt.api.history import merged
+from cbt.api.problems import bad_request
+from cbt.api.rendering import rendered
+from cbt.api.schemas import (
+    CoverageBody,
+    ExplainBody,
+    GapsBody,
+    IntervalSettings,
+    ModelDetail,
+    ModelItem,
+    ModelList,
+    ModelSummary,
+    ModelType,
+    Rendered,
+    StatusRangeBody,
+    TaskList,
+)
+from cbt.api.translate import explanation_body
+from cbt.contract.messages import MAX_POSITION
+from cbt.models.spec import (
+    ExternalModel,
+    IncrementalModel,
+    Model,
+    ModelId,
+    ScheduledModel,
+    is_time_type,
+    model_kind,
+)
+from cbt.scheduling import bounds as bnd
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.coverage import Coverage
+from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.status import model_status
+
+router = APIRouter(prefix="/api/v1/models", tags=["models"], responses=PROBLEMS)
+Ctx = Annotated[ApiContext, Depends(context)]
+PositionParam = Annotated[int, Query(ge=0, le=MAX_POSITION)]
+
+
+def _involved(ctx: ApiContext, model_id: ModelId) -> list[ModelId]:
+    return [model_id, *ctx.models.ancestors(model_id)]
+
+
+@router.get("", response_model=ModelList, summary="Models, filtered by type, database, tag or part of the id")
+async def list_models(ctx: Ctx, type: ModelType | None = None, database: str | None = None, tag: str | None = None,
+                      search: str | None = None) -> ModelList:
+    chosen = [m for m in ctx.models if catalog.matches(m, type, database, tag, search)]
+    ids = list(dict.fromkeys(i for m in chosen for i in _involved(ctx, m.id)))
+    state = await blocking(ctx.hot.snapshot, ids)
+    failed = catalog.failed_counts(await blocking(ctx.hot.failures, [m.id for m in chosen]))
+    return ModelList(models=[_item(ctx, m, state, failed.get(m.id, 0)) for m in chosen])
+
+
+def _item(ctx: ApiContext, model: Model, state: StateSnapshot, failed: int) -> ModelItem:
+    summary = catalog.summarize(model, ctx.models, state, failed)
+    interval = IntervalSettings(max=model.interval.max, min=model.interval.min) if isinstance(
+        model, IncrementalModel) else None
+    return ModelItem(id=model.id, type=model_kind(model), database=model.database, table=model.table,
+                     interval_type=catalog.interval_type(model), interval=interval,
+                     tags=[] if isinstance(model, ExternalModel) else list(model.tags),
+                     dependencies=catalog.flat_dependencies(model),
+                     schedule=model.schedule if isinstance(model, ScheduledModel) else None,
+                     summary=ModelSummary(**vars(summary)))
+
+
+@router.get("/{model_id}", response_model=ModelDetail, summary="One model: configuration, SQL, dependencies")
+async def get_model(ctx: Ctx, model_id: str) -> ModelDetail:
+    model = model_of(ctx, model_id)
+    return ModelDetail(id=model.id, type=model_kind(model), database=model.database, table=model.table,
+                       path=catalog.relative_path(model.source.path, ctx.config.base_dir),
+                       interval_type=catalog.interval_type(model), config=catalog.config_of(model), sql=model.sql,
+                       exec=model.exec, dependencies=catalog.dependencies(model),
+                       dependents=list(ctx.models.dependents(model.id)))
+
+
+@router.get("/{model_id}/rendered", response_model=Rendered,
+            summary="What a worker runs for [start, end) (incremental), a scheduled run, or a bounds scan")
+async def get_rendered(ctx: Ctx, model_id: str, start: PositionParam | None = None,
+                       end: PositionParam | None = None) -> Rendered:
+    return rendered(ctx.config, model_of(ctx, model_id), start, end, int(time.time()))
+
+
+@router.get("/{model_id}/coverage", response_model=CoverageBody,
+            summary="Coverage in a window as merged ranges with a status, and counts")
+async def get_coverage(ctx: Ctx, model_id: str, from_: Annotated[int | None, Query(alias="from", ge=0,
+                                                                                     le=MAX_POSITION)] = None,
+                       to: PositionParam | None = None) -> CoverageBody:
+    model = model_of(ctx, model_id)
+    if isinstance(model, ScheduledModel):
+        raise bad_request(f"{model_id} is a scheduled model: it runs at times, it has no positions to cover")
+    state = await blocking(ctx.hot.snapshot, _involved(ctx, model_id))
+    if isinstance(model, ExternalModel):
+        data = bnd.external_range(state.bounds.get(model.id), model.lag)
+        layers: dict[Status, Coverage] = {"covered": layer([data] if data else [])}
+        valid, imax, lag, frontier = data, None, None, None
+    else:
+        failures = (await blocking(ctx.hot.failures, [model_id])).get(model_id, [])
+        status = model_status(model, ctx.models.models, state)
+        layers = {"covered": status.coverage, "in_flight": layer(status.in_flight),
+                  "failed": layer((f.position, f.position + f.interval) for f in failures
+                                  if f.position is not None and f.interval is not None),
+                  "invalidated_pending": layer(state.reruns.get(model_id, ()))}
+        valid, imax, lag, frontier = status.valid, model.interval.max, status.lag, cov.frontier(status.coverage)
+    window = _window(from_, to, default_window(valid, layers.values()))
+    view = None if window is None else coverage_view(window, layers, imax)
+    seconds = lag if lag is not None and _is_time(model) else None
+    return CoverageBody(
+        model=model_id, window=window, valid_range=valid, interval_type=catalog.interval_type(model),
+        ranges=[] if view is None else [StatusRangeBody(start=r.start, end=r.end, status=r.status)
+                                        for r in view.ranges],
+        counts={s: 0 if view is None else view.counts[s] for s in STATUSES},
+        intervals=None if view is None or view.intervals is None else {s: view.intervals[s] for s in STATUSES},
+        lag=lag, lag_seconds=seconds, frontier=frontier)
+
+
+def _is_time(model: Model) -> bool:
+    kind = catalog.interval_type(model)
+    return kind is not None and is_time_type(kind)
+
+
+def _window(start: int | None, end: int | None, default: tuple[int, int] | None) -> tuple[int, int] | None:
+    if start is None and end is None:
+        return default
+    low = start if start is not None else default[0] if default is not None else None
+    high = end if end is not None else default[1] if default is not None else None
+    if low is None or high is None:
+        raise bad_request("from, to: the model has no valid range or coverage to default to; give both")
+    check_range(low, high, "from, to")
+    return (low, high)
+
+
+@router.get("/{model_id}/gaps", response_model=GapsBody, summary="Uncovered ranges inside the valid range")
+async def get_gaps(ctx: Ctx, model_id: str) -> GapsBody:
+    model = model_of(ctx, model_id)
+    if isinstance(model, ScheduledModel):
+        raise bad_request(f"{model_id} is a scheduled model: it has no positions, so no gaps")
+    state = await blocking(ctx.hot.snapshot, _involved(ctx, model_id))
+    if isinstance(model, ExternalModel):
+        return GapsBody(model=model_id, gaps=[], valid_range=bnd.external_range(state.bounds.get(model_id), model.lag))
+    status = model_status(model, ctx.models.models, state)
+    return GapsBody(model=model_id, gaps=list(status.gaps), valid_range=status.valid)
+
+
+@router.get("/{model_id}/explain", response_model=ExplainBody,
+            summary="Why [position, position + interval.max) can or cannot run: the dependency tree")
+async def get_explain(ctx: Ctx, model_id: str, position: PositionParam) -> ExplainBody:
+    model = incremental_of(ctx, model_id, "explain")
+    state = await blocking(ctx.hot.snapshot, _involved(ctx, model_id))
+    return explanation_body(explain(model, ctx.models.models, state, position))
+
+
+@router.get("/{model_id}/tasks", response_model=TaskList, summary="Task history, newest first (admin tables)")
+async def get_tasks(ctx: Ctx, model_id: str, limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> TaskList:
+    model = model_of(ctx, model_id)
+    if isinstance(model, ExternalModel):
+        return TaskList(tasks=[])
+    if isinstance(model, ScheduledModel):
+        runs = await blocking(ctx.admin.recent_scheduled_runs, [model_id], limit)
+        return TaskList(tasks=merged([], [], runs, limit))
+    completions = await blocking(ctx.admin.completions, model_id, limit)
+    failures = await blocking(ctx.admin.failures, [model_id], limit)
+    return TaskList(tasks=merged(completions, failures, [], limit))

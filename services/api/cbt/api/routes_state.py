@@ -1,0 +1,106 @@
+"""``/api/v1``: failures, invalidations, external bounds, scheduled runs, the DAG, the audit log and live events."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+
+from cbt.api import catalog
+from cbt.api.common import PROBLEMS, blocking, context, model_of
+from cbt.api.context import ApiContext
+from cbt.api.schemas import (
+    AuditItem,
+    AuditList,
+    BoundsItem,
+    BoundsList,
+    DagBody,
+    DagEdge,
+    DagNode,
+    FailureList,
+    InvalidationList,
+    ScheduledList,
+    ScheduledRunItem,
+)
+from cbt.api.translate import failure_item, invalidation_item
+from cbt.models.spec import model_kind
+from cbt.scheduling import bounds as bnd
+
+router = APIRouter(prefix="/api/v1", tags=["state"], responses=PROBLEMS)
+Ctx = Annotated[ApiContext, Depends(context)]
+Limit = Annotated[int, Query(ge=1, le=1000)]
+
+
+@router.get("/failures", response_model=FailureList, summary="Tasks that failed their last attempt, newest first")
+async def get_failures(ctx: Ctx, model: str | None = None, limit: Limit = 100) -> FailureList:
+    ids = None if model is None else [model_of(ctx, model).id]
+    return FailureList(failures=[failure_item(f) for f in await blocking(ctx.admin.failures, ids, limit)])
+
+
+@router.get("/invalidations", response_model=InvalidationList,
+            summary="Accepted invalidations (reruns) and what they affected, newest first")
+async def get_invalidations(ctx: Ctx, model: str | None = None, limit: Limit = 100) -> InvalidationList:
+    wanted = None if model is None else model_of(ctx, model).id
+    records = await blocking(ctx.admin.invalidations, limit)
+    chosen = [r for r in records if wanted is None or r.model == wanted or wanted in r.affected]
+    return InvalidationList(invalidations=[invalidation_item(r) for r in chosen])
+
+
+@router.get("/bounds", response_model=BoundsList, summary="Every external model's scanned bounds")
+async def get_bounds(ctx: Ctx) -> BoundsList:
+    externals = ctx.models.externals
+    raw = await blocking(ctx.hot.bounds, [m.id for m in externals])
+    items = []
+    for model in externals:
+        scanned = raw.get(model.id)
+        items.append(BoundsItem(model=model.id, min=scanned.min if scanned else None,
+                                max=scanned.max if scanned else None, lag=model.lag,
+                                valid_range=bnd.external_range(scanned, model.lag), scanned_at_ms=None))
+    return BoundsList(bounds=items)
+
+
+@router.get("/scheduled", response_model=ScheduledList, summary="Scheduled models' latest runs, newest first")
+async def get_scheduled(ctx: Ctx, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> ScheduledList:
+    ids = [m.id for m in ctx.models.scheduled]
+    runs = await blocking(ctx.admin.recent_scheduled_runs, ids, limit) if ids else []
+    items = [ScheduledRunItem(model=r.model, scheduled_unix=r.scheduled_unix, status=r.status, error=r.error or None,
+                              duration_ms=r.duration_ms, at_ms=r.updated_at_ms) for r in runs]
+    return ScheduledList(runs=sorted(items, key=lambda r: (-r.scheduled_unix, r.model)))
+
+
+@router.get("/dag", response_model=DagBody, summary="Models and their dependency edges, with a rank and a status")
+async def get_dag(ctx: Ctx) -> DagBody:
+    ids = [m.id for m in ctx.models]
+    state = await blocking(ctx.hot.snapshot, ids)
+    failed = catalog.failed_counts(await blocking(ctx.hot.failures, ids))
+    ranks = catalog.ranks(ctx.models)
+    nodes = [DagNode(id=m.id, type=model_kind(m), rank=ranks.get(m.id, 0),
+                     status=catalog.node_status(m, catalog.summarize(m, ctx.models, state, failed.get(m.id, 0))))
+             for m in ctx.models]
+    edges = [DagEdge.model_validate({"from": e.source, "to": e.target, "or_group": e.or_group})
+             for e in catalog.edges(ctx.models)]
+    return DagBody(nodes=nodes, edges=edges)
+
+
+@router.get("/audit", response_model=AuditList, summary="Changes made through the API: who, when, what")
+async def get_audit(ctx: Ctx, limit: Limit = 100) -> AuditList:
+    actions = await blocking(ctx.admin.actions, limit)
+    return AuditList(actions=[AuditItem(at_ms=a.at_ms, who=a.who, action=a.action, target=a.target,
+                                        detail=dict(a.detail)) for a in actions])
+
+
+@router.get("/events", response_class=EventSourceResponse,
+            summary="Server-sent events from Kafka: interval-completed, task-failed, invalidation, bounds-updated, "
+                    "task-requested (data: the message JSON)")
+async def get_events(request: Request) -> AsyncIterator[ServerSentEvent]:
+    ctx = context(request)
+    with ctx.events.subscribe() as queue:
+        yield ServerSentEvent(comment="connected")
+        while True:
+            event = await queue.get()
+            if event is None:
+                return
+            name, data = event
+            yield ServerSentEvent(event=name, data=data)

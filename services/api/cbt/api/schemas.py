@@ -1,0 +1,273 @@
+"""Response and request bodies of ``/api/v1`` (the shapes of ``notes/api-contract.md``, published in OpenAPI).
+
+Ranges are half-open ``[start, end)`` written as two-item arrays; times are unix milliseconds (``*_ms``).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from cbt.contract.messages import MAX_POSITION
+
+Span = tuple[int, int]
+"""``[start, end)``."""
+ModelType = Literal["external", "incremental", "scheduled"]
+Position = int
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IntervalSettings(Body):
+    max: int
+    min: int
+
+
+class ModelSummary(Body):
+    valid_range: Span | None
+    covered: Span | None = Field(description="span of the coverage (an external: its data after lag)")
+    gaps: int
+    in_flight: int
+    failed: int = Field(description="tasks that failed their last attempt and have not completed since")
+    lag: int | None
+    lag_seconds: int | None
+
+
+class ModelItem(Body):
+    id: str
+    type: ModelType
+    database: str
+    table: str
+    interval_type: str | None
+    interval: IntervalSettings | None
+    tags: list[str]
+    dependencies: list[str] = Field(description="every dependency id, OR-group members included")
+    schedule: str | None
+    summary: ModelSummary | None
+
+
+class ModelList(Body):
+    models: list[ModelItem]
+
+
+class ModelDetail(Body):
+    id: str
+    type: ModelType
+    database: str
+    table: str
+    path: str = Field(description="the model file, relative to the config file's folder")
+    interval_type: str | None
+    config: dict[str, Any]
+    sql: str | None
+    exec: str | None
+    dependencies: list[str | list[str]] = Field(description="an id (required) or a list of ids (an OR group)")
+    dependents: list[str]
+
+
+class Rendered(Body):
+    model: str
+    start: int | None
+    end: int | None
+    sql: str | None
+    command: list[str] | None
+    env: dict[str, str] | None
+
+
+StatusName = Literal["covered", "in_flight", "failed", "missing", "invalidated_pending"]
+
+
+class StatusRangeBody(Body):
+    start: int
+    end: int
+    status: StatusName
+
+
+class CoverageBody(Body):
+    model: str
+    window: Span | None = Field(description="null when the model has nothing to show and no window was asked for")
+    valid_range: Span | None
+    interval_type: str | None
+    ranges: list[StatusRangeBody]
+    counts: dict[str, int]
+    intervals: dict[str, int] | None
+    lag: int | None
+    lag_seconds: int | None
+    frontier: int | None
+
+
+class GapsBody(Body):
+    model: str
+    gaps: list[Span]
+    valid_range: Span | None
+
+
+class DependencyNode(Body):
+    id: str
+    type: str
+    kind: Literal["required", "or_group_member"]
+    group: int | None
+    range: Span | None
+    covers: bool
+    holes: list[Span]
+    reason: str | None
+    dependencies: list[DependencyNode]
+
+
+class ExplainBody(Body):
+    model: str
+    position: int
+    interval: Span
+    valid_range: Span | None
+    ready: bool
+    covered: bool
+    in_flight: bool
+    reason: str | None
+    dependencies: list[DependencyNode]
+
+
+class TaskItem(Body):
+    task_id: str
+    range: Span | None
+    scheduled_unix: int | None
+    status: Literal["success", "failed"]
+    error: str | None
+    duration_ms: int | None
+    worker: str
+    direction: str | None = Field(description="forward | backfill | rerun | consolidated | scheduled; null when "
+                                              "not recorded (a task's final failure)")
+    at_ms: int
+    attempts: int | None
+
+
+class TaskList(Body):
+    tasks: list[TaskItem]
+
+
+class FailureItem(Body):
+    model: str
+    task_id: str
+    range: Span | None
+    scheduled_unix: int | None
+    attempts: int
+    error: str
+    failed_at_ms: int
+    worker: str
+
+
+class FailureList(Body):
+    failures: list[FailureItem]
+
+
+class InvalidationItem(Body):
+    id: str
+    model: str
+    start: int
+    end: int
+    reason: str
+    source: str
+    cascade: bool
+    created_at_ms: int
+    affected: dict[str, list[Span]]
+
+
+class InvalidationList(Body):
+    invalidations: list[InvalidationItem]
+
+
+class BoundsItem(Body):
+    model: str
+    min: int | None
+    max: int | None
+    lag: int
+    valid_range: Span | None
+    scanned_at_ms: int | None
+
+
+class BoundsList(Body):
+    bounds: list[BoundsItem]
+
+
+class ScheduledRunItem(Body):
+    model: str
+    scheduled_unix: int
+    status: Literal["success", "failed"]
+    error: str | None
+    duration_ms: int | None
+    at_ms: int
+
+
+class ScheduledList(Body):
+    runs: list[ScheduledRunItem]
+
+
+class DagNode(Body):
+    id: str
+    type: ModelType
+    rank: int
+    status: Literal["ok", "lagging", "failing", "waiting", "external", "scheduled"]
+
+
+class DagEdge(Body):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    source: str = Field(alias="from", description="the dependency")
+    target: str = Field(alias="to", description="the dependent")
+    or_group: int | None
+
+
+class DagBody(Body):
+    nodes: list[DagNode]
+    edges: list[DagEdge]
+
+
+class AuditItem(Body):
+    at_ms: int
+    who: str
+    action: str
+    target: str
+    detail: dict[str, Any]
+
+
+class AuditList(Body):
+    actions: list[AuditItem]
+
+
+class RerunRequest(Body):
+    start: int = Field(ge=0, le=MAX_POSITION, description="first position re-run")
+    end: int = Field(gt=0, le=MAX_POSITION, description="end of the range, exclusive: [start, end)")
+    cascade: bool = Field(default=True, description="also re-run every descendant's tasks over the range")
+    reason: str = Field(default="manual", min_length=1, max_length=200)
+    preview: bool = Field(default=False, description="only compute what would re-run; publish nothing")
+
+
+class RerunPreview(Body):
+    preview: Literal[True] = True
+    affected: dict[str, list[Span]]
+    intervals: int
+
+
+class RerunAccepted(Body):
+    id: str
+    affected: dict[str, list[Span]]
+    intervals: int
+
+
+class RunNowAccepted(Body):
+    task_id: str
+
+
+class RefreshAccepted(Body):
+    model: str
+
+
+class Problem(BaseModel):
+    """RFC 9457 problem details; ``errors`` lists each invalid field of a request."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    errors: list[dict[str, str]] | None = None

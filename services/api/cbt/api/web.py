@@ -1,0 +1,74 @@
+"""The ASGI app: ``/api/v1`` routers, problem details for every error, CORS closed unless configured, OpenAPI at
+``/api/v1/openapi.json`` (Swagger UI at ``/docs``), and the web UI. Built by ``create_app`` from an ``ApiContext``;
+nothing happens at import time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.openapi.utils import get_openapi
+
+from cbt.api import routes_actions, routes_models, routes_state
+from cbt.api.context import ApiContext
+from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
+from cbt.api.schemas import Problem
+from cbt.api.ui import install_ui
+
+TITLE = "cbt"
+VERSION = "1"
+OPENAPI_URL = "/api/v1/openapi.json"
+DESCRIPTION = (
+    "CBT on Kafka and Spark: models, coverage, the explain tree of a position, task history, failures, "
+    "invalidations, bounds, scheduled runs, the DAG, live events, and operator actions. Positions are integers; "
+    "every range is half-open [start, end) written as a two-item array. Errors are RFC 9457 problem details. "
+    "Changes (POST) need `Authorization: Bearer <token>` with one of `api.auth.tokens`; none configured means "
+    "changes are disabled."
+)
+ROUTERS = (routes_models.router, routes_state.router, routes_actions.router)
+
+
+def create_app(ctx: ApiContext) -> FastAPI:
+    app = FastAPI(title=TITLE, version=VERSION, description=DESCRIPTION, openapi_url=OPENAPI_URL, docs_url="/docs",
+                  redoc_url=None)
+    app.state.context = ctx
+    if ctx.config.api.cors_origins:
+        app.add_middleware(CORSMiddleware, allow_origins=list(ctx.config.api.cors_origins),
+                           allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"])
+    install_problem_handlers(app)
+    for router in ROUTERS:
+        app.include_router(router)
+    install_ui(app)
+    app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
+    return app
+
+
+def openapi_document(app: FastAPI) -> dict[str, Any]:
+    """The OpenAPI document, generated once; every error response is a problem (``application/problem+json``)."""
+    if app.openapi_schema is None:
+        routes = [route for router in ROUTERS for route in router.routes]  # /api/v1 only, not the UI's pages
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=routes)
+        app.openapi_schema = with_problems(schema)
+    return app.openapi_schema
+
+
+def with_problems(schema: dict[str, Any]) -> dict[str, Any]:
+    """Point every 4xx/5xx response at the ``Problem`` schema under ``application/problem+json``, and drop
+    FastAPI's default validation-error schemas (validation errors are problems too)."""
+    components = schema.setdefault("components", {}).setdefault("schemas", {})
+    components["Problem"] = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
+    for name in ("HTTPValidationError", "ValidationError"):
+        components.pop(name, None)
+    content = {MEDIA_TYPE: {"schema": {"$ref": "#/components/schemas/Problem"}}}
+    for path in schema.get("paths", {}).values():
+        for operation in path.values():
+            for status, response in operation.get("responses", {}).items():
+                if status[0] in "45":
+                    response["content"] = content
+                stream = response.get("content", {}).get("text/event-stream")
+                if stream is not None and "itemSchema" in stream:  # OpenAPI 3.2's keyword, invalid in 3.1
+                    stream.pop("itemSchema")
+                    stream["schema"] = {"type": "string", "description": "a stream of server-sent events: `event:` "
+                                        "is the kind, `data:` the message as JSON"}
+    return schema
