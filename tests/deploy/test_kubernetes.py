@@ -1,0 +1,243 @@
+"""deploy/kubernetes/, validated offline (there is no cluster here): kustomize renders the base and each overlay,
+every object passes the Kubernetes schemas and KEDA's CRD schema, and the project checks hold: the autoscaler reads
+the groups and topics the workers consume and never asks for pods without a partition, probes and scrapes hit the
+ports the services listen on, the images are the ones deploy/docker builds, and every service pod would load its
+config and models (`cbt validate` in the pod). Each check also runs on broken copies and must name the fault."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.deploy import kube_checks as checks
+from tests.deploy.kube import TARGETS, Doc, find, one, pod_spec, render, service_container, service_deployments, tool
+
+pytestmark = pytest.mark.timeout(900)  # the first run on a machine builds kustomize (~1.5 min on 2 cores)
+OVERLAYS = [t for t in TARGETS if t.startswith("overlays/")]
+ENDPOINTS = {"base": ("spark",), "overlays/example": ("spark", "kafka", "redis"),
+             "overlays/example-hpa": ("spark", "kafka", "redis")}
+"""config.yaml's endpoints that must be Services of the render (the base expects Kafka and Redis outside)."""
+
+Mutation = Callable[[list[Doc]], None]
+Check = Callable[[str, list[Doc], Path, Path], list[str]]
+
+
+@pytest.fixture(scope="module")
+def keda_crd() -> Path:
+    return tool("keda-crd")
+
+
+def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None = None) -> list[str]:
+    """Every project check of one render: what the pods load, listen on and run, and what scales them."""
+    with_models = target != "base"
+    views = {s: checks.pod_view(docs, d, tmp / s, with_models) for s, d in service_deployments(docs)}
+    problems = [f"{s}: {p}" for s, view in views.items() for p in view.problems]
+    for service, deployment in service_deployments(docs):
+        config = views[service].config
+        if config is not None:
+            problems += checks.port_problems(service, deployment, config)
+            problems += checks.grace_problems(service, deployment, config)
+    problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
+    problems += checks.ingress_problems(docs)
+    worker = views["worker"].config
+    if worker is not None:
+        problems += checks.keda_scaling_problems(docs, worker) + checks.hpa_scaling_problems(docs, worker)
+        endpoints = {"spark": (worker.spark.remote or "").removeprefix("sc://"),
+                     "kafka": worker.kafka.bootstrap_servers.split(",")[0],
+                     "redis": worker.redis.url.removeprefix("redis://").partition("/")[0]}
+        problems += [p for name in ENDPOINTS[target] for p in checks.endpoint_problems(docs, endpoints[name])]
+    return problems + (checks.models_configmap_problems(docs) if with_models else [])
+
+
+def schema_check(_target: str, docs: list[Doc], _tmp: Path, _crd: Path) -> list[str]:
+    return checks.schema_problems([d for d in docs if d["kind"] in ("Deployment", "Service", "StatefulSet")])
+
+
+def keda_check(_target: str, docs: list[Doc], _tmp: Path, crd: Path) -> list[str]:
+    return checks.keda_problems(docs, crd)
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_renders_every_service_spark_and_the_config(target: str) -> None:
+    docs = render(target)
+    names = {d["metadata"]["name"] for d in find(docs, "Deployment")}
+    assert {f"cbt-{s}" for s in ("coordinator", "worker", "bounds-cache", "invalidator", "api")} <= names
+    assert {"cbt-spark-master", "cbt-spark-worker", "cbt-spark-connect"} <= names
+    assert [d for d in find(docs, "ConfigMap") if d["metadata"]["name"].startswith("cbt-config-")]
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_every_object_passes_the_kubernetes_schemas(target: str) -> None:
+    assert checks.schema_problems(render(target)) == []
+
+
+@pytest.mark.parametrize("target", OVERLAYS)
+def test_each_overlay_scales_the_workers_and_keda_accepts_its_scaled_object(target: str, keda_crd: Path) -> None:
+    docs = render(target)
+    scalers = find(docs, "ScaledObject") + find(docs, "HorizontalPodAutoscaler")
+    assert len(scalers) == 1, "exactly one worker autoscaler"
+    assert checks.keda_problems(docs, keda_crd) == []
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_project_checks_hold(target: str, tmp_path: Path) -> None:
+    docs = render(target)
+    assert project_problems(target, docs, tmp_path) == []
+
+
+@pytest.mark.parametrize("target", OVERLAYS)
+def test_the_pods_load_the_example_pipeline_and_consume_two_pools(target: str, tmp_path: Path) -> None:
+    """The positive case is not vacuous: the mounted models load, and there are two pools to scale on."""
+    docs = render(target)
+    view = checks.pod_view(docs, one(docs, "Deployment", "cbt-worker"), tmp_path, with_models=True)
+    assert view.models is not None and len(view.models.models) >= 10, view.problems
+    assert view.config is not None
+    assert {g for g, _ in checks.worker_subscriptions(view.config)} == {"cbt.worker.default", "cbt.worker.python"}
+
+
+# Broken copies: each mutation below must be reported by its check, with the words given.
+
+
+def deployment(docs: list[Doc], name: str) -> Doc:
+    return one(docs, "Deployment", name)
+
+
+def container(docs: list[Doc], name: str) -> Doc:
+    return service_container(deployment(docs, name))
+
+
+def edit_config(change: Callable[[Doc], None]) -> Mutation:
+    """Edit config.yaml in the cbt-config ConfigMap the pods mount."""
+
+    def mutate(docs: list[Doc]) -> None:
+        cm = next(d for d in find(docs, "ConfigMap") if d["metadata"]["name"].startswith("cbt-config-"))
+        config = yaml.safe_load(cm["data"]["config.yaml"])
+        change(config)
+        cm["data"]["config.yaml"] = yaml.safe_dump(config)
+
+    return mutate
+
+
+def scaled(docs: list[Doc]) -> Doc:
+    return one(docs, "ScaledObject", "cbt-worker")["spec"]
+
+
+def trigger(docs: list[Doc], pool: str) -> Doc:
+    meta: Doc = next(t["metadata"] for t in scaled(docs)["triggers"] if t["metadata"]["topic"].endswith(pool))
+    return meta
+
+
+def add_env(name: str, value: str, to: str = "cbt-worker") -> Mutation:
+    return lambda docs: container(docs, to)["env"].append({"name": name, "value": value})
+
+
+def probe_port(kind: str, port: int | str) -> Mutation:
+    return lambda docs: container(docs, "cbt-worker")[kind]["httpGet"].update(port=port)
+
+
+def drop_mount(name: str) -> Mutation:
+    def mutate(docs: list[Doc]) -> None:
+        mounts = container(docs, "cbt-worker")["volumeMounts"]
+        mounts[:] = [m for m in mounts if m["name"] != name]
+
+    return mutate
+
+
+def models_cm(docs: list[Doc], folder: str) -> Doc:
+    return next(d for d in find(docs, "ConfigMap") if d["metadata"]["name"].startswith(f"cbt-models-{folder}-"))
+
+
+def remove(kind: str, name: str) -> Mutation:
+    return lambda docs: docs.remove(one(docs, kind, name))
+
+
+EX = "overlays/example"
+BROKEN: list[tuple[str, Mutation, Check, str]] = [
+    # Kubernetes schemas (strict: unknown fields are errors)
+    (EX, lambda d: container(d, "cbt-worker")["livenessProbe"]["httpGet"].update(portt=8082), schema_check,
+     "Additional properties are not allowed ('portt'"),
+    (EX, lambda d: deployment(d, "cbt-api")["spec"].update(replicas="two"), schema_check, "is not of type 'integer'"),
+    (EX, lambda d: one(d, "Service", "cbt-api")["spec"]["ports"][0].pop("port"), schema_check,
+     "'port' is a required property"),
+    # KEDA's CRD
+    (EX, lambda d: scaled(d).update(maxReplicaCount="8"), keda_check, "'8' is not of type 'integer'"),
+    (EX, lambda d: scaled(d).update(maxReplicas=8), keda_check, "Additional properties are not allowed ('maxReplicas'"),
+    (EX, lambda d: trigger(d, "default").update(lagThreshold=8), keda_check, "8 is not of type 'string'"),
+    (EX, lambda d: scaled(d)["triggers"][0].pop("type"), keda_check, "'type' is a required property"),
+    # the autoscaler against what the workers consume
+    (EX, lambda d: trigger(d, "default").update(consumerGroup="cbt.workers.default"), project_problems,
+     "triggers read"),
+    (EX, lambda d: scaled(d)["triggers"].pop(), project_problems, "the workers consume"),
+    (EX, add_env("CBT__KAFKA__TOPIC_PREFIX", "prod."), project_problems, "triggers read"),
+    (EX, lambda d: trigger(d, "python").update(bootstrapServers="kafka:9092"), project_problems,
+     "trigger reads brokers kafka:9092"),
+    (EX, lambda d: trigger(d, "python").update(offsetResetPolicy="latest"), project_problems, "offsetResetPolicy"),
+    (EX, lambda d: scaled(d).update(maxReplicaCount=17), project_problems, "max replicas 17 > 16 task topic"),
+    (EX, lambda d: scaled(d).update(maxReplicaCount=9), project_problems, "the last pods would get no partition"),
+    (EX, edit_config(lambda c: c["kafka"].update(task_topic_partitions=8)), project_problems,
+     "the last pods would get no partition"),
+    ("overlays/example-hpa", lambda d: one(d, "HorizontalPodAutoscaler", "cbt-worker")["spec"]["metrics"].pop(),
+     project_problems, "lag metrics of pools"),
+    ("overlays/example-hpa", lambda d: one(d, "HorizontalPodAutoscaler", "cbt-worker")["spec"].update(maxReplicas=9),
+     project_problems, "the last pods would get no partition"),
+    # probes, scrapes and the api's port against what the services listen on
+    (EX, probe_port("livenessProbe", 8081), project_problems, "worker: livenessProbe GET /healthz on 8081"),
+    (EX, lambda d: container(d, "cbt-worker")["readinessProbe"]["httpGet"].update(path="/healthz"), project_problems,
+     "readinessProbe GET /healthz"),
+    (EX, lambda d: container(d, "cbt-worker")["command"].extend(["--health-addr", "0.0.0.0:9000"]), project_problems,
+     "it serves /healthz on 0.0.0.0:9000"),
+    (EX, edit_config(lambda c: c.update(health_addr="127.0.0.1:8081")), project_problems,
+     "binds 127.0.0.1:8082: unreachable"),
+    (EX, lambda d: deployment(d, "cbt-invalidator")["spec"]["template"]["metadata"]["annotations"].update(
+        {"prometheus.io/port": "9464"}), project_problems, "invalidator: scraped on 9464"),
+    (EX, lambda d: container(d, "cbt-api")["ports"][0].update(containerPort=8000), project_problems,
+     "api: port 'http' is 8000"),
+    # grace
+    (EX, lambda d: pod_spec(deployment(d, "cbt-worker")).update(terminationGracePeriodSeconds=60), project_problems,
+     "worker: terminationGracePeriodSeconds 60 < 100"),
+    (EX, edit_config(lambda c: c["worker"].update(shutdown_timeout_s=300)), project_problems,
+     "terminationGracePeriodSeconds 120 < 370"),
+    # what the pods load
+    (EX, drop_mount("models-scripts"), project_problems, "exec needs models/scripts/block_gas.py"),
+    (EX, lambda d: models_cm(d, "transformations")["data"].update({"broken.sql": "---\ninterval: {max: x}\n---\n"}),
+     project_problems, "models: /app/models/transformations/broken.sql:2: type: required field is missing"),
+    (EX, edit_config(lambda c: c["worker"].update(concurency=2)), project_problems,
+     "worker.concurency: unknown field (did you mean"),
+    (EX, lambda d: container(d, "cbt-api")["env"].append({"name": "CBT__API__ADDR", "value": "0.0.0.0:8000"}),
+     project_problems, "api: port 'http' is 8080, the API listens on 0.0.0.0:8000"),
+    (EX, lambda d: models_cm(d, "external")["data"].pop("beacon_blocks.sql"), project_problems,
+     "ConfigMap cbt-models-external: missing ['beacon_blocks.sql']"),
+    # images, security, budgets, routes
+    (EX, lambda d: container(d, "cbt-worker").update(image="cbt/worker:latest"), project_problems,
+     "image cbt/worker:latest is not one of"),
+    (EX, lambda d: container(d, "cbt-coordinator").update(image="cbt/worker:0.1.0"), project_problems,
+     "cbt-coordinator runs cbt/worker:0.1.0"),
+    (EX, lambda d: pod_spec(deployment(d, "cbt-spark-connect"))["containers"][0].update(image="apache/spark:4.0.1"),
+     project_problems, "image apache/spark:4.0.1"),
+    (EX, lambda d: container(d, "cbt-worker")["securityContext"].update(readOnlyRootFilesystem=False),
+     project_problems, "cbt-worker/cbt: root file system is writable"),
+    (EX, lambda d: pod_spec(one(d, "StatefulSet", "cbt-redis"))["securityContext"].pop("runAsNonRoot"),
+     project_problems, "cbt-redis: pod may run as root"),
+    (EX, lambda d: container(d, "cbt-api")["resources"].pop("limits"), project_problems, "no cpu request or memory"),
+    (EX, remove("PodDisruptionBudget", "cbt-worker"), project_problems, "no PodDisruptionBudget selects cbt-worker"),
+    (EX, lambda d: one(d, "Ingress", "cbt-api")["spec"]["rules"][0]["http"]["paths"][0]["backend"]["service"].update(
+        port={"name": "web"}), project_problems, "Ingress cbt-api: no Service port"),
+    (EX, lambda d: one(d, "Service", "cbt-spark-connect")["spec"]["ports"][0].update(port=15003), project_problems,
+     "cbt-spark-connect:15002: Service cbt-spark-connect has no port 15002"),
+    (EX, remove("Service", "cbt-kafka"), project_problems, "cbt-kafka:9092: no Service cbt-kafka"),
+    (EX, lambda d: pod_spec(one(d, "StatefulSet", "cbt-redis"))["containers"][0]["ports"][0].update(name="db"),
+     project_problems, "cbt-redis:6379: Service cbt-redis port 6379 leads to no container port redis"),
+]
+
+
+@pytest.mark.parametrize(("target", "mutation", "check", "expected"),
+                         [pytest.param(*case, id=f"{i:02d}-{case[3][:40]}") for i, case in enumerate(BROKEN)])
+def test_each_check_catches_its_fault(target: str, mutation: Mutation, check: Check, expected: str, tmp_path: Path,
+                                      keda_crd: Path) -> None:
+    docs = render(target)  # intact, it passes every check (the tests above)
+    mutation(docs)
+    problems = check(target, docs, tmp_path, keda_crd)
+    assert any(expected in p for p in problems), problems
