@@ -13,8 +13,11 @@ TOOLS="${CBT_VAR_DIR:-$ROOT/var}/tools"
 KUSTOMIZE_DIR="$TOOLS/kustomize-$KUSTOMIZE_VERSION"
 KEDA_CRD="$TOOLS/keda-$KEDA_VERSION/keda.sh_scaledobjects.yaml"
 
+# The Go command: on PATH, else where the official Go distribution installs (a shell without its PATH entry).
+GO="$(command -v go || echo /usr/local/go/bin/go)"
+
 need_go() {
-  command -v go >/dev/null || { echo "tools.sh: the 'go' command is needed to fetch kustomize and KEDA's CRD" >&2; exit 1; }
+  [[ -x "$GO" ]] || { echo "tools.sh: the 'go' command is needed to fetch kustomize and KEDA's CRD" >&2; exit 1; }
 }
 
 kustomize() {
@@ -22,7 +25,7 @@ kustomize() {
     need_go
     mkdir -p "$KUSTOMIZE_DIR"
     # Outside any module: `go install pkg@version` builds exactly that version from its own go.mod.
-    (cd "$KUSTOMIZE_DIR" && GOBIN="$KUSTOMIZE_DIR" go install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION") >&2
+    (cd "$KUSTOMIZE_DIR" && GOBIN="$KUSTOMIZE_DIR" "$GO" install "sigs.k8s.io/kustomize/kustomize/v5@$KUSTOMIZE_VERSION") >&2
   fi
   echo "$KUSTOMIZE_DIR/kustomize"
 }
@@ -32,7 +35,7 @@ keda_crd() {
     need_go
     local dir
     mkdir -p "$TOOLS"
-    dir="$(cd "$TOOLS" && go mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" \
+    dir="$(cd "$TOOLS" && "$GO" mod download -json "github.com/kedacore/keda/v2@$KEDA_VERSION" \
       | python3 -c 'import json, sys; print(json.load(sys.stdin).get("Dir", ""))')"
     [[ -n "$dir" && -f "$dir/config/crd/bases/keda.sh_scaledobjects.yaml" ]] \
       || { echo "tools.sh: KEDA $KEDA_VERSION's module has no config/crd/bases/keda.sh_scaledobjects.yaml" >&2; exit 1; }
