@@ -7,7 +7,6 @@ deploy/kubernetes/tools.sh (the Go module proxy, once per machine)."""
 from __future__ import annotations
 
 import argparse
-import copy
 import functools
 import subprocess
 from collections.abc import Iterator
@@ -151,7 +150,3 @@ def _configmap_files(docs: list[Doc], source: Doc) -> tuple[dict[str, str], list
         return dict(data), []
     missing = [f"ConfigMap {source['name']} has no key {i['key']}" for i in source["items"] if i["key"] not in data]
     return {i["path"]: data[i["key"]] for i in source["items"] if i["key"] in data}, missing
-
-
-def mutated(docs: list[Doc]) -> list[Doc]:
-    return copy.deepcopy(docs)
