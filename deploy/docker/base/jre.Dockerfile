@@ -1,0 +1,9 @@
+# A local stand-in for eclipse-temurin:17-jre, from Debian's packages (deploy/docker/bases.sh builds it).
+ARG DEBIAN_BASE=debian:bookworm-slim
+FROM ${DEBIAN_BASE}
+# Debian stable's own versions: security updates replace them in place, so pinning would break the next build.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends openjdk-17-jre-headless \
+ && rm -rf /var/lib/apt/lists/*
+ENV LANG=C.UTF-8

@@ -1,0 +1,41 @@
+# cbt/coordinator: the coordinator service alone (distribution services/coordinator, command cbt-coordinator): it
+# plans and enqueues tasks, follows completions and, as leader, keeps the hot index and consolidates the admin tables.
+# No JVM, no build tools (it reaches Spark through Spark Connect).
+# Build from the repository root with deploy/docker/build.sh: it fetches the wheelhouse first (context.sh), so the
+# build itself needs no network. Ports inside the container: /healthz and /readyz 8081, /metrics 9464.
+ARG PYTHON_BASE=python:3.11-slim-bookworm
+
+FROM ${PYTHON_BASE} AS builder
+ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
+# Third-party dependencies first (uv.lock's versions): the library's, shared by every service image's layers, then
+# this service's own; both cached until the lock changes.
+COPY var/docker/context/requirements/core.txt var/docker/context/requirements/build.txt /tmp/requirements/
+RUN --mount=type=bind,source=var/docker/context/wheelhouse,target=/wheelhouse \
+    python3 -m venv /opt/cbt \
+ && /opt/cbt/bin/pip install --no-deps -r /tmp/requirements/core.txt \
+ && python3 -m venv /opt/build \
+ && /opt/build/bin/pip install --no-deps -r /tmp/requirements/build.txt
+COPY var/docker/context/requirements/coordinator.txt /tmp/requirements/service.txt
+RUN --mount=type=bind,source=var/docker/context/wheelhouse,target=/wheelhouse \
+    /opt/cbt/bin/pip install --no-deps -r /tmp/requirements/service.txt
+# Then the wheels of the library and this service, built here from their sources.
+COPY shared /src/shared
+COPY services/coordinator /src/services/coordinator
+RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation -w /wheels /src/shared /src/services/coordinator \
+ && /opt/cbt/bin/pip install --no-deps /wheels/*.whl \
+ && /opt/cbt/bin/pip check \
+ && /opt/cbt/bin/pip uninstall -y -q pip setuptools
+
+FROM ${PYTHON_BASE}
+RUN groupadd --gid 10001 cbt \
+ && useradd --uid 10001 --gid cbt --home-dir /app --no-create-home --shell /usr/sbin/nologin cbt
+COPY --from=builder /opt/cbt /opt/cbt
+# Mount config.yaml and models/ here (read-only is fine): model paths and exec commands are relative to it.
+WORKDIR /app
+ENV PATH=/opt/cbt/bin:$PATH PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1 CBT_CONFIG=/app/config.yaml
+USER 10001:10001
+EXPOSE 8081 9464
+HEALTHCHECK --interval=10s --timeout=5s --start-period=60s --retries=3 \
+  CMD ["python3", "-c", "import urllib.request; urllib.request.urlopen('http://127.0.0.1:8081/readyz', timeout=4)"]
+ENTRYPOINT ["cbt-coordinator"]
+CMD ["--health-addr", "0.0.0.0:8081", "--metrics-addr", "0.0.0.0:9464"]

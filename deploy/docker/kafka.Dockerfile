@@ -1,0 +1,19 @@
+# cbt/kafka: Apache Kafka 4 (the broker jars deploy/local/kafka-pom.xml pins) as one KRaft node, for local use and
+# CI; production runs a real cluster. Port 9092 (PLAINTEXT); configured by KAFKA_CFG_* variables
+# (kafka/entrypoint.sh); data in /var/lib/kafka/data, formatted on first start.
+# Build with deploy/docker/build.sh (context.sh fetches the jars first; the build needs no network).
+ARG JRE_BASE=eclipse-temurin:17-jre
+FROM ${JRE_BASE}
+RUN groupadd --gid 10001 kafka \
+ && useradd --uid 10001 --gid kafka --home-dir /var/lib/kafka --no-create-home --shell /usr/sbin/nologin kafka \
+ && mkdir -p /var/lib/kafka/data \
+ && chown -R kafka:kafka /var/lib/kafka
+COPY var/docker/context/kafka-libs /opt/kafka/libs
+COPY deploy/local/kafka-log4j2.properties /opt/kafka/log4j2.properties
+COPY deploy/docker/kafka/entrypoint.sh /usr/local/bin/cbt-kafka
+WORKDIR /var/lib/kafka
+USER 10001:10001
+EXPOSE 9092
+# Listening means the broker has started (it opens its listeners last); no JVM is started to check.
+HEALTHCHECK --interval=5s --timeout=3s --start-period=30s --retries=10 CMD ["/usr/local/bin/cbt-kafka", "health"]
+ENTRYPOINT ["/usr/local/bin/cbt-kafka"]
