@@ -40,14 +40,14 @@ from cbt.dev.demo_view import Frame, TaskCounts, glance, render, span_text, summ
 from cbt.dev.feed import LiveFeed, Write
 from cbt.dev.generator import SourceTables, write_blocks, write_transactions, write_validator_entities
 from cbt.dev.layout import Layout, project_dir
-from cbt.dev.pipeline import ServiceProcesses
+from cbt.dev.pipeline import ServiceProcesses, free_port, is_free
 from cbt.errors import CbtError
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
 from cbt.scheduling.status import model_status
 from cbt.state.live import LiveStateReader
 
-SERVICES = ("bounds-cache", "coordinator", "worker", "invalidator")
+SERVICES = ("bounds-cache", "coordinator", "worker", "invalidator", "api")
 FEED_STEP_S = 4.0
 TAG = re.compile(r"[a-z][a-z0-9_]{0,30}")
 
@@ -88,6 +88,15 @@ def namespace_overrides(tag: str) -> dict[str, str]:
         "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": f"{tag}_out",
         **admin_database_overrides(f"{tag}_admin"),
     }
+
+
+def api_override(config: Config) -> dict[str, str]:
+    """The api on its configured address (127.0.0.1:8080) when that port is free, else on a free one (another demo
+    or program has it)."""
+    host, _, port = config.api.addr.rpartition(":")
+    if is_free(int(port)):
+        return {}
+    return {"CBT__API__ADDR": f"{host or '127.0.0.1'}:{free_port()}"}
 
 
 def stack_overrides(layout: Layout) -> dict[str, str]:
@@ -204,6 +213,11 @@ class Demo:
         self.started_at = time.monotonic()
         self.services = ", ".join(SERVICES) + f"   logs: {self.procs.log_dir}/"
         print(f"Prometheus metrics: {self.metrics_urls()}")
+        print(f"Web UI: {self.api_url()}/   API docs: {self.api_url()}/docs   (changes need a token: api.auth.tokens)")
+
+    def api_url(self) -> str:
+        host, _, port = self.config.api.addr.rpartition(":")
+        return f"http://{host or '127.0.0.1'}:{port}"
 
     def metrics_urls(self) -> str:
         ports = ", ".join(f"{name} {self.procs.metrics_ports[name]}" for name in SERVICES)
@@ -284,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         overrides.update(stack_overrides(Layout.from_env()))
     if opts.tag:
         overrides.update(namespace_overrides(opts.tag))
+    config = load_config(opts.config_path, environ={**os.environ, **overrides})
+    overrides.update(api_override(config))
     config = load_config(opts.config_path, environ={**os.environ, **overrides})
     if not config.spark.remote:
         raise CbtError("the demo needs spark.remote (a Spark Connect URL) in the config")

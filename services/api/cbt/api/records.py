@@ -31,7 +31,7 @@ _AUDIT_SCHEMA = StructType([StructField(name, kind, nullable=True) for name, kin
 def _create_audit(table: str) -> str:
     return f"""CREATE TABLE IF NOT EXISTS {table} (
   action_date_time TIMESTAMP COMMENT 'when the API accepted the change',
-  who STRING COMMENT 'the bearer token''s fingerprint (never the token)',
+  who STRING COMMENT 'fingerprint of the bearer token (never the token itself)',
   action STRING COMMENT 'rerun | run-now | bounds-refresh', target STRING COMMENT 'the model',
   detail STRING COMMENT 'JSON: the request and what it started (event or task id)'
 ) USING DELTA
