@@ -7,7 +7,7 @@ const MIN_NODE_W = 180;
 const MAX_NODE_W = 270;
 const RANK_GAP = 64;
 const NODE_GAP = 26;
-const MARGIN_X = 84;
+const MARGIN_X = 104;
 const MARGIN_Y = 34;
 const SWEEPS = 6;
 

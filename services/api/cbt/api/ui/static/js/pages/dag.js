@@ -91,8 +91,8 @@ function edgeElements(edges, layout) {
 
 function markers() {
   const arrow = (id, colour) => s("marker", {
-    id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7, markerHeight: 7, orient: "auto-start-reverse",
-  }, s("path", { d: "M0,0 L10,5 L0,10 z", fill: colour }));
+    id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse",
+  }, s("path", { d: "M0,0 L10,5 L0,10 z", fill: colour, style: "fill: context-stroke" }));
   return s("defs", {}, arrow("arrow", "#94a3b8"), arrow("arrow-or", "#a855f7"));
 }
 
@@ -161,4 +161,5 @@ async function load() {
 }
 
 const reload = batcher(load, 2000);
-load().then(() => connectEvents(() => reload("dag"), () => reload("dag")));
+connectEvents(() => reload("dag"), () => reload("dag"));
+load();

@@ -12,6 +12,8 @@ const timeTypes = parseTimeTypes(document.body.dataset.timeTypes);
 const root = byId("groups");
 /** interval type → {group, ids} */
 const groups = new Map();
+/** Set when a group had nothing to show yet (or loading failed): the next bounds update builds the page again. */
+let rebuild = false;
 
 function byIntervalType(models) {
   const types = new Map();
@@ -49,6 +51,8 @@ async function buildGroup(type, models, parts) {
     .map((m) => incrementalRow(m.id, modelLink(m.id), isTime));
   const extent = summaryExtent(models) || await coverageExtent(models);
   if (!extent) {
+    rebuild = true;
+    parts.bar.hidden = true;
     show(parts.body, emptyState("No positions yet",
       "None of these models has a valid range: their sources have no data yet, or the bounds-cache has not scanned them."));
     return;
@@ -59,10 +63,13 @@ async function buildGroup(type, models, parts) {
 }
 
 async function load() {
+  groups.clear();
+  rebuild = false;
   let models;
   try {
     models = (await getJSON("/models", { type: "incremental" })).models.filter((m) => m.type === "incremental");
   } catch (error) {
+    rebuild = true;
     show(root, problemBox(error));
     return;
   }
@@ -79,6 +86,10 @@ async function load() {
 
 /** New bounds move valid ranges (and the head a following window shows): re-read the summaries, then the rows. */
 const refreshSummaries = batcher(async () => {
+  if (rebuild) {
+    await load();
+    return;
+  }
   let models;
   try {
     models = (await getJSON("/models", { type: "incremental" })).models;
@@ -105,4 +116,5 @@ function onEvent(name, data) {
   if (data.model) refreshRows(data.model);
 }
 
-load().then(() => connectEvents(onEvent, () => refreshSummaries("all")));
+connectEvents(onEvent, () => refreshSummaries("all"));
+load();

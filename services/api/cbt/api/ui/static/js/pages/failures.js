@@ -38,8 +38,9 @@ async function load(model) {
   }
 }
 
-const filter = await modelFilter(byId("model-filter"), (model) => load(model));
+let filter = null;
+const reload = batcher(() => filter && load(filter.value()), 1000);
+connectEvents((name) => { if (name === "task-failed" || name === "invalidation") reload("x"); }, () => reload("x"));
+filter = await modelFilter(byId("model-filter"), (model) => load(model));
 types = filter.types;
 await load(filter.value());
-const reload = batcher(() => load(filter.value()), 1000);
-connectEvents((name) => { if (name === "task-failed" || name === "invalidation") reload("x"); }, () => reload("x"));

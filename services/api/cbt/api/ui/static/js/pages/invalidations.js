@@ -23,7 +23,8 @@ async function load(model, types) {
   }
 }
 
-const filter = await modelFilter(byId("model-filter"), (model) => load(model, filter.types));
-await load(filter.value(), filter.types);
-const reload = batcher(() => load(filter.value(), filter.types), 1000);
+let filter = null;
+const reload = batcher(() => filter && load(filter.value(), filter.types), 1000);
 connectEvents((name) => { if (name === "invalidation") reload("x"); }, () => reload("x"));
+filter = await modelFilter(byId("model-filter"), (model) => load(model, filter.types));
+await load(filter.value(), filter.types);

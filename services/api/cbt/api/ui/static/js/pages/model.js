@@ -122,7 +122,7 @@ async function coverage(model) {
 
 async function explain(position) {
   const root = byId("explain");
-  byId("explain-position").textContent = `position ${formatNumber(position)}`;
+  byId("explain-position").textContent = `position ${state.isTime ? position : formatNumber(position)}`;
   try {
     const answer = await getJSON(modelPath(modelId, "/explain"), { position });
     if (state.selected !== position) return;
@@ -179,9 +179,23 @@ async function section(id, load, view) {
 const tasks = () => section("tasks", () => getJSON(modelPath(modelId, "/tasks"), { limit: 100 }).then((b) => b.tasks), (t) => tasksView(t, state.isTime));
 const invalidations = () => section("invalidations", () => getJSON("/invalidations", { model: modelId }).then((b) => b.invalidations), (i) => invalidationsView(i, state.isTime));
 
+/** Before the model or its dependencies had data the coverage card said so: build it once data has come. */
+async function retryCoverage() {
+  if (state.retrying) return;
+  state.retrying = true;
+  try {
+    const list = await getJSON("/models").then((b) => b.models).catch(() => null);
+    if (list) state.index = new Map(list.map((m) => [m.id, m]));
+    await coverage(state.model);
+  } finally {
+    state.retrying = false;
+  }
+}
+
 const refreshAll = batcher((keys) => {
   bounds.reset();
-  state.group?.refresh(keys.has("all") ? null : keys);
+  if (state.group) state.group.refresh(keys.has("all") ? null : keys);
+  else if (state.model.type !== "scheduled") retryCoverage();
   if (keys.has("all") || keys.has(modelId)) {
     tasks();
     invalidations();
