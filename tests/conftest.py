@@ -2,8 +2,9 @@
 
 Integration and e2e tests get one set of real services per run: Kafka, Redis and Spark Connect at the endpoints
 in ``CBT_TEST_KAFKA_BOOTSTRAP`` / ``CBT_TEST_REDIS_URL`` / ``CBT_TEST_SPARK_REMOTE`` when all three are given,
-otherwise started with the project's launcher (``cbt dev up``) and stopped again at the end if this run started
-them. Each test gets its own topic prefix, Redis key prefix and Spark database.
+in containers of the project's images started with testcontainers when ``CBT_TEST_CONTAINERS=1`` (and removed at
+the end), otherwise started with the project's launcher (``cbt dev up``) and stopped again at the end if this run
+started them. Each test gets its own topic prefix, Redis key prefix and Spark database.
 """
 
 from __future__ import annotations
@@ -37,6 +38,12 @@ ENV_VARS = ("CBT_TEST_KAFKA_BOOTSTRAP", "CBT_TEST_REDIS_URL", "CBT_TEST_SPARK_RE
 def endpoints() -> Iterator[Endpoints]:
     if all(os.environ.get(v) for v in ENV_VARS):
         yield Endpoints(*(os.environ[v] for v in ENV_VARS))
+        return
+    if os.environ.get("CBT_TEST_CONTAINERS") == "1":
+        from tests.containers.infra import project_containers
+
+        with project_containers() as (kafka, redis_url, spark_remote):
+            yield Endpoints(kafka, redis_url, spark_remote)
         return
     from cbt.dev import stack
 
