@@ -401,7 +401,7 @@ class Config(Section):
     telemetry: TelemetryConfig = TelemetryConfig()
     metrics_addr: str = "127.0.0.1:9464"
     """Prometheus ``/metrics``; each service adds its port offset (coordinator +0, worker +1, bounds-cache +2,
-    invalidator +3); ``off`` serves none."""
+    invalidator +3, api +4); ``off`` serves none."""
     health_addr: str = Field(
         default="127.0.0.1:8081", validation_alias=AliasChoices("health_addr", "healthAddr", "healthCheckAddr")
     )
