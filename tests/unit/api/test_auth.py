@@ -31,3 +31,12 @@ def test_accepted_as_the_tokens_fingerprint(header: str) -> None:
     who = authenticate(header, TOKENS)
     assert who == fingerprint("s3cret-two") != fingerprint("s3cret-one")
     assert who.startswith("token:") and "s3cret" not in who
+
+
+def test_a_refusal_can_travel_as_an_exception() -> None:
+    """Raised through frames (the web framework sets its traceback): it must stay a plain, mutable exception."""
+    try:
+        authenticate(None, TOKENS)
+    except Refused as e:
+        e.__traceback__ = None
+        assert (e.status, str(e)) == (401, e.detail)

@@ -9,18 +9,18 @@ from __future__ import annotations
 import hashlib
 import hmac
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 BEARER = "bearer"
 
 
-@dataclass(frozen=True)
 class Refused(Exception):
     """A mutation refused: ``status`` 401 (no or a wrong token) or 403 (mutations disabled)."""
 
-    status: int
-    title: str
-    detail: str
+    def __init__(self, status: int, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.title = title
+        self.detail = detail
 
 
 def fingerprint(token: str) -> str:
