@@ -10,7 +10,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 MEMBERS := shared services/coordinator services/worker services/bounds-cache services/invalidator services/api dev
 
-.PHONY: install system-deps demo test test-unit lint up down status bench chaos clean
+.PHONY: install system-deps demo test test-unit lint up down status bench chaos clean images test-containers
 
 install: $(STAMP)
 
@@ -44,6 +44,17 @@ lint: install
 	$(BIN)/mypy
 	$(BIN)/basedpyright
 	@for m in $(MEMBERS); do echo "deptry $$m"; (cd $$m && $(CURDIR)/$(BIN)/deptry .) || exit 1; done
+	$(BIN)/hadolint deploy/docker/*.Dockerfile deploy/docker/base/*.Dockerfile
+
+# Every image (cbt/<service>, cbt/spark, cbt/kafka, cbt/redis), offline from fetched wheels and jars; needs a Docker
+# engine (deploy/docker/engine.sh start). CBT_IMAGE_BASES=official builds on the registry's base images instead.
+images: install system-deps
+	bash deploy/docker/build.sh
+
+# The container suite: the compose stack (pipeline vs oracle, scaled workers killed and stopped) and the test fixtures
+# on testcontainers; builds the images first (cached).
+test-containers: images
+	CBT_CONTAINER_TESTS=1 $(BIN)/pytest -m containers tests/containers
 
 up: install system-deps
 	$(BIN)/cbt dev up

@@ -7,7 +7,8 @@
 # `cbt-kafka health` (the image's healthcheck) succeeds once every non-controller listener accepts connections; any
 # other arguments run as given.
 set -euo pipefail
-CONFIG=/var/lib/kafka/server.properties
+# Written at every start, in /tmp: it stays writable under a read-only root file system (Kubernetes).
+CONFIG=${KAFKA_CONFIG_FILE:-/tmp/kafka-server.properties}
 
 if [ "${1:-}" = health ]; then
   listeners=$(sed -n 's/^listeners=//p' "$CONFIG" | tr ',' '\n' | grep -v '^CONTROLLER:')
