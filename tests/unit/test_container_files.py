@@ -132,14 +132,17 @@ def test_compose_config_is_the_projects_config_with_the_containers_addresses() -
 
 
 def without_addresses(config: dict[str, Any], base: Path) -> dict[str, Any]:
-    """The configuration less where things are: endpoints, bind addresses, and model paths made relative."""
+    """The configuration less where things are (endpoints, bind addresses, model paths made relative) and the task
+    topics' partitions, which the compose stack sizes for its scaled workers."""
     config["kafka"].pop("bootstrap_servers"), config["redis"].pop("url"), config["spark"].pop("remote")
     config["api"].pop("addr"), config.pop("health_addr"), config.pop("metrics_addr")
+    config["kafka"].pop("task_topic_partitions")
     for kind in ("external", "transformations"):
         config["models"][kind]["paths"] = [Path(p).relative_to(base) for p in config["models"][kind]["paths"]]
     return config
 
 
-def test_task_topics_have_a_partition_for_each_of_three_scaled_workers() -> None:
+def test_task_topics_have_a_partition_for_each_consumer_of_three_scaled_workers() -> None:
+    """A worker runs ``worker.concurrency`` consumers per pool; a group's consumers beyond the partitions get none."""
     config = load_config(COMPOSE / "config.yaml", {})
-    assert config.kafka.task_topic_partitions >= 3
+    assert config.kafka.task_topic_partitions >= 3 * config.worker.concurrency
