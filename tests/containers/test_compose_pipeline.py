@@ -11,6 +11,7 @@ import urllib.request
 
 import pytest
 
+from cbt.adapters.kafka_admin import admin_client
 from cbt.models.spec import IncrementalModel
 from tests.containers.compose import SERVICES, ComposeStack
 from tests.containers.conftest import SOURCE_END, skip_unless_enabled
@@ -62,6 +63,21 @@ def task_holder(stack: ComposeStack, dep: Deployment, skip: set[str], timeout_s:
     raise AssertionError(f"no worker held a task within {timeout_s:.0f}s")
 
 
+def assert_every_worker_consumes(dep: Deployment, workers: int, timeout_s: float = 120) -> None:
+    """Each worker container holds some of the default pool's task partitions (a group's consumers beyond the
+    partitions would get none): the group's members with an assignment come from ``workers`` hosts."""
+    admin = admin_client(dep.config.kafka.bootstrap_servers)
+    group = f"{dep.config.kafka.topic_prefix}worker.default"
+    deadline, hosts = time.monotonic() + timeout_s, set()
+    while time.monotonic() < deadline:
+        (description,) = [f.result() for f in admin.describe_consumer_groups([group]).values()]
+        hosts = {m.host for m in description.members if m.assignment.topic_partitions}
+        if len(hosts) == workers:
+            return
+        time.sleep(2)
+    raise AssertionError(f"{group}: partitions held by {len(hosts)} hosts, not {workers}")
+
+
 def test_compose_up_runs_the_example_pipeline_and_every_table_equals_the_oracle(
     stack: ComposeStack, stack_deployment: Deployment
 ) -> None:
@@ -84,6 +100,7 @@ def test_three_workers_one_killed_and_one_stopped_mid_task_converge_without_dupl
     stack.up("worker", scale_workers=3)
     stack.wait_healthy(("worker",))
     assert len(stack.container_ids("worker")) == 3
+    assert_every_worker_consumes(dep, 3)
     dep.write_sources(SOURCE_END, SECOND_END)
     killed = task_holder(stack, dep, skip=set())
     stack.kill(killed)
