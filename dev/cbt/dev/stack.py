@@ -119,13 +119,14 @@ def _start_when_needs_ready(parts: Sequence[Component]) -> dict[str, float]:
     took to answer."""
     took: dict[str, float] = {}
     started: dict[str, float] = {}
+    names = {part.name for part in parts}
     ready: set[str] = set()
     waiting_since = time.monotonic()
     pending = list(parts)
     while pending:
         for part in list(pending):
             if part.name not in started and part.process.pid() is None:
-                if not ready.issuperset(part.needs):
+                if not ready.issuperset(names.intersection(part.needs)):  # others were started before
                     continue
                 require_free_port(part.name, HOST, part.port, part.port_env)
                 started[part.name] = time.monotonic()

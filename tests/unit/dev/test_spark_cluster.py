@@ -3,10 +3,13 @@ the Connect server submitted to them in cluster mode or running ``local[*]`` as 
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 import pytest
 
+from cbt.dev import stack
 from cbt.dev.layout import Layout, SparkCluster
 from cbt.dev.spark import SparkConnectServer
 from cbt.dev.spark_cluster import MASTER_CLASS, WORKER_CLASS, daemon_env, master_argv, worker_argv
@@ -112,3 +115,57 @@ def test_the_option_wins_over_the_environment_and_a_wrong_mode_is_refused(monkey
         Layout.from_env()
     monkeypatch.delenv("CBT_DEV_SPARK_MODE")
     assert (Layout.from_env().spark_master, Layout.from_env().is_spark_mode_chosen) == ("local[*]", False)
+
+
+@dataclass
+class FakeProcess:
+    """A process that is running once started (no OS process: the order of starts is what is tested)."""
+
+    is_running: bool = False
+    log_file: Path = Path("/dev/null")
+
+    def pid(self) -> int | None:
+        return 1 if self.is_running else None
+
+    def rss_mib(self) -> float | None:
+        return None
+
+    def log_tail(self) -> str:
+        return ""
+
+
+@dataclass
+class FakePart:
+    name: str
+    needs: tuple[str, ...]
+    starts: list[str]
+    process: FakeProcess = field(default_factory=FakeProcess)
+    port_env: str = "UNUSED"
+    port: int = 1  # nothing listens on port 1
+    endpoint: str = ""
+    detail: str = ""
+
+    def install(self) -> None:
+        return None
+
+    def start(self) -> None:
+        self.starts.append(self.name)
+        self.process.is_running = True
+
+    def is_ready(self) -> bool:
+        return self.process.is_running
+
+    def after_ready(self) -> None:
+        return None
+
+
+def test_a_component_starts_once_what_it_needs_answers_and_a_need_outside_the_list_was_started_before() -> None:
+    starts: list[str] = []
+    master, worker = FakePart("spark-master", (), starts), FakePart("spark-worker", ("spark-master",), starts)
+    connect = FakePart("spark-connect", ("spark-master",), starts)
+    stack.start(cast("list[stack.Component]", [connect, worker, master]))
+    assert starts[0] == "spark-master" and sorted(starts[1:]) == ["spark-connect", "spark-worker"]
+
+    worker.process.is_running = False  # crashed; restarted alone, its master still up
+    stack.start(cast("list[stack.Component]", [worker]))
+    assert starts[-1] == "spark-worker"
