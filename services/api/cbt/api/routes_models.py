@@ -3,6 +3,7 @@ of a position and its task history."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Annotated
 
@@ -172,6 +173,6 @@ async def get_tasks(ctx: Ctx, model_id: str, limit: Annotated[int, Query(ge=1, l
     if isinstance(model, ScheduledModel):
         runs = await blocking(ctx.admin.recent_scheduled_runs, [model_id], limit)
         return TaskList(tasks=merged([], [], runs, limit))
-    completions = await blocking(ctx.admin.completions, model_id, limit)
-    failures = await blocking(ctx.admin.failures, [model_id], limit)
+    completions, failures = await asyncio.gather(blocking(ctx.admin.completions, model_id, limit),
+                                                 blocking(ctx.admin.failures, [model_id], limit))
     return TaskList(tasks=merged(completions, failures, [], limit))

@@ -5,14 +5,16 @@ Ranges are half-open ``[start, end)`` written as two-item arrays; times are unix
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from cbt.contract.messages import MAX_POSITION
 
-Span = tuple[int, int]
-"""``[start, end)``."""
+Span = Annotated[tuple[int, int], WithJsonSchema({"type": "array", "items": {"type": "integer"}, "minItems": 2,
+                                                  "maxItems": 2})]
+"""``[start, end)``: a two-item array (published as ``items`` + ``minItems``/``maxItems``, not ``prefixItems``,
+which some OpenAPI tools mis-read)."""
 ModelType = Literal["external", "incremental", "scheduled"]
 Position = int
 
