@@ -14,12 +14,14 @@ function dialogParts(id) {
   return dialog;
 }
 
-function affectedTable(affected, isTime) {
-  const rows = Object.entries(affected || {}).sort(([a], [b]) => a.localeCompare(b));
+/** The models a rerun touches: the rerun model first, then its dependents by name; one line per range. */
+function affectedTable(affected, isTime, modelId) {
+  const rows = Object.entries(affected || {})
+    .sort(([a], [b]) => (b === modelId) - (a === modelId) || a.localeCompare(b));
   if (!rows.length) return h("div", { class: "empty" }, "Nothing is covered in this range: no interval would change.");
   return h("div", { class: "affected" }, table([
     { label: "Model", cell: ([id]) => modelLink(id) },
-    { label: "Ranges removed from coverage", cell: ([, ranges]) => ranges.map(([s, e]) => formatRange(s, e, isTime)).join(", ") },
+    { label: "Ranges removed from coverage", cell: ([, ranges]) => ranges.map(([s, e]) => h("div", {}, formatRange(s, e, isTime))) },
   ], rows, { "data-affected": "true" }));
 }
 
@@ -85,7 +87,7 @@ export function rerunDialog({ modelId, isTime, onDone }) {
     result.replaceChildren(h("div", { class: "preview", "data-intervals": response.intervals ?? "" },
       h("div", {}, h("b", {}, `${formatNumber(response.intervals ?? 0)} intervals`),
         ` in ${Object.keys(response.affected || {}).length} model(s) would run again:`),
-      affectedTable(response.affected, isTime)));
+      affectedTable(response.affected, isTime, modelId)));
     confirm.disabled = false;
   });
 

@@ -1,0 +1,224 @@
+"""Each page of the web UI in a real Chromium, against the api of a caught-up deployment of the example pipeline.
+
+What the pages draw is compared with what the API answers: every coverage row's SVG ranges (their data attributes)
+with ``/coverage`` for the same window, the DAG's nodes and OR groups with ``/dag``, the explain view with
+``/explain``, the rerun preview with the API's preview; a confirmed rerun must then show in the API (recorded
+invalidation, the range re-run) and reach an open dashboard through the event stream.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from playwright.sync_api import Page
+
+from tests.browser.conftest import SOURCE_END, PageErrors, UiStack, screenshot, wait_until
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+
+ROWS = """root => [...root.querySelectorAll('svg.coverage')].map(svg => ({
+  model: svg.dataset.model, from: Number(svg.dataset.windowFrom), to: Number(svg.dataset.windowTo),
+  ranges: [...svg.querySelectorAll('rect.range')].map(r => ({
+    start: Number(r.dataset.start), end: Number(r.dataset.end), status: r.dataset.status})),
+}))"""
+ALL_LOADED = """sel => { const svgs = [...document.querySelectorAll(sel + ' svg.coverage')];
+  return svgs.length > 0 && svgs.every(s => s.dataset.state === 'loaded'); }"""
+
+
+def rows_of(page: Page, root: str) -> list[dict[str, Any]]:
+    page.wait_for_function(ALL_LOADED, arg=root)
+    rows: list[dict[str, Any]] = page.eval_on_selector(root, ROWS)
+    return rows
+
+
+def assert_rows_match_the_api(stack: UiStack, rows: list[dict[str, Any]]) -> None:
+    for row in rows:
+        answer = stack.get(f"/models/{row['model']}/coverage?from={row['from']}&to={row['to']}")
+        assert answer["window"] == [row["from"], row["to"]]
+        assert row["ranges"] == answer["ranges"], row["model"]
+
+
+def click_position(page: Page, svg_selector: str, position: int, window: tuple[int, int]) -> None:
+    """Click the pixel of ``position`` on a timeline showing ``window``."""
+    box = page.locator(svg_selector).bounding_box()
+    assert box is not None
+    fraction = (position + 0.5 - window[0]) / (window[1] - window[0])
+    page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
+
+
+def test_dashboard_draws_every_models_coverage_as_the_api_reports_it(stack: UiStack, page: Page) -> None:
+    incrementals = {m["id"] for m in stack.get("/models?type=incremental")["models"]}
+    page.goto(stack.base + "/")
+    rows = rows_of(page, "#groups")
+    assert {r["model"] for r in rows} == incrementals
+    assert_rows_match_the_api(stack, rows)
+    assert any(r["status"] == "covered" for row in rows for r in row["ranges"])
+    assert page.locator("#live[data-state=live]").count() == 1, "the event stream is connected"
+    screenshot(page, "dashboard")
+
+    first_from = rows[0]["from"]
+    page.locator(".group .zoom [data-action=zoom-out]").first.click()
+    page.wait_for_function("f => [...document.querySelectorAll('#groups svg.coverage')]"
+                           ".every(s => Number(s.dataset.windowFrom) < f)", arg=first_from)
+    zoomed = rows_of(page, "#groups")
+    assert_rows_match_the_api(stack, zoomed)
+    assert all(row["ranges"][0]["status"] == "missing" for row in zoomed), "before the sources begin: missing"
+    assert page.locator(".group .zoom [data-action=fit]").first.get_attribute("aria-pressed") == "false"
+
+
+def test_dag_page_shows_ranks_statuses_or_groups_and_lineage(stack: UiStack, page: Page) -> None:
+    dag = stack.get("/dag")
+    page.goto(stack.base + "/dag")
+    page.wait_for_selector("#dag[data-loaded=true]")
+    drawn = page.eval_on_selector_all(".node", "els => els.map(e => [e.dataset.model, e.dataset.status])")
+    assert sorted(map(tuple, drawn)) == sorted((n["id"], n["status"]) for n in dag["nodes"])
+    transactions = stack.model("transactions")
+    junction = page.locator(f'.junction[data-to="{transactions}"]')
+    assert junction.count() == 1
+    members = sorted((junction.get_attribute("data-members") or "").split())
+    assert members == sorted([stack.source("raw_transactions"), stack.source("raw_transactions_alt")])
+    assert page.locator(f'.edge.or[data-to="{transactions}"]').count() == 3  # two members in, one out
+    screenshot(page, "dag")
+
+    two_minute = stack.model("block_propagation_two_minute")
+    page.hover(f'.node[data-model="{two_minute}"]')
+    lit = set(page.eval_on_selector_all(".node.lit", "els => els.map(e => e.dataset.model)"))
+    assert lit == {two_minute, stack.model("block_propagation_minute"), stack.source("beacon_blocks"),
+                   stack.model("block_propagation_five_minute"), stack.model("entity_leaderboard")}
+    screenshot(page, "dag-lineage")
+    page.click(f'.node[data-model="{two_minute}"]')
+    page.wait_for_url(f"**/models/{two_minute}")
+
+
+def dependency_ids(tree: list[dict[str, Any]]) -> list[str]:
+    return [i for d in tree for i in (d["id"], *dependency_ids(d.get("dependencies") or []))]
+
+
+def test_model_page_aligns_dependencies_and_explains_a_clicked_position(stack: UiStack, page: Page) -> None:
+    two_minute, minute = stack.model("block_propagation_two_minute"), stack.model("block_propagation_minute")
+    page.goto(f"{stack.base}/models/{two_minute}")
+    rows = rows_of(page, "#timelines")
+    assert [r["model"] for r in rows] == [two_minute, minute]
+    assert rows[0]["from"] == rows[1]["from"] and rows[0]["to"] == rows[1]["to"], "one x scale"
+    boxes = [page.locator(f'#timelines svg.coverage[data-model="{r["model"]}"]').bounding_box() for r in rows]
+    assert boxes[0] and boxes[1] and (boxes[0]["x"], boxes[0]["width"]) == (boxes[1]["x"], boxes[1]["width"])
+    assert_rows_match_the_api(stack, rows)
+
+    covered = next(r for r in rows[0]["ranges"] if r["status"] == "covered")
+    target = covered["start"] + (covered["end"] - covered["start"]) // 3
+    window = (rows[0]["from"], rows[0]["to"])
+    click_position(page, f'#timelines svg.coverage[data-model="{two_minute}"]', target, window)
+    view = page.wait_for_selector("#explain .explain[data-position]")
+    assert view is not None
+    position = int(view.get_attribute("data-position") or -1)
+    assert covered["start"] <= position < covered["end"]
+    answer = stack.get(f"/models/{two_minute}/explain?position={position}")
+    assert answer["covered"] and view.get_attribute("data-ready") == str(answer["ready"]).lower()
+    tree = page.eval_on_selector_all("#explain .tree li[data-model]", "els => els.map(e => e.dataset.model)")
+    assert tree == dependency_ids(answer["dependencies"])
+    rendered = page.wait_for_selector("pre[data-kind=rendered]")
+    assert rendered is not None and f"timestamp_seconds({answer['interval'][0]})" in rendered.inner_text()
+    page.wait_for_selector("#tasks:not([aria-busy])", timeout=120_000)  # the history is read from the admin tables
+    assert page.locator("#tasks table[data-table=tasks] tbody tr").count() > 0, page.inner_text("#tasks")
+    page.mouse.move(0, 0)  # no tooltip in the picture
+    screenshot(page, "model", full_page=True)
+
+
+def test_the_explain_view_says_why_a_position_cannot_run(stack: UiStack, page: Page) -> None:
+    minute = stack.model("block_propagation_minute")
+    beyond = SOURCE_END + 600
+    page.goto(f"{stack.base}/models/{minute}#position={beyond}")
+    reason = page.wait_for_selector("#explain .reason[data-reason]")
+    answer = stack.get(f"/models/{minute}/explain?position={beyond}")
+    assert not answer["ready"] and answer["reason"]
+    assert reason is not None and reason.get_attribute("data-reason") == answer["reason"]
+    assert answer["reason"] in reason.inner_text()
+    blocks = page.locator(f'#explain .tree li[data-model="{stack.source("beacon_blocks")}"]')
+    assert blocks.get_attribute("data-covers") == "false" and "holes" in blocks.inner_text()
+    screenshot(page, "model-explain-not-ready")
+
+
+def test_a_rerun_needs_the_token_previews_then_reruns(stack: UiStack, page: Page, page_errors: PageErrors) -> None:
+    minute = stack.model("block_propagation_minute")
+    page_errors.expected.append("401")
+    dashboard = page.context.new_page()
+    coverage_requests: list[str] = []
+    dashboard.on("request", lambda r: coverage_requests.append(r.url) if f"/{minute}/coverage" in r.url else None)
+    dashboard.goto(stack.base + "/")
+    rows_of(dashboard, "#groups")
+    dashboard.wait_for_selector("#live[data-state=live]")
+
+    page.goto(f"{stack.base}/models/{minute}")
+    row = rows_of(page, "#timelines")[0]
+    covered = next(r for r in row["ranges"] if r["status"] == "covered")
+    window = (row["from"], row["to"])
+    click_position(page, f'#timelines svg.coverage[data-model="{minute}"]', covered["start"] + 90, window)
+    page.wait_for_selector("#explain .explain[data-position]")
+    page.click("#rerun-open")
+    form = page.locator("#rerun-form")
+    start, end = int(form.locator("[name=start]").input_value()), int(form.locator("[name=end]").input_value())
+    assert covered["start"] <= start < end <= covered["end"], "the dialog starts from the explained interval"
+
+    form.locator("[name=token]").fill("not-the-token")
+    page.click("#rerun-preview")
+    page.wait_for_selector('#rerun-result .problem[data-status="401"]')
+    assert page.locator("#rerun-confirm").is_disabled()
+    screenshot(page, "rerun-refused")
+
+    form.locator("[name=token]").fill(stack.token)
+    page.click("#rerun-preview")
+    shown = page.wait_for_selector("#rerun-result .preview")
+    status, preview = stack.api(f"/models/{minute}/rerun", {"start": start, "end": end, "cascade": True,
+                                                             "reason": "manual", "preview": True}, stack.token)
+    assert status == 200 and preview["intervals"] > 0
+    assert shown is not None and shown.get_attribute("data-intervals") == str(preview["intervals"])
+    listed = page.eval_on_selector_all("#rerun-result table[data-affected] tbody tr td:first-child a",
+                                       "els => els.map(e => e.title)")
+    assert sorted(listed) == sorted(preview["affected"])
+    screenshot(page, "rerun-preview")
+
+    confirmed_ms = time.time() * 1000
+    coverage_requests.clear()
+    page.click("#rerun-confirm")
+    success = page.wait_for_selector("#rerun-result .success-box")
+    invalidation = success.get_attribute("data-invalidation") if success else None
+    assert invalidation
+    assert page.evaluate("sessionStorage.getItem('cbt.api.token')") == stack.token
+
+    recorded = wait_until("the invalidation to be recorded", lambda: [
+        i for i in stack.get(f"/invalidations?model={minute}")["invalidations"] if i["id"] == invalidation])
+    assert (recorded[0]["start"], recorded[0]["end"]) == (start, end)
+    wait_until("the range to run again", lambda: any(
+        t["status"] == "success" and t["at_ms"] >= confirmed_ms and t["range"][0] < end and t["range"][1] > start
+        for t in stack.get(f"/models/{minute}/tasks?limit=50")["tasks"]), timeout_s=180)
+    again = [{"start": start, "end": end, "status": "covered"}]
+    wait_until("the range to be covered again", lambda: stack.get(
+        f"/models/{minute}/coverage?from={start}&to={end}")["ranges"] == again, timeout_s=180)
+    wait_until("the open dashboard to refetch on pushed events", lambda: coverage_requests, timeout_s=30)
+    dashboard.close()
+
+
+def test_failures_and_invalidations_pages_list_what_the_api_has(stack: UiStack, page: Page) -> None:
+    failures = stack.get("/failures")["failures"]
+    page.goto(stack.base + "/failures")
+    page.wait_for_selector("#failures[data-loaded=true]", timeout=120_000)  # read from the admin tables
+    if failures:
+        assert page.locator("table[data-table=failures] tbody tr").count() == len(failures)
+    else:
+        assert "No failures" in page.inner_text("#failures")
+    screenshot(page, "failures")
+
+    invalidations = stack.get("/invalidations")["invalidations"]
+    page.goto(stack.base + "/invalidations")
+    page.wait_for_selector("#invalidations[data-loaded=true]", timeout=120_000)
+    assert page.locator("table[data-table=invalidations] tbody tr").count() == len(invalidations) > 0
+    screenshot(page, "invalidations")
+
+
+def test_an_unknown_model_page_says_so(stack: UiStack, page: Page, page_errors: PageErrors) -> None:
+    page_errors.expected.append("404")
+    page.goto(f"{stack.base}/models/nope.nothing")
+    problem = page.wait_for_selector('#model-error .problem[data-status="404"]')
+    assert problem is not None and "nope.nothing" in problem.inner_text()
