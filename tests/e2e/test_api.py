@@ -248,6 +248,12 @@ def test_a_rerun_previews_then_publishes_and_the_range_runs_again(api: Api) -> N
     assert len(mine) == 1 and mine[0]["who"] == fingerprint(API_TOKEN) and API_TOKEN not in json.dumps(audit)
 
 
+def test_cors_is_closed_unless_configured(api: Api) -> None:
+    request = urllib.request.Request(f"{api.base}/api/v1/models", headers={"Origin": "http://elsewhere.example"})
+    with urllib.request.urlopen(request, timeout=300) as response:
+        assert response.status == 200 and response.headers.get("Access-Control-Allow-Origin") is None
+
+
 @dataclass
 class EventStream:
     """Reads ``/api/v1/events`` in a thread; ``events`` holds (event name, data) as they arrive."""
