@@ -32,9 +32,10 @@ class SparkCluster:
     cores and 4 GiB, one executor of 2 cores and 2 GiB (next to a 1 GiB driver and two 512 MiB daemons)."""
 
     master_port: int = 7077
-    master_ui_port: int = 8080
+    master_ui_port: int = 7080
+    """Not Spark's 8080/8081: the api and the services' health endpoints are there."""
     worker_port: int = 7078
-    worker_ui_port: int = 8081
+    worker_ui_port: int = 7081
     driver_ui_port: int = 4040
     """The Connect server's application UI (its REST API lists the executors and their tasks)."""
     worker_cores: int = 2
