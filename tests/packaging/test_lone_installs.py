@@ -33,7 +33,7 @@ from tests.e2e.harness import CONFIG, overrides_for
 ROOT = Path(__file__).resolve().parents[2]
 UV = Path(sys.executable).parent / "uv"
 SERVICES = {"coordinator": "coordinator", "worker": "worker", "bounds-cache": "bounds_cache",
-            "invalidator": "invalidator"}
+            "invalidator": "invalidator", "api": "api"}
 IMPORT_EVERY_MODULE = (
     "import importlib, pkgutil, cbt\n"
     "names = sorted(m.name for m in pkgutil.walk_packages(cbt.__path__, 'cbt.') if not m.name.endswith('__main__'))\n"
@@ -128,7 +128,8 @@ def test_the_spark_connect_client_reaches_the_server(lone_env: LoneEnv, endpoint
 def test_the_service_runs_on_the_stack_and_stops_on_sigterm(lone_env: LoneEnv, endpoints: Endpoints,
                                                              spark: SparkSession) -> None:
     tag = f"tlone{uuid.uuid4().hex[:8]}"
-    overrides = overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote)
+    overrides = {**overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote),
+                 "CBT__API__ADDR": f"127.0.0.1:{free_port()}"}  # (the api's HTTP port; 8080 may be taken)
     port = free_port()
     log = lone_env.path / f"{lone_env.service}.log"
     with log.open("wb") as out:
