@@ -99,9 +99,9 @@ def stack(endpoints: Endpoints, spark_sessions: SessionPool) -> Iterator[UiStack
         dep.write_entities()
         dep.write_sources(T0, SOURCE_END)
         dep.start("coordinator", "worker", "bounds-cache", "invalidator", "api")
-        wait_until("the api to be ready",
-                   lambda: (r := dep.procs.readiness("api")) and all(v == "ok" for v in r.values()))
         dep.wait_quiet(LAST_SLOT_END)
+        wait_until("the api to be ready", timeout_s=300,
+                   check=lambda: (r := dep.procs.readiness("api")) and all(v == "ok" for v in r.values()))
         yield UiStack(f"http://127.0.0.1:{port}", token, dep)
     finally:
         dep.stop()
