@@ -14,10 +14,12 @@ from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.contract.messages import TaskRequested
 from cbt.dev.generator import SourceTables, write_blocks
+from cbt.dev.spark_cluster import alive_workers
 from cbt.models.spec import IncrementalModel, ScheduledModel
 from cbt.scheduling.coverage import covers
 from cbt.scheduling.cron import next_fire
 from cbt.state.admin_records import CONSOLIDATED
+from tests.e2e.cluster import BACKENDS, Crash, SparkBackend, StandaloneCluster
 from tests.e2e.harness import T0, Deployment, Oracle
 from tests.e2e.traces import cascades, read_spans
 
@@ -172,18 +174,45 @@ def assert_gauges_settle(dep: Deployment, timeout_s: float = 30.0) -> None:
         time.sleep(1)
 
 
-def test_worker_killed_mid_task_and_coordinator_restarted_still_converge(deployment: Deployment) -> None:
-    dep = deployment
+@pytest.mark.parametrize("spark_backend", BACKENDS, indirect=True)
+def test_worker_killed_mid_task_and_coordinator_restarted_still_converge(
+    deployment: Deployment, spark_backend: SparkBackend
+) -> None:
+    """On a Spark standalone cluster, the Spark worker and its executor are SIGKILLed too while the executor runs a
+    task of the pipeline's, and the worker comes back with the services."""
+    dep, cluster = deployment, spark_backend.cluster
     dep.write_entities()
     dep.write_sources(T0, T0 + 300)
     dep.start("coordinator", "bounds-cache", "worker")
-    _wait_for_running_task(dep)
+    _wait_for_running_task(dep, timeout_s=300.0)  # a cold Connect server and executor take longer to the first task
+    crash = cluster.crash_worker_mid_task() if cluster else None
     dep.procs.kill("worker", signal.SIGKILL)
     dep.procs.kill("coordinator", signal.SIGKILL)
+    if cluster:
+        cluster.restart_worker()
     dep.write_sources(T0 + 300, SOURCE_END)  # data keeps arriving while they are down
     dep.start("worker", "coordinator")
     dep.wait_quiet(LAST_SLOT_END)
     assert_equals_oracle(dep, every_fire_time=False)  # fire times while the coordinator was down collapse into one
+    if cluster and crash:
+        assert_the_work_ran_on_the_cluster(dep, cluster, crash)
+
+
+def assert_the_work_ran_on_the_cluster(dep: Deployment, cluster: StandaloneCluster, crash: Crash) -> None:
+    """The Connect server's master is the standalone one, which lists its application and a worker registered anew
+    after the crash; the executors ran every task (the driver none): the crashed one up to the crash, its
+    replacement the rest."""
+    assert dep.spark.conf.get("spark.master") == cluster.cluster.master_url
+    master = cluster.master()
+    assert [app["id"] for app in master["activeapps"]] == [cluster.app_id()]
+    (worker,) = alive_workers(master)
+    assert worker["id"] != crash.worker_id and worker["coresused"] > 0, worker
+    executors = {e["id"]: e for e in cluster.executors()}
+    assert executors["driver"]["totalTasks"] == 0, "tasks ran in the driver"
+    assert not executors[crash.executor_id]["isActive"], "the crashed executor is still counted alive"
+    assert executors[crash.executor_id]["completedTasks"] > 0, "the crashed executor had run nothing"
+    replacements = [e for e in executors.values() if e["id"] not in ("driver", crash.executor_id) and e["isActive"]]
+    assert replacements and sum(e["completedTasks"] for e in replacements) > 0, executors
 
 
 def _wait_for_running_task(dep: Deployment, timeout_s: float = 120.0) -> None:
