@@ -3,6 +3,7 @@ work runs in its own JVM (``local[*]``) or on the standalone cluster of ``cbt.de
 
 from __future__ import annotations
 
+import itertools
 import os
 from pathlib import Path
 
@@ -74,7 +75,7 @@ class SparkConnectServer:
             args = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
         except OSError:
             return None
-        return next((a.removeprefix("spark.master=") for a in args if a.startswith("spark.master=")), None)
+        return master_in(args)
 
     def server_conf(self) -> dict[str, str]:
         return {**self._common_conf(), **(self._cluster_conf() if self.layout.spark_mode == "cluster" else {})}
@@ -132,3 +133,15 @@ class SparkConnectServer:
             session.sql("SELECT 1").collect()
         finally:
             session.stop()
+
+
+def master_in(argv: list[str]) -> str | None:
+    """The master a ``spark-submit`` command line names: ``--master X`` or ``--conf spark.master=X`` (the last one
+    wins, as in spark-submit); None when it names none."""
+    found = None
+    for option, value in itertools.pairwise(argv):
+        if option == "--master":
+            found = value
+        elif option == "--conf" and value.startswith("spark.master="):
+            found = value.removeprefix("spark.master=")
+    return found

@@ -11,7 +11,7 @@ import pytest
 
 from cbt.dev import stack
 from cbt.dev.layout import Layout, SparkCluster
-from cbt.dev.spark import SparkConnectServer
+from cbt.dev.spark import SparkConnectServer, master_in
 from cbt.dev.spark_cluster import MASTER_CLASS, WORKER_CLASS, daemon_env, master_argv, worker_argv
 from cbt.dev.stack import spark_components
 from cbt.errors import InfraError
@@ -169,3 +169,23 @@ def test_a_component_starts_once_what_it_needs_answers_and_a_need_outside_the_li
     worker.process.is_running = False  # crashed; restarted alone, its master still up
     stack.start(cast("list[stack.Component]", [worker]))
     assert starts[-1] == "spark-worker"
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        pytest.param(["java", "SparkSubmit", "--master", "spark://127.0.0.1:7077", "--class", "X"],
+                     "spark://127.0.0.1:7077", id="option"),
+        pytest.param(["java", "SparkSubmit", "--conf", "spark.master=local[*]", "--class", "X"], "local[*]",
+                     id="conf"),
+        pytest.param(["java", "SparkSubmit", "--class", "X", "spark-internal"], None, id="none"),
+    ],
+)
+def test_the_running_servers_master_is_read_from_its_command_line(argv: list[str], expected: str | None) -> None:
+    assert master_in(argv) == expected
+
+
+def test_the_master_read_back_is_the_one_submitted(tmp_path: Path) -> None:
+    for mode in ("local", "cluster"):
+        lay = layout_for(tmp_path, mode)
+        assert master_in(SparkConnectServer(lay).argv(HOME)) == lay.spark_master
