@@ -9,6 +9,7 @@ started them. Each test gets its own topic prefix, Redis key prefix and Spark da
 
 from __future__ import annotations
 
+import asyncio
 import os
 import uuid
 from collections.abc import Iterator
@@ -32,6 +33,15 @@ class Endpoints:
 
 
 ENV_VARS = ("CBT_TEST_KAFKA_BOOTSTRAP", "CBT_TEST_REDIS_URL", "CBT_TEST_SPARK_REMOTE")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """An asyncio loop still running in the main thread when a test starts was left by an earlier one (Playwright's
+    sync API runs one until it is stopped); every asyncio.run() would fail with a message naming neither."""
+    uses_playwright = "playwright" in getattr(item, "fixturenames", ())
+    if not uses_playwright and asyncio._get_running_loop() is not None:  # pyright: ignore[reportPrivateUsage]
+        raise RuntimeError(f"{item.nodeid}: an asyncio loop left running by an earlier test (a fixture not stopped)")
 
 
 @pytest.fixture(scope="session")

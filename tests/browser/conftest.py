@@ -114,13 +114,15 @@ def stack(endpoints: Endpoints, spark_sessions: SessionPool) -> Iterator[UiStack
         redis.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def playwright() -> Iterator[Playwright]:
+    """Module-scoped, not session-scoped: Playwright's sync API keeps an asyncio loop running in the main thread
+    until it stops, and every later test that calls asyncio.run() would fail."""
     with sync_playwright() as p:
         yield p
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(playwright: Playwright) -> Iterator[Browser]:
     assert CHROMIUM.is_file(), f"{CHROMIUM} is missing: run `make system-deps` (Debian's chromium package)"
     browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
