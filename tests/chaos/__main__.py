@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
         "total_s": round(time.monotonic() - began, 1), "lost_rows": result.lost_rows,
         "duplicate_rows": result.duplicate_rows, "tables": {t: list(d) for t, d in result.tables_equal.items()},
         "failures_reported": result.failures_reported, "failures_recorded": result.recorded_failures,
+        "retries_recorded": result.recorded_retries,
         "problems": problems,
     }
     path = write(report, stamp(), REPORTS / "chaos")

@@ -259,6 +259,8 @@ class Verdict:
     """Per model with failures: how many ``cbt status --json`` lists."""
     recorded_failures: dict[str, int]
     """Per misbehaving model: failures in the admin tables' history (``cbt_failures``)."""
+    recorded_retries: dict[str, int]
+    """Per misbehaving model: attempts that failed and were tried again, in the history (``cbt_retries``)."""
     failures_counted: dict[str, float]
     """Per misbehaving model: ``cbt_tasks_total{status="failed"}`` on the running worker's ``/metrics``."""
 
@@ -278,6 +280,8 @@ class Verdict:
         found += [f"{table}: cbt status shows no failure" for table in (HUNG, FAILING)
                   if not self.status_failures.get(table)]
         found += [f"{table}: no failure in the admin tables" for table, n in self.recorded_failures.items() if n == 0]
+        found += [f"{table}: no retried attempt in the admin tables" for table, n in self.recorded_retries.items()
+                  if n == 0]
         found += [f"{table}: the worker's metrics count no failed task" for table, n in self.failures_counted.items()
                   if n == 0]
         if not self.hung_timed_out:
@@ -298,10 +302,12 @@ def verdict(dep: Deployment) -> Verdict:
     hung_timed_out = any(f.model.endswith(HUNG) and "timed out" in f.error for f in failed)
     coverage = {table: sum(hi - lo for lo, hi in dep.coverage(f"{dep.output_db}.{table}"))
                 for table in (HUNG, FAILING)}
-    recorded = Counter(f.model.split(".")[-1] for f in admin_from_config(dep.spark, dep.config).failures(
-        [f"{dep.output_db}.{table}" for table in (HUNG, FAILING)]))
+    admin, misbehaving = admin_from_config(dep.spark, dep.config), [f"{dep.output_db}.{t}" for t in (HUNG, FAILING)]
+    recorded = Counter(f.model.split(".")[-1] for f in admin.failures(misbehaving))
+    retried = Counter(r.model.split(".")[-1] for r in admin.retries(misbehaving))
     return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, status_failures(dep),
-                   {t: recorded[t] for t in (HUNG, FAILING)}, failures_counted(dep))
+                   {t: recorded[t] for t in (HUNG, FAILING)}, {t: retried[t] for t in (HUNG, FAILING)},
+                   failures_counted(dep))
 
 
 def failures_counted(dep: Deployment, timeout_s: float = 90.0) -> dict[str, float]:

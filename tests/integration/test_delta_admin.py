@@ -14,7 +14,7 @@ from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.delta_admin_sql import INCREMENTAL_COLUMNS
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
-from cbt.state.admin_records import CompletedInterval, InvalidationRecord, ScheduledRun
+from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import DurableRecord
 from cbt.state.protocol import UNKNOWN_STEP, Piece
 from cbt.testing.memory_record import MemoryRecord
@@ -83,7 +83,7 @@ def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spa
     admin.ensure_tables()
 
     tables = {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {spark_database}").collect()}
-    assert tables == {"cbt_incremental", "cbt_scheduled", "cbt_invalidations", "cbt_failures"}
+    assert tables == {"cbt_incremental", "cbt_scheduled", "cbt_invalidations", "cbt_failures", "cbt_retries"}
     detail = spark.sql(f"DESCRIBE DETAIL {spark_database}.cbt_incremental").collect()[0]
     assert detail["format"] == "delta"
     assert list(detail["partitionColumns"]) == ["database", "table"]
@@ -301,6 +301,24 @@ def test_every_failure_is_kept_newest_first_with_its_error(admin: DeltaAdmin) ->
     assert admin.failures() == [failures[2], failures[1], failures[0]]
     assert admin.failures([M], limit=1) == [failures[2]]
     assert admin.failures(["an.none"]) == []
+
+
+@pytest.mark.integration
+def test_every_retried_attempt_is_kept_newest_first_with_its_error_and_duration(admin: DeltaAdmin) -> None:
+    attempts = [
+        RetriedAttempt(M, f"{M}:0:60", 1, "boom 'x'\nline 2", position=0, interval=60, direction="backfill",
+                       worker="w1", duration_ms=1_200, failed_at_ms=1_000),
+        RetriedAttempt(M, f"{M}:0:60", 2, "boom again", position=0, interval=60, direction="backfill",
+                       worker="w1", duration_ms=900, failed_at_ms=2_000),
+        RetriedAttempt("ref.rates", "ref.rates:@3600", 1, "e", scheduled_unix=3600, direction="scheduled",
+                       failed_at_ms=3_000),
+    ]
+    for attempt in attempts:
+        admin.record_retry(attempt)
+
+    assert admin.retries() == [attempts[2], attempts[1], attempts[0]]
+    assert admin.retries([M], limit=1) == [attempts[1]]
+    assert admin.retries(["an.none"]) == []
 
 
 @pytest.mark.integration

@@ -29,7 +29,7 @@ from cbt.models.loader import load_models
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.scheduling.state import RawBounds
-from cbt.state.admin_records import CompletedInterval
+from cbt.state.admin_records import CompletedInterval, RetriedAttempt
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
 from cbt.testing.memory_record import MemoryRecord
@@ -177,6 +177,9 @@ class NoRecorder:
         return None
 
     async def record_failure(self, failed: TaskFailed) -> None:
+        return None
+
+    async def record_retry(self, retried: RetriedAttempt) -> None:
         return None
 
 

@@ -1,5 +1,5 @@
 """The Delta admin tables (SPEC §7): the durable, SQL-queryable record of completed intervals, scheduled runs,
-invalidations and failed tasks, and the source the Redis hot index is rebuilt from.
+invalidations, failed tasks and retried attempts, and the source the Redis hot index is rebuilt from.
 
 Implements ``cbt.state.ports.DurableRecord``: the authority of the coverage protocol (``docs/protocol.md``).
 Everything goes through Spark Connect with SQL and the DataFrame API. Each public write is one Delta commit:
@@ -35,6 +35,7 @@ from cbt.state.admin_records import (
     CompletedInterval,
     Consolidation,
     InvalidationRecord,
+    RetriedAttempt,
     ScheduledRun,
     decode_metadata,
     decode_ranges,
@@ -66,6 +67,7 @@ def _struct(columns: Iterable[tuple[str, str]]) -> StructType:
 _INCREMENTAL_SCHEMA = _struct(q.INCREMENTAL_COLUMNS)
 _SCHEDULED_SCHEMA = _struct(q.SCHEDULED_COLUMNS)
 _FAILURE_SCHEMA = _struct(q.FAILURE_COLUMNS)
+_RETRY_SCHEMA = _struct(q.RETRY_COLUMNS)
 
 
 def _utc(ms: int) -> datetime:
@@ -84,7 +86,7 @@ _CREATE_RACES = ("ALREADY_EXISTS", "already exists", "DELTA_CREATE_TABLE_WITH_NO
 
 
 class DeltaAdmin:
-    """The three admin tables of one installation; table names are ``(database, table)`` pairs."""
+    """The admin tables of one installation; table names are ``(database, table)`` pairs."""
 
     def __init__(
         self,
@@ -93,6 +95,7 @@ class DeltaAdmin:
         scheduled: TableName = ("admin", "cbt_scheduled"),
         invalidations: TableName = ("admin", "cbt_invalidations"),
         failures: TableName | None = None,
+        retries: TableName | None = None,
         *,
         conflict_retries: int = 8,
         reconnect: Callable[[], SparkSession] | None = None,
@@ -101,9 +104,10 @@ class DeltaAdmin:
         self._reconnect = reconnect
         """Makes a new session when the current one is lost (the Spark Connect server restarted)."""
         failures = failures or (incremental[0], "cbt_failures")
-        self._databases = sorted({incremental[0], scheduled[0], invalidations[0], failures[0]})
-        self._inc, self._sched, self._inv, self._failed = (
-            self._qualified(n) for n in (incremental, scheduled, invalidations, failures))
+        retries = retries or (incremental[0], "cbt_retries")
+        self._databases = sorted({incremental[0], scheduled[0], invalidations[0], failures[0], retries[0]})
+        self._inc, self._sched, self._inv, self._failed, self._retried = (
+            self._qualified(n) for n in (incremental, scheduled, invalidations, failures, retries))
         self._conflict_retries = conflict_retries
 
     @staticmethod
@@ -159,6 +163,7 @@ class DeltaAdmin:
             (self._sched, q.create_scheduled(self._sched), q.SCHEDULED_COLUMNS),
             (self._inv, q.create_invalidations(self._inv), q.INVALIDATION_COLUMNS),
             (self._failed, q.create_failures(self._failed), q.FAILURE_COLUMNS),
+            (self._retried, q.create_retries(self._retried), q.RETRY_COLUMNS),
         )
         for table, statement, columns in tables:
             self._create(f"create {table}", statement)
@@ -335,6 +340,19 @@ class DeltaAdmin:
         rows = self._sql("read failures", q.failures_query(self._failed, where), {**params, "limit": limit})
         return [_failure(row) for row in rows]
 
+    def record_retry(self, retried: RetriedAttempt) -> None:
+        """Append an attempt that failed and was tried again."""
+        value = (_utc(retried.failed_at_ms), *split_model_id(retried.model), retried.position, retried.interval,
+                 retried.scheduled_unix, retried.task_id, retried.attempt, retried.error, retried.direction,
+                 retried.worker, retried.duration_ms)
+        self._append("record retried attempt", self._retried, _RETRY_SCHEMA, [value])
+
+    def retries(self, model_ids: Collection[ModelId] | None = None, limit: int = 100) -> list[RetriedAttempt]:
+        """Recorded retried attempts, newest first."""
+        where, params = q.model_filter(model_ids)
+        rows = self._sql("read retried attempts", q.retries_query(self._retried, where), {**params, "limit": limit})
+        return [_retried(row) for row in rows]
+
     # -- invalidations --------------------------------------------------------------------------------------------
 
     def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
@@ -379,6 +397,15 @@ def _failure(row: Row) -> TaskFailed:
     )
 
 
+def _retried(row: Row) -> RetriedAttempt:
+    return RetriedAttempt(
+        model=f"{row['database']}.{row['table']}", task_id=row["task_id"], attempt=int(row["attempt"]),
+        error=row["error"] or "", position=row["position"], interval=row["interval"],
+        scheduled_unix=row["scheduled_unix"], direction=row["direction"] or "", worker=row["worker"] or "",
+        duration_ms=int(row["duration_ms"] or 0), failed_at_ms=int(row["failed_ms"]),
+    )
+
+
 def _invalidation(row: Row) -> InvalidationRecord:
     return InvalidationRecord(
         id=row["id"],
@@ -402,4 +429,5 @@ def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin:
                       (names.scheduled.database, names.scheduled.table),
                       (names.invalidations.database, names.invalidations.table),
                       (names.failures.database, names.failures.table),
+                      (names.retries.database, names.retries.table),
                       reconnect=(lambda: connect(remote)) if remote else None)

@@ -72,6 +72,21 @@ FAILURE_COLUMNS = (
     ("worker", "STRING"),
 )
 
+RETRY_COLUMNS = (
+    ("failed_date_time", "TIMESTAMP"),
+    ("database", "STRING"),
+    ("table", "STRING"),
+    ("position", "BIGINT"),
+    ("interval", "BIGINT"),
+    ("scheduled_unix", "BIGINT"),
+    ("task_id", "STRING"),
+    ("attempt", "BIGINT"),
+    ("error", "STRING"),
+    ("direction", "STRING"),
+    ("worker", "STRING"),
+    ("duration_ms", "BIGINT"),
+)
+
 
 def create_database(database: str) -> str:
     return f"CREATE DATABASE IF NOT EXISTS {database}"
@@ -118,6 +133,18 @@ def create_failures(table: str) -> str:
   attempts BIGINT COMMENT 'attempts made (0: the task could not be run at all)', error STRING, worker STRING
 ) USING DELTA
 COMMENT 'cbt: every task that failed its last attempt (it is tried again on a later backfill tick)'"""
+
+
+def create_retries(table: str) -> str:
+    return f"""CREATE TABLE IF NOT EXISTS {table} (
+  failed_date_time TIMESTAMP COMMENT 'when the attempt failed', `database` STRING, `table` STRING,
+  position BIGINT, `interval` BIGINT COMMENT 'the task [position, position + interval); null for a scheduled run',
+  scheduled_unix BIGINT COMMENT 'the cron time of a scheduled run', task_id STRING,
+  attempt BIGINT COMMENT 'which attempt failed (1 is the first)', error STRING,
+  direction STRING COMMENT 'forward, backfill, rerun or scheduled', worker STRING,
+  duration_ms BIGINT COMMENT 'how long the failed attempt ran'
+) USING DELTA
+COMMENT 'cbt: every attempt of a task that failed and was tried again (the last failed attempt is in cbt_failures)'"""
 
 
 def model_filter(models: Collection[ModelId] | None, prefix: str = "m") -> tuple[str, Params]:
@@ -356,6 +383,13 @@ def scheduled_runs_query(scheduled: str, where: str, latest_only: bool) -> str:
     error, duration_ms, row_number() OVER (PARTITION BY `database`, `table` ORDER BY {order}) AS rn
   FROM {scheduled} WHERE {where}
 ) {keep} ORDER BY `database`, `table`, rn"""
+
+
+def retries_query(retries: str, where: str) -> str:
+    """Retried attempts newest first."""
+    return f"""SELECT unix_millis(failed_date_time) AS failed_ms, `database`, `table`, position, `interval`,
+  scheduled_unix, task_id, attempt, error, direction, worker, duration_ms
+FROM {retries} WHERE {where} ORDER BY failed_date_time DESC, task_id, attempt DESC LIMIT :limit"""
 
 
 def failures_query(failures: str, where: str) -> str:

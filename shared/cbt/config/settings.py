@@ -147,6 +147,7 @@ _ADMIN_DEFAULTS = {
     "scheduled": {"database": "admin", "table": "cbt_scheduled"},
     "invalidations": {"database": "admin", "table": "cbt_invalidations"},
     "failures": {"database": "admin", "table": "cbt_failures"},
+    "retries": {"database": "admin", "table": "cbt_retries"},
 }
 
 
@@ -157,6 +158,7 @@ class AdminConfig(Section):
     scheduled: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["scheduled"])
     invalidations: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["invalidations"])
     failures: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["failures"])
+    retries: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["retries"])
 
     def tables(self) -> tuple[TableRef, ...]:
         return tuple(getattr(self, name) for name in _ADMIN_DEFAULTS)

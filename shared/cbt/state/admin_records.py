@@ -90,6 +90,28 @@ class ScheduledRun:
 
 
 @dataclass(frozen=True)
+class RetriedAttempt:
+    """An attempt of a task that failed and was tried again (the last attempt's failure is a ``TaskFailed``).
+
+    ``position``/``interval`` are the task's range (``None`` for a scheduled run, which has ``scheduled_unix``)."""
+
+    model: ModelId
+    task_id: str
+    attempt: int
+    error: str
+    position: int | None = None
+    interval: int | None = None
+    scheduled_unix: int | None = None
+    direction: str = ""
+    worker: str = ""
+    duration_ms: int = 0
+    failed_at_ms: int = field(default_factory=now_ms)
+
+    def __post_init__(self) -> None:
+        split_model_id(self.model)
+
+
+@dataclass(frozen=True)
 class InvalidationRecord:
     """An accepted invalidation event and what applying it did.
 

@@ -15,6 +15,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.scheduling.state import RawBounds
+from cbt.state.admin_records import RetriedAttempt
 from cbt.state.ports import InFlightTask
 from cbt.testing.memory_state import MemoryState
 from cbt.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
@@ -35,12 +36,16 @@ class Published:
 class Rows:
     rows: list[CompletionRow] = field(default_factory=list)
     failures: list[TaskFailed] = field(default_factory=list)
+    retries: list[RetriedAttempt] = field(default_factory=list)
 
     async def record(self, row: CompletionRow) -> None:
         self.rows.append(row)
 
     async def record_failure(self, failed: TaskFailed) -> None:
         self.failures.append(failed)
+
+    async def record_retry(self, retried: RetriedAttempt) -> None:
+        self.retries.append(retried)
 
 
 @dataclass
@@ -133,8 +138,11 @@ def test_a_task_outside_the_dependency_range_does_not_run() -> None:
 
 def test_failures_are_retried_and_the_last_one_is_published() -> None:
     state = ready_state()
-    runner, _, _ = make_runner(Executor(failures=2), state)
+    runner, _, rows = make_runner(Executor(failures=2), state)
     assert handle(runner, task()) == "completed"
+    assert [(r.attempt, r.error, r.task_id, r.position, r.interval) for r in rows.retries] == [
+        (1, "boom 1", task().task_id, task().position, task().interval),
+        (2, "boom 2", task().task_id, task().position, task().interval)], "each retried attempt is in the history"
 
     state2, failing = ready_state(), Executor(failures=5)
     runner2, published2, rows2 = make_runner(failing, state2)
@@ -143,12 +151,16 @@ def test_failures_are_retried_and_the_last_one_is_published() -> None:
     (topic, message), = published2.messages
     assert topic == "t.task-failed" and isinstance(message, TaskFailed) and "boom 3" in message.error
     assert rows2.failures == [message], "the failure is kept in the admin tables' history"
+    assert [r.attempt for r in rows2.retries] == [1, 2], "the last attempt is the failure, not a retry"
     assert state2.coverage.coverage(MODEL) == ()
 
 
 def test_a_failure_that_cannot_be_recorded_in_the_admin_tables_is_still_published() -> None:
     class Unrecordable(Rows):
         async def record_failure(self, failed: TaskFailed) -> None:
+            raise RuntimeError("Spark Connect is gone")
+
+        async def record_retry(self, retried: RetriedAttempt) -> None:
             raise RuntimeError("Spark Connect is gone")
 
     state = ready_state()

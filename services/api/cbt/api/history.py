@@ -1,5 +1,6 @@
-"""A model's task history from the durable record: completed intervals, final failures and scheduled runs, merged
-newest first. Pure; the rows come from the admin tables (``cbt.api.records``)."""
+"""A model's task history from the durable record: completed intervals, retried attempts, final failures and
+scheduled runs, merged newest first: every attempt of a task. Pure; the rows come from the admin tables
+(``cbt.api.records``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from dataclasses import dataclass, field
 
 from cbt.api.schemas import TaskItem
 from cbt.contract.messages import TaskFailed
-from cbt.state.admin_records import ScheduledRun
+from cbt.state.admin_records import RetriedAttempt, ScheduledRun
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,14 @@ def from_failure(failed: TaskFailed) -> TaskItem:
                     at_ms=failed.failed_at_ms, attempts=failed.attempts)
 
 
+def from_retry(retried: RetriedAttempt) -> TaskItem:
+    span = None if retried.position is None or retried.interval is None else (
+        retried.position, retried.position + retried.interval)
+    return TaskItem(task_id=retried.task_id, range=span, scheduled_unix=retried.scheduled_unix, status="retried",
+                    error=retried.error, duration_ms=retried.duration_ms, worker=retried.worker,
+                    direction=retried.direction or None, at_ms=retried.failed_at_ms, attempts=retried.attempt)
+
+
 def from_scheduled_run(run: ScheduledRun) -> TaskItem:
     return TaskItem(task_id=run.task_id, range=None, scheduled_unix=run.scheduled_unix, status=run.status,
                     error=run.error or None, duration_ms=run.duration_ms, worker="", direction="scheduled",
@@ -56,7 +65,8 @@ def from_scheduled_run(run: ScheduledRun) -> TaskItem:
 
 
 def merged(completions: Iterable[Completion], failures: Iterable[TaskFailed], runs: Iterable[ScheduledRun],
-           limit: int) -> list[TaskItem]:
-    """Every entry, newest first (ties by task id), at most ``limit``."""
-    items = [*map(from_completion, completions), *map(from_failure, failures), *map(from_scheduled_run, runs)]
-    return sorted(items, key=lambda t: (-t.at_ms, t.task_id))[:limit]
+           limit: int, retries: Iterable[RetriedAttempt] = ()) -> list[TaskItem]:
+    """Every entry, newest first (ties by task id, then the later attempt first), at most ``limit``."""
+    items = [*map(from_completion, completions), *map(from_failure, failures), *map(from_scheduled_run, runs),
+             *map(from_retry, retries)]
+    return sorted(items, key=lambda t: (-t.at_ms, t.task_id, -(t.attempts or 0)))[:limit]

@@ -42,8 +42,9 @@ class ApiRecords(DeltaAdmin):
     """The admin tables plus the audit table, in the admin database of ``incremental``."""
 
     def __init__(self, spark: SparkSession, incremental: TableName, scheduled: TableName, invalidations: TableName,
-                 failures: TableName, reconnect: Callable[[], SparkSession] | None = None) -> None:
-        super().__init__(spark, incremental, scheduled, invalidations, failures, reconnect=reconnect)
+                 failures: TableName, retries: TableName,
+                 reconnect: Callable[[], SparkSession] | None = None) -> None:
+        super().__init__(spark, incremental, scheduled, invalidations, failures, retries, reconnect=reconnect)
         self._audit = self._qualified((incremental[0], AUDIT_TABLE))
         self._inc_table = self._qualified(incremental)
         self._sched_table = self._qualified(scheduled)
@@ -103,5 +104,6 @@ def records_from_config(spark: SparkSession, config: Config) -> ApiRecords:
                       (names.scheduled.database, names.scheduled.table),
                       (names.invalidations.database, names.invalidations.table),
                       (names.failures.database, names.failures.table),
+                      (names.retries.database, names.retries.table),
                       reconnect=(lambda: connect(remote)) if remote else None)
 

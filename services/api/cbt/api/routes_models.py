@@ -170,9 +170,10 @@ async def get_tasks(ctx: Ctx, model_id: str, limit: Annotated[int, Query(ge=1, l
     model = model_of(ctx, model_id)
     if isinstance(model, ExternalModel):
         return TaskList(tasks=[])
+    retries = blocking(ctx.admin.retries, [model_id], limit)
     if isinstance(model, ScheduledModel):
-        runs = await blocking(ctx.admin.recent_scheduled_runs, [model_id], limit)
-        return TaskList(tasks=merged([], [], runs, limit))
-    completions, failures = await asyncio.gather(blocking(ctx.admin.completions, model_id, limit),
-                                                 blocking(ctx.admin.failures, [model_id], limit))
-    return TaskList(tasks=merged(completions, failures, [], limit))
+        runs, retried = await asyncio.gather(blocking(ctx.admin.recent_scheduled_runs, [model_id], limit), retries)
+        return TaskList(tasks=merged([], [], runs, limit, retried))
+    completions, failures, retried = await asyncio.gather(blocking(ctx.admin.completions, model_id, limit),
+                                                          blocking(ctx.admin.failures, [model_id], limit), retries)
+    return TaskList(tasks=merged(completions, failures, [], limit, retried))

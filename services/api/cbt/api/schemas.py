@@ -134,14 +134,15 @@ class TaskItem(Body):
     task_id: str
     range: Span | None
     scheduled_unix: int | None
-    status: Literal["success", "failed"]
+    status: Literal["success", "retried", "failed"] = Field(
+        description="success; retried: this attempt failed and the task was tried again; failed: its last attempt")
     error: str | None
     duration_ms: int | None
     worker: str
     direction: str | None = Field(description="forward | backfill | rerun | consolidated | scheduled; null when "
                                               "not recorded (a task's final failure)")
     at_ms: int
-    attempts: int | None
+    attempts: int | None = Field(description="retried: which attempt this was; failed: the attempts made")
 
 
 class TaskList(Body):

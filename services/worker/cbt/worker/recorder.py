@@ -1,6 +1,6 @@
 """Durable completion records: incremental intervals are group-committed to the admin table, one Delta commit
-for every completion that arrives while the previous commit runs; scheduled runs and tasks that failed their last
-attempt are appended as they finish."""
+for every completion that arrives while the previous commit runs; scheduled runs, tasks that failed their last
+attempt and attempts that were retried are appended as they finish."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from cbt.adapters.delta_admin import DeltaAdmin
 from cbt.concurrency.groupcommit import GroupCommitter
 from cbt.contract.messages import TaskFailed
 from cbt.observability import metrics
-from cbt.state.admin_records import CompletedInterval, ScheduledRun
+from cbt.state.admin_records import CompletedInterval, RetriedAttempt, ScheduledRun
 from cbt.worker.runner import CompletionRow
 
 
@@ -41,6 +41,9 @@ class AdminRecorder:
 
     async def record_failure(self, failed: TaskFailed) -> None:
         await asyncio.to_thread(self.admin.record_failure, failed)
+
+    async def record_retry(self, retried: RetriedAttempt) -> None:
+        await asyncio.to_thread(self.admin.record_retry, retried)
 
     async def close(self) -> None:
         await self._intervals.close()

@@ -37,6 +37,7 @@ from cbt.observability import metrics, tracing
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range, covers
 from cbt.scheduling.state import StateSnapshot
+from cbt.state.admin_records import RetriedAttempt
 from cbt.state.live import read_models_state
 from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, Fence, Leases, Publisher, TaskLedger
 
@@ -100,6 +101,10 @@ class CompletionRecorder(Protocol):
 
     async def record_failure(self, failed: TaskFailed) -> None:
         """Returns once the failure is in the admin tables' history."""
+        ...
+
+    async def record_retry(self, retried: RetriedAttempt) -> None:
+        """Returns once the failed attempt is in the admin tables' history."""
         ...
 
 
@@ -289,8 +294,8 @@ class TaskRunner:
             ) if task.scheduled_unix is None else TaskContext(
                 model_id=model.id, task_start_unix=task.scheduled_unix, direction=task.direction, attempt=attempt,
             )
+            began = time.monotonic()
             try:
-                began = time.monotonic()
                 with tracing.tracer.start_as_current_span("spark job" if model.exec is None else "script",
                                                           attributes={"cbt.attempt": attempt}):
                     worked_s = await self.executor.run(model, context)
@@ -304,7 +309,12 @@ class TaskRunner:
                 metrics.errors.add(1, {"component": "worker", "error_type": type(e).__name__})
             if attempt < self.retry.max_attempts:
                 metrics.tasks.add(1, {"model": model.id, "status": "retried"})
-                await asyncio.sleep(self.retry.delay_s(attempt))
+                retried = RetriedAttempt(
+                    model=model.id, task_id=task.task_id, attempt=attempt, error=error[-4000:],
+                    position=task.position, interval=task.interval, scheduled_unix=task.scheduled_unix,
+                    direction=task.direction, worker=self.worker_id,
+                    duration_ms=int((time.monotonic() - began) * 1000))
+                await asyncio.gather(self._record_retry(retried), asyncio.sleep(self.retry.delay_s(attempt)))
         return error, None
 
     def _why_not_ready(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> str | None:
@@ -373,6 +383,13 @@ class TaskRunner:
                 log.error("task lease lost while running; stopping the run", extra={"lease": held.fence.lease})
                 work.cancel()
                 return
+
+    async def _record_retry(self, retried: RetriedAttempt) -> None:
+        try:  # history for operators, like a failure's record
+            await self.ports.recorder.record_retry(retried)
+        except Exception as e:
+            log.warning("recording a retried attempt in the admin tables failed",
+                        extra={"task_id": retried.task_id, "error": str(e)[:300]})
 
     async def _fail(self, task: TaskRequested, attempts: int, error: str) -> None:
         log.error("task failed", extra={"task_id": task.task_id, "error": error[:500]})

@@ -58,7 +58,7 @@ export function renderedView(rendered, isTime) {
 }
 
 export function tasksView(tasks, isTime) {
-  if (!tasks.length) return emptyState("No task has run yet", "Tasks appear here once a worker finishes (or fails) an interval of this model.");
+  if (!tasks.length) return emptyState("No task has run yet", "Tasks appear here once a worker finishes an interval of this model, or an attempt fails.");
   return h("div", { class: "table-scroll" }, table([
     { label: "Finished", cell: (t) => h("span", { title: formatMs(t.at_ms) }, formatAgo(t.at_ms)) },
     { label: "Range", cell: (t) => t.range ? formatRange(t.range[0], t.range[1], isTime) : t.scheduled_unix != null ? formatMs(t.scheduled_unix * 1000) : "—" },
