@@ -1,6 +1,6 @@
 """A model's task history: every attempt of a task from the durable record, newest first."""
 
-from cbt.api.history import Completion, merged
+from cbt.api.history import Completion, failures_known, merged
 from cbt.contract.messages import TaskFailed
 from cbt.state.admin_records import RetriedAttempt
 
@@ -33,3 +33,14 @@ def test_attempts_recorded_in_the_same_millisecond_list_the_later_attempt_first(
     task = f"{M}:0:60"
     attempts = [RetriedAttempt(M, task, n, f"boom {n}", position=0, interval=60, failed_at_ms=5) for n in (1, 2)]
     assert [t.attempts for t in merged([], [], [], limit=10, retries=attempts)] == [2, 1]
+
+
+def test_failures_are_the_recorded_ones_plus_those_only_the_failure_log_has_yet() -> None:
+    def failed(task: str, at_ms: int) -> TaskFailed:
+        return TaskFailed(task_id=task, model=M, position=0, interval=60, attempts=3, error="e", failed_at_ms=at_ms)
+
+    old, both, fresh = failed(f"{M}:0:60", 1_000), failed(f"{M}:60:60", 2_000), failed(f"{M}:120:60", 3_000)
+    assert failures_known([both, old], [fresh, both], limit=10) == [fresh, both, old]
+    assert failures_known([both, old], [fresh, both], limit=2) == [fresh, both]
+    again = failed(f"{M}:0:60", 4_000)  # the same task failed again later: a second failure, not a duplicate
+    assert failures_known([old], [again], limit=10) == [again, old]

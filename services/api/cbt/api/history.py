@@ -64,6 +64,14 @@ def from_scheduled_run(run: ScheduledRun) -> TaskItem:
                     at_ms=run.updated_at_ms, attempts=None)
 
 
+def failures_known(recorded: Iterable[TaskFailed], hot: Iterable[TaskFailed], limit: int) -> list[TaskFailed]:
+    """The recorded failures plus those the coordinator's failure log (Redis) already has and the admin table not
+    yet: the worker appends its row after publishing, best-effort, on a Spark that may be busy with a backlog, so
+    without them ``/failures`` lagged the failed ranges ``/coverage`` shows. Newest first, at most ``limit``."""
+    known = {(f.task_id, f.failed_at_ms): f for f in (*hot, *recorded)}
+    return sorted(known.values(), key=lambda f: (-f.failed_at_ms, f.task_id))[:limit]
+
+
 def merged(completions: Iterable[Completion], failures: Iterable[TaskFailed], runs: Iterable[ScheduledRun],
            limit: int, retries: Iterable[RetriedAttempt] = ()) -> list[TaskItem]:
     """Every entry, newest first (ties by task id, then the later attempt first), at most ``limit``."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated
 
@@ -11,6 +12,7 @@ from fastapi.sse import EventSourceResponse, ServerSentEvent
 from cbt.api import catalog
 from cbt.api.common import PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
+from cbt.api.history import failures_known
 from cbt.api.schemas import (
     AuditItem,
     AuditList,
@@ -33,10 +35,15 @@ Ctx = Annotated[ApiContext, Depends(context)]
 Limit = Annotated[int, Query(ge=1, le=1000)]
 
 
-@router.get("/failures", response_model=FailureList, summary="Tasks that failed their last attempt, newest first")
+@router.get("/failures", response_model=FailureList,
+            summary="Tasks that failed their last attempt, newest first (admin tables, and the coordinator's "
+                    "failure log for those not recorded yet)")
 async def get_failures(ctx: Ctx, model: str | None = None, limit: Limit = 100) -> FailureList:
     ids = None if model is None else [model_of(ctx, model).id]
-    return FailureList(failures=[failure_item(f) for f in await blocking(ctx.admin.failures, ids, limit)])
+    recorded, hot = await asyncio.gather(blocking(ctx.admin.failures, ids, limit),
+                                         blocking(ctx.hot.failures, ids or [m.id for m in ctx.models]))
+    known = failures_known(recorded, (f for fs in hot.values() for f in fs), limit)
+    return FailureList(failures=[failure_item(f) for f in known])
 
 
 @router.get("/invalidations", response_model=InvalidationList,
