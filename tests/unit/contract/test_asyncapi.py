@@ -24,7 +24,7 @@ from tests.unit.contract.asyncapi_spec import SpecUnavailable, asyncapi_3_schema
 
 PROJECT = Path(__file__).resolve().parents[3]
 DOCUMENT = PROJECT / "docs" / "asyncapi.yaml"
-SERVICES = {"coordinator", "worker", "bounds-cache", "invalidator", "other-systems"}
+SERVICES = {"coordinator", "worker", "bounds-cache", "invalidator", "api", "other-systems"}
 CLASSES: dict[str, type[Message]] = {kind_of(message): message for message in MESSAGES}
 
 
@@ -164,3 +164,17 @@ def test_header_schema_covers_the_trace_context_the_services_send(doc: dict[str,
     assert set(sent) <= set(schema["properties"])
     assert list(Draft7Validator(schema).iter_errors(sent)) == []
     assert list(Draft7Validator(schema).iter_errors({"traceparent": "not-a-trace"}))
+
+
+def test_the_api_is_listed_as_a_receiver_of_every_topic_it_streams(doc: dict[str, Any]) -> None:
+    from cbt.api.events import event_names
+
+    topics = Topics()
+    streamed = set(event_names(topics, (DEFAULT_POOL,)))
+    listed: set[str] = set()
+    for operation in doc["operations"].values():
+        names = {resolve(doc, tag["$ref"])["name"] for tag in operation["tags"]}
+        if operation["action"] == "receive" and names == {"api"}:
+            address = resolve(doc, operation["channel"]["$ref"])["address"]
+            listed.add(address.format(pool=DEFAULT_POOL))
+    assert listed == streamed
