@@ -1,0 +1,126 @@
+"""A caught-up deployment of the example pipeline with an api process in front of it, for the api e2e tests and
+the browser tests: the services as separate processes on the real Kafka, Redis and Spark Connect, one api with a
+token (and, when asked, a second one with none configured), and a small HTTP client for ``/api/v1``."""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from redis import Redis
+
+from cbt.adapters.kafka_admin import delete_topics
+from cbt.adapters.spark import SessionPool
+from cbt.contract.topics import Topics
+from cbt.dev.pipeline import ServiceProcesses, free_port
+from tests.conftest import Endpoints
+from tests.e2e.harness import CONFIG, PROJECT, Deployment, overrides_for
+
+PIPELINE = ("coordinator", "worker", "bounds-cache", "invalidator")
+
+
+def call(url: str, method: str = "GET", body: object = None, token: str | None = None,
+         timeout_s: float = 120) -> tuple[int, str, Any]:
+    """(status, content type, parsed JSON body) of one request; error answers are returned, not raised."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, method=method)
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    if token is not None:
+        request.add_header("Authorization", f"Bearer {token}")
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s) as response:
+            return response.status, response.headers.get("Content-Type", ""), json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers.get("Content-Type", ""), json.loads(e.read())
+
+
+def wait_until(what: str, check: Callable[[], Any], timeout_s: float = 120, pause_s: float = 0.5) -> Any:
+    """``check()``'s first truthy value, polled until ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(pause_s)
+    raise AssertionError(f"timed out after {timeout_s:.0f}s waiting for {what}")
+
+
+@dataclass
+class ApiStack:
+    """The api's base URL over one deployment, the token it accepts for changes, and the deployment itself."""
+
+    base: str
+    token: str
+    dep: Deployment
+    open_base: str | None = None
+    """An api process of the same deployment without any token configured, when one was asked for."""
+
+    def model(self, table: str) -> str:
+        return f"{self.dep.output_db}.{table}"
+
+    def source(self, table: str) -> str:
+        return f"{self.dep.source_db}.{table}"
+
+    def api(self, path: str, body: object = None, token: str | None = None) -> tuple[int, Any]:
+        """(status, JSON body) of one ``/api/v1`` request, a POST when it has a body."""
+        status, _, answer = call(f"{self.base}/api/v1{path}", "GET" if body is None else "POST", body, token)
+        return status, answer
+
+    def get(self, path: str) -> Any:
+        status, body = self.api(path)
+        assert status == 200, (path, status, body)
+        return body
+
+
+def _start_api(procs: ServiceProcesses, key: str) -> None:
+    procs.start("api", key)
+    wait_until(f"api{key} to be ready", timeout_s=300,
+               check=lambda: (r := procs.readiness(f"api{key}")) and all(v == "ok" for v in r.values()))
+
+
+@contextmanager
+def api_deployment(endpoints: Endpoints, spark_sessions: SessionPool, *, t0: int, source_end: int,
+                   last_slot_end: int, disabled: tuple[str, ...], tokenless: bool = False) -> Iterator[ApiStack]:
+    """The example pipeline without the models in ``disabled``, over source rows ``[t0, source_end)``, caught up
+    to ``last_slot_end``; removed again (processes, databases, keys, topics) on the way out."""
+    spark = spark_sessions.session("tests")
+    tag = f"tapi{uuid.uuid4().hex[:8]}"
+    redis = Redis.from_url(endpoints.redis_url)
+    port, token = free_port(), f"api-{uuid.uuid4().hex}"
+    overrides = {**overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote),
+                 "CBT__API__ADDR": f"127.0.0.1:{port}", "CBT__API__AUTH__TOKENS": json.dumps([token]),
+                 "CBT__MODELS__OVERRIDES": "{" + ", ".join(f"{m}: {{enabled: false}}" for m in disabled) + "}"}
+    log_dir = PROJECT / "var" / "e2e-logs" / tag
+    dep = Deployment(spark, redis, overrides, log_dir)
+    open_port = free_port()
+    without_token = ServiceProcesses(CONFIG, {**overrides, "CBT__API__ADDR": f"127.0.0.1:{open_port}",
+                                              "CBT__API__AUTH__TOKENS": "[]"}, log_dir)
+    try:
+        dep.create_tables()
+        dep.write_entities()
+        dep.write_sources(t0, source_end)
+        dep.start(*PIPELINE)
+        _start_api(dep.procs, "")
+        if tokenless:
+            _start_api(without_token, "-open")
+        dep.wait_quiet(last_slot_end, timeout_s=900)
+        yield ApiStack(f"http://127.0.0.1:{port}", token, dep,
+                       f"http://127.0.0.1:{open_port}" if tokenless else None)
+    finally:
+        without_token.stop_all()
+        dep.stop()
+        for database in dep.databases():
+            spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+        keys = list(redis.scan_iter(match=f"{tag}:*"))
+        if keys:
+            redis.delete(*keys)
+        delete_topics(endpoints.kafka_bootstrap, Topics(f"{tag}.").all(("default", *dep.config.worker.pools)))
+        redis.close()
