@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.conftest import SOURCE_END, PageErrors, UiStack, screenshot, wait_until
+from tests.browser.conftest import SOURCE_END, PageErrors, screenshot
+from tests.e2e.api_stack import ApiStack, wait_until
 
 pytestmark = pytest.mark.e2e  # the default 300 s per test: the whole module takes ~90 s on a quiet machine
 
@@ -35,7 +36,7 @@ def rows_of(page: Page, root: str) -> list[dict[str, Any]]:
     return rows
 
 
-def assert_rows_match_the_api(stack: UiStack, rows: list[dict[str, Any]]) -> None:
+def assert_rows_match_the_api(stack: ApiStack, rows: list[dict[str, Any]]) -> None:
     for row in rows:
         answer = stack.get(f"/models/{row['model']}/coverage?from={row['from']}&to={row['to']}")
         assert answer["window"] == [row["from"], row["to"]]
@@ -50,7 +51,7 @@ def click_position(page: Page, svg_selector: str, position: int, window: tuple[i
     page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
 
 
-def test_dashboard_draws_every_models_coverage_as_the_api_reports_it(stack: UiStack, page: Page) -> None:
+def test_dashboard_draws_every_models_coverage_as_the_api_reports_it(stack: ApiStack, page: Page) -> None:
     incrementals = {m["id"] for m in stack.get("/models?type=incremental")["models"]}
     page.goto(stack.base + "/")
     rows = rows_of(page, "#groups")
@@ -70,7 +71,7 @@ def test_dashboard_draws_every_models_coverage_as_the_api_reports_it(stack: UiSt
     assert page.locator(".group .zoom [data-action=fit]").first.get_attribute("aria-pressed") == "false"
 
 
-def test_dag_page_shows_ranks_statuses_or_groups_and_lineage(stack: UiStack, page: Page) -> None:
+def test_dag_page_shows_ranks_statuses_or_groups_and_lineage(stack: ApiStack, page: Page) -> None:
     dag = stack.get("/dag")
     page.goto(stack.base + "/dag")
     page.wait_for_selector("#dag[data-loaded=true]")
@@ -98,7 +99,7 @@ def dependency_ids(tree: list[dict[str, Any]]) -> list[str]:
     return [i for d in tree for i in (d["id"], *dependency_ids(d.get("dependencies") or []))]
 
 
-def test_model_page_aligns_dependencies_and_explains_a_clicked_position(stack: UiStack, page: Page) -> None:
+def test_model_page_aligns_dependencies_and_explains_a_clicked_position(stack: ApiStack, page: Page) -> None:
     two_minute, minute = stack.model("block_propagation_two_minute"), stack.model("block_propagation_minute")
     page.goto(f"{stack.base}/models/{two_minute}")
     rows = rows_of(page, "#timelines")
@@ -128,7 +129,7 @@ def test_model_page_aligns_dependencies_and_explains_a_clicked_position(stack: U
     screenshot(page, "model", full_page=True)
 
 
-def test_the_explain_view_says_why_a_position_cannot_run(stack: UiStack, page: Page) -> None:
+def test_the_explain_view_says_why_a_position_cannot_run(stack: ApiStack, page: Page) -> None:
     minute = stack.model("block_propagation_minute")
     beyond = SOURCE_END + 600
     page.goto(f"{stack.base}/models/{minute}#position={beyond}")
@@ -142,7 +143,7 @@ def test_the_explain_view_says_why_a_position_cannot_run(stack: UiStack, page: P
     screenshot(page, "model-explain-not-ready")
 
 
-def test_a_rerun_needs_the_token_previews_then_reruns(stack: UiStack, page: Page, page_errors: PageErrors) -> None:
+def test_a_rerun_needs_the_token_previews_then_reruns(stack: ApiStack, page: Page, page_errors: PageErrors) -> None:
     minute = stack.model("block_propagation_minute")
     page_errors.expected.append("401")
     dashboard = page.context.new_page()
@@ -207,7 +208,37 @@ def test_a_rerun_needs_the_token_previews_then_reruns(stack: UiStack, page: Page
     dashboard.close()
 
 
-def test_failures_and_invalidations_pages_list_what_the_api_has(stack: UiStack, page: Page) -> None:
+def test_a_range_is_skipped_then_resumed_from_the_model_page(stack: ApiStack, page: Page) -> None:
+    minute = stack.model("block_propagation_minute")
+    url = f"{stack.base}/models/{minute}"
+    page.goto(url)
+    end = rows_of(page, "#timelines")[0]["to"]
+    skipped = (end + 60, end + 120)  # ahead of the data: the timeline's window widens to show it
+
+    def act(button: str, expected: str) -> None:
+        page.click("#skip-open")
+        form = page.locator("#skip-form")
+        form.locator("[name=start]").fill(str(skipped[0]))
+        form.locator("[name=end]").fill(str(skipped[1]))
+        form.locator("[name=token]").fill(stack.token)
+        page.click(button)
+        page.wait_for_selector(f"#skip-result .success-box[data-skipped='{expected}']")
+        page.goto(url)  # a fresh page: its window is the API's default one
+        rows_of(page, "#timelines")
+
+    drawn = f'#timelines svg.coverage[data-model="{minute}"] rect.range.skipped[data-start="{skipped[0]}"]'
+    act("#skip-confirm", f"[[{skipped[0]},{skipped[1]}]]")
+    rect = page.locator(drawn)
+    assert rect.count() == 1 and rect.get_attribute("data-end") == str(skipped[1])
+    assert {"start": skipped[0], "end": skipped[1], "status": "skipped"} in stack.get(
+        f"/models/{minute}/coverage")["ranges"]
+    screenshot(page, "model-skipped")
+
+    act("#unskip-confirm", "[]")
+    assert page.locator(drawn).count() == 0
+    assert stack.get(f"/models/{minute}/coverage")["counts"]["skipped"] == 0
+
+def test_failures_and_invalidations_pages_list_what_the_api_has(stack: ApiStack, page: Page) -> None:
     failures = stack.get("/failures")["failures"]
     page.goto(stack.base + "/failures")
     page.wait_for_selector("#failures[data-loaded=true]", timeout=SLOW_MS)  # read from the admin tables
@@ -227,7 +258,7 @@ def test_failures_and_invalidations_pages_list_what_the_api_has(stack: UiStack, 
     screenshot(page, "invalidations")
 
 
-def test_an_unknown_model_page_says_so(stack: UiStack, page: Page, page_errors: PageErrors) -> None:
+def test_an_unknown_model_page_says_so(stack: ApiStack, page: Page, page_errors: PageErrors) -> None:
     page_errors.expected.append("404")
     page.goto(f"{stack.base}/models/nope.nothing")
     problem = page.wait_for_selector('#model-error .problem[data-status="404"]')

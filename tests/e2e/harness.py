@@ -119,7 +119,7 @@ class Deployment:
         if len(bounds) < len(externals) or any(b.max < min_end for b in bounds.values()):
             return False
         incrementals = [m.id for m in self.healthy_incrementals()]
-        reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
+        reader = LiveStateReader.of(self.models, self.state)
         snapshot = reader.read_snapshot(incrementals)
         if not snapshot.coverage_known or any(snapshot.in_flight.get(m) for m in incrementals):
             return False

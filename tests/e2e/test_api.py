@@ -3,7 +3,7 @@ serves /api/v1 over it, and every endpoint answers with the contract's shape; ch
 re-runs its range, run-now runs the scheduled model, a bounds refresh makes the bounds-cache scan, the event stream
 delivers Kafka's events, and schemathesis finds no 5xx and no response that breaks the OpenAPI document.
 
-One deployment for the module (the pipeline catches up once); ``API_TOKEN`` is the only token the api accepts, a
+One deployment for the module (the pipeline catches up once); ``api.token`` is the only token the api accepts, a
 second api process without any token refuses changes."""
 
 from __future__ import annotations
@@ -12,119 +12,38 @@ import itertools
 import json
 import threading
 import time
-import urllib.error
 import urllib.request
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
-from pyspark.sql import SparkSession
-from redis import Redis
 
-from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.spark import SessionPool
 from cbt.api.auth import fingerprint
-from cbt.contract.topics import Topics
-from cbt.dev.pipeline import ServiceProcesses, free_port
+from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import covers, merge
 from tests.conftest import Endpoints
-from tests.e2e.harness import CONFIG, PROJECT, T0, Deployment, overrides_for
+from tests.e2e.api_stack import ApiStack, api_deployment, call, wait_until
+from tests.e2e.harness import T0
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1500)]
-API_TOKEN = "e2e-" + uuid.uuid4().hex
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(600)]
 SOURCE_END = T0 + 240
-LEAN = "{block_gas: {enabled: false}, block_propagation_five_minute: {enabled: false}, " \
-       "entity_leaderboard: {enabled: false}}"
+LAST_SLOT_END = SOURCE_END - 12 + 1
+LEAN = ("block_gas", "block_propagation_five_minute", "entity_leaderboard")
 """The API needs a small pipeline that has run, not all of it: the example pipeline without its slowest models (a
 Python script's own Spark session, the five-minute chain end and the report over it)."""
-LAST_SLOT_END = SOURCE_END - 12 + 1
-
-
-@dataclass
-class Api:
-    """An api process's base URL, and what its deployment runs."""
-
-    base: str
-    dep: Deployment
-    open_base: str
-    """An api process of the same deployment without any token configured."""
-
-    def model(self, table: str) -> str:
-        return f"{self.dep.output_db}.{table}"
-
-    def source(self, table: str) -> str:
-        return f"{self.dep.source_db}.{table}"
-
-
-def call(url: str, method: str = "GET", body: object = None, token: str | None = None,
-         timeout_s: float = 300) -> tuple[int, str, Any]:
-    """(status, content type, parsed JSON body) of one request; errors are answers too."""
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method)
-    if data is not None:
-        request.add_header("Content-Type", "application/json")
-    if token is not None:
-        request.add_header("Authorization", f"Bearer {token}")
-    try:
-        with urllib.request.urlopen(request, timeout=timeout_s) as response:
-            return response.status, response.headers.get("Content-Type", ""), json.loads(response.read())
-    except urllib.error.HTTPError as e:
-        return e.code, e.headers.get("Content-Type", ""), json.loads(e.read())
-
-
-def wait_until(what: str, check: Any, timeout_s: float = 120, pause_s: float = 0.5) -> Any:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        value = check()
-        if value:
-            return value
-        time.sleep(pause_s)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-def start_api(procs: ServiceProcesses, key: str) -> None:
-    procs.start("api", key)
-    wait_until(f"api{key} ready", lambda: (r := procs.readiness(f"api{key}")) and all(v == "ok" for v in r.values()))
 
 
 @pytest.fixture(scope="module")
-def api(endpoints: Endpoints, spark_sessions: SessionPool) -> Iterator[Api]:
-    spark: SparkSession = spark_sessions.session("tests")
-    tag = f"ta{uuid.uuid4().hex[:8]}"
-    redis = Redis.from_url(endpoints.redis_url)
-    port, open_port = free_port(), free_port()
-    overrides = {**overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote),
-                 "CBT__API__ADDR": f"127.0.0.1:{port}", "CBT__API__AUTH__TOKENS": json.dumps([API_TOKEN]),
-                 "CBT__MODELS__OVERRIDES": LEAN}
-    log_dir = PROJECT / "var" / "e2e-logs" / tag
-    dep = Deployment(spark, redis, overrides, log_dir)
-    tokenless = ServiceProcesses(CONFIG, {**overrides, "CBT__API__ADDR": f"127.0.0.1:{open_port}",
-                                          "CBT__API__AUTH__TOKENS": "[]"}, log_dir)
-    try:
-        dep.create_tables()
-        dep.write_entities()
-        dep.write_sources(T0, SOURCE_END)
-        dep.start("coordinator", "worker", "bounds-cache", "invalidator")
-        start_api(dep.procs, "")
-        start_api(tokenless, "-open")
-        dep.wait_quiet(LAST_SLOT_END, timeout_s=900)
-        yield Api(f"http://127.0.0.1:{port}", dep, f"http://127.0.0.1:{open_port}")
-    finally:
-        tokenless.stop_all()
-        dep.stop()
-        for database in dep.databases():
-            spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
-        keys = list(redis.scan_iter(match=f"{tag}:*"))
-        if keys:
-            redis.delete(*keys)
-        delete_topics(endpoints.kafka_bootstrap, Topics(f"{tag}.").all(("default", *dep.config.worker.pools)))
-        redis.close()
+def api(endpoints: Endpoints, spark_sessions: SessionPool) -> Iterator[ApiStack]:
+    with api_deployment(endpoints, spark_sessions, t0=T0, source_end=SOURCE_END, last_slot_end=LAST_SLOT_END,
+                        disabled=LEAN, tokenless=True) as stack:
+        yield stack
 
 
-def test_every_read_endpoint_answers_with_the_contracts_shape(api: Api) -> None:
+def test_every_read_endpoint_answers_with_the_contracts_shape(api: ApiStack) -> None:
     minute = api.model("block_propagation_minute")
     status, _, body = call(f"{api.base}/api/v1/models")
     assert status == 200
@@ -197,7 +116,7 @@ def test_every_read_endpoint_answers_with_the_contracts_shape(api: Api) -> None:
     pytest.param("/api/v1/models/{minute}/tasks?limit=0", 422, "query.limit", id="limit-zero"),
     pytest.param("/api/v1/nothing-here", 404, None, id="unknown-path"),
 ])
-def test_bad_input_is_a_4xx_problem_with_the_reason(api: Api, path: str, status: int, field: str | None) -> None:
+def test_bad_input_is_a_4xx_problem_with_the_reason(api: ApiStack, path: str, status: int, field: str | None) -> None:
     url = api.base + path.format(minute=api.model("block_propagation_minute"), blocks=api.source("beacon_blocks"))
     got, content_type, body = call(url)
     assert (got, content_type) == (status, "application/problem+json")
@@ -206,33 +125,34 @@ def test_bad_input_is_a_4xx_problem_with_the_reason(api: Api, path: str, status:
         assert any(e["field"] == field for e in body["errors"]), body
 
 
-def test_changes_need_a_configured_token(api: Api) -> None:
+def test_changes_need_a_configured_token(api: ApiStack) -> None:
     url = f"/api/v1/models/{api.model('block_propagation_minute')}/rerun"
     body = {"start": T0, "end": T0 + 60, "preview": True}
-    refused = call(api.open_base + url, "POST", body, token=API_TOKEN)
+    assert api.open_base is not None
+    refused = call(api.open_base + url, "POST", body, token=api.token)
     assert refused[0] == 403 and "api.auth.tokens" in refused[2]["detail"]
-    for token in (None, "wrong-" + API_TOKEN):
+    for token in (None, "wrong-" + api.token):
         status, content_type, problem = call(api.base + url, "POST", body, token=token)
         assert (status, content_type) == (401, "application/problem+json"), problem
-    bad = call(api.base + url, "POST", {"start": T0 + 60, "end": T0}, token=API_TOKEN)
+    bad = call(api.base + url, "POST", {"start": T0 + 60, "end": T0}, token=api.token)
     assert bad[0] == 400 and "end must be greater than start" in bad[2]["detail"]
-    invalid = call(api.base + url, "POST", {"start": "x", "end": T0}, token=API_TOKEN)
+    invalid = call(api.base + url, "POST", {"start": "x", "end": T0}, token=api.token)
     assert invalid[0] == 422 and invalid[2]["errors"][0]["field"] == "body.start"
-    accepted = call(api.base + url, "POST", body, token=API_TOKEN)
+    accepted = call(api.base + url, "POST", body, token=api.token)
     assert accepted[0] == 200 and accepted[2]["preview"] is True
 
 
-def test_a_rerun_previews_then_publishes_and_the_range_runs_again(api: Api) -> None:
+def test_a_rerun_previews_then_publishes_and_the_range_runs_again(api: ApiStack) -> None:
     minute, two = api.model("block_propagation_minute"), api.model("block_propagation_two_minute")
     url = f"{api.base}/api/v1/models/{minute}/rerun"
     rng = {"start": T0 + 120, "end": T0 + 180}
-    status, _, preview = call(url, "POST", {**rng, "preview": True}, token=API_TOKEN)
+    status, _, preview = call(url, "POST", {**rng, "preview": True}, token=api.token)
     assert status == 200 and preview["intervals"] >= 2
     assert covers(merge(tuple(r) for r in preview["affected"][minute]), (rng["start"], rng["end"]))
     assert two in preview["affected"], "the cascade reaches the dependents"
     assert api.dep.state.coverage.invalidation_seq(minute) == 0, "a preview publishes nothing"
     published_ms = int(time.time() * 1000)
-    status, _, accepted = call(url, "POST", {**rng, "reason": "e2e"}, token=API_TOKEN)
+    status, _, accepted = call(url, "POST", {**rng, "reason": "e2e"}, token=api.token)
     assert status == 202 and accepted["id"].startswith("api-") and accepted["affected"] == preview["affected"]
     api.dep.wait_applied(accepted["id"])
     assert api.dep.state.coverage.invalidation_seq(minute) > 0, "the range was removed from coverage"
@@ -245,10 +165,10 @@ def test_a_rerun_previews_then_publishes_and_the_range_runs_again(api: Api) -> N
     assert [i["id"] for i in recorded] == [accepted["id"]] and recorded[0]["source"] == "cbt-api"
     audit = call(f"{api.base}/api/v1/audit")[2]["actions"]
     mine = [a for a in audit if a["action"] == "rerun" and a["detail"]["id"] == accepted["id"]]
-    assert len(mine) == 1 and mine[0]["who"] == fingerprint(API_TOKEN) and API_TOKEN not in json.dumps(audit)
+    assert len(mine) == 1 and mine[0]["who"] == fingerprint(api.token) and api.token not in json.dumps(audit)
 
 
-def test_cors_is_closed_unless_configured(api: Api) -> None:
+def test_cors_is_closed_unless_configured(api: ApiStack) -> None:
     request = urllib.request.Request(f"{api.base}/api/v1/models", headers={"Origin": "http://elsewhere.example"})
     with urllib.request.urlopen(request, timeout=300) as response:
         assert response.status == 200 and response.headers.get("Access-Control-Allow-Origin") is None
@@ -275,12 +195,12 @@ class EventStream:
                     name = "message"
 
 
-def test_run_now_runs_the_scheduled_model_and_the_stream_carries_its_events(api: Api) -> None:
+def test_run_now_runs_the_scheduled_model_and_the_stream_carries_its_events(api: ApiStack) -> None:
     stream = EventStream(f"{api.base}/api/v1/events")
     threading.Thread(target=stream.run, daemon=True).start()
     assert stream.connected.wait(30)
     entities = api.model("validator_entities")
-    status, _, accepted = call(f"{api.base}/api/v1/models/{entities}/run-now", "POST", token=API_TOKEN)
+    status, _, accepted = call(f"{api.base}/api/v1/models/{entities}/run-now", "POST", token=api.token)
     assert status == 202 and accepted["task_id"].startswith(f"{entities}:@")
     fire = int(accepted["task_id"].rpartition("@")[2])
     wait_until("the run", lambda: api.dep.state.coverage.has_fired(entities, fire), timeout_s=300)
@@ -289,11 +209,11 @@ def test_run_now_runs_the_scheduled_model_and_the_stream_carries_its_events(api:
     history = call(f"{api.base}/api/v1/models/{entities}/tasks")[2]["tasks"]
     assert any(t["scheduled_unix"] == fire and t["status"] == "success" for t in history)
     refused = call(f"{api.base}/api/v1/models/{api.model('block_propagation_minute')}/run-now", "POST",
-                   token=API_TOKEN)
+                   token=api.token)
     assert refused[0] == 400 and "not a scheduled model" in refused[2]["detail"]
 
 
-def test_a_bounds_refresh_makes_the_bounds_cache_scan_now(api: Api) -> None:
+def test_a_bounds_refresh_makes_the_bounds_cache_scan_now(api: ApiStack) -> None:
     blocks = api.source("beacon_blocks")
 
     def scans() -> float:
@@ -301,16 +221,45 @@ def test_a_bounds_refresh_makes_the_bounds_cache_scan_now(api: Api) -> None:
                    if ("model", blocks) in labels)
 
     before = scans()
-    status, _, body = call(f"{api.base}/api/v1/bounds/{blocks}/refresh", "POST", token=API_TOKEN)
+    status, _, body = call(f"{api.base}/api/v1/bounds/{blocks}/refresh", "POST", token=api.token)
     assert (status, body) == (202, {"model": blocks})
     key = f"{api.dep.config.redis.key_prefix}bounds-refresh"
     wait_until("the scanner to take the request", lambda: not api.dep.redis.sismember(key, blocks), timeout_s=30)
     wait_until("the scan", lambda: scans() > before, timeout_s=60)
-    assert call(f"{api.base}/api/v1/bounds/{api.model('transactions')}/refresh", "POST", token=API_TOKEN)[0] == 400
+    assert call(f"{api.base}/api/v1/bounds/{api.model('transactions')}/refresh", "POST", token=api.token)[0] == 400
 
+
+def test_a_skipped_range_is_not_run_until_it_is_unskipped(api: ApiStack) -> None:
+    minute, two = api.model("block_propagation_minute"), api.model("block_propagation_two_minute")
+    skipped = (SOURCE_END + 30, SOURCE_END + 90)  # beyond what is covered: new rows arrive over it below
+    body = {"start": skipped[0], "end": skipped[1], "reason": "e2e: broken rows"}
+    assert call(f"{api.base}/api/v1/models/{minute}/skip", "POST", body)[0] == 401
+    status, _, answer = call(f"{api.base}/api/v1/models/{minute}/skip", "POST", body, token=api.token)
+    assert (status, answer) == (200, {"model": minute, "skipped": [list(skipped)]})
+
+    more_end = SOURCE_END + 240
+    api.dep.write_sources(SOURCE_END, more_end)
+    api.dep.wait_quiet(more_end - 12 + 1)
+    covered = api.dep.coverage(minute)
+    assert cov.intersect(covered, (skipped,)) == (), "a skipped range is never run"
+    assert covers(covered, (skipped[1], skipped[1] + 60)), "forward fill went on past it"
+    view = call(f"{api.base}/api/v1/models/{minute}/coverage?from={skipped[0] - 10}&to={skipped[1] + 10}")[2]
+    assert {"start": skipped[0], "end": skipped[1], "status": "skipped"} in view["ranges"]
+    assert view["counts"]["skipped"] == skipped[1] - skipped[0]
+    assert not covers(api.dep.coverage(two), skipped), "to a dependent it is a gap"
+
+    status, _, answer = call(f"{api.base}/api/v1/models/{minute}/unskip", "POST", body, token=api.token)
+    assert (status, answer) == (200, {"model": minute, "skipped": []})
+    api.dep.wait_quiet(more_end - 12 + 1)
+    assert covers(api.dep.coverage(minute), skipped) and covers(api.dep.coverage(two), skipped), "filled once unskipped"
+    audit = call(f"{api.base}/api/v1/audit")[2]["actions"]
+    assert {(a["action"], a["detail"]["start"]) for a in audit if a["target"] == minute} >= {
+        ("skip", skipped[0]), ("unskip", skipped[0])}
+    refused = call(f"{api.base}/api/v1/models/{api.source('beacon_blocks')}/skip", "POST", body, token=api.token)
+    assert refused[0] == 400 and "not an incremental model" in refused[2]["detail"]
 
 @pytest.fixture(scope="module")
-def api_schema(api: Api) -> Any:
+def api_schema(api: ApiStack) -> Any:
     """The OpenAPI document the api process serves."""
     import schemathesis
 
@@ -339,7 +288,7 @@ _EXAMPLES = itertools.count()
 
 @_lazy_schema().parametrize()
 @settings(max_examples=10, deadline=None, suppress_health_check=list(HealthCheck), database=None)
-def test_schemathesis_finds_no_server_error_and_no_response_outside_the_schema(case: Any, api: Api) -> None:
+def test_schemathesis_finds_no_server_error_and_no_response_outside_the_schema(case: Any, api: ApiStack) -> None:
     """Property-based requests to every operation; two of three name a model of the deployment (random ids only
     reach the 404 path), so real responses are checked against the schema too. Changes go without a token (401, as
     documented); a modest example count per operation keeps the run short."""

@@ -34,7 +34,7 @@ def coordinator_on(redis_client: Redis, redis_prefix: str, publisher: Publisher,
     """A coordinator of one incremental model over one external, on the real Redis (no admin tables needed)."""
     models = ModelSet(models_of(ext("ext.blocks"), minute or inc("an.minute", ["ext.blocks"], imax=60)))
     state = RedisState(redis_client, redis_prefix)
-    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+    planner = Planner(models, LiveStateReader.of(models, state), state.ledger,
                       publisher, TOPICS, lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
     coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
                               "c1", lambda: None)  # type: ignore[arg-type,return-value]

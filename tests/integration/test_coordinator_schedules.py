@@ -67,7 +67,7 @@ def test_scheduled_runs_fire_every_second_while_a_consolidation_runs(redis_clien
     state = RedisState(redis_client, redis_prefix)
     state.coverage.mark_built(int(time.time()), state.coverage.generation())
     publisher = Publisher()
-    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+    planner = Planner(models, LiveStateReader.of(models, state), state.ledger,
                       publisher, Topics("t."), lambda tags: "default", model_concurrency=1,
                       task_deadline_ms=60_000)
     admin = SlowAdmin()
@@ -103,7 +103,7 @@ def test_a_fire_time_the_admin_tables_recorded_is_not_run_again_after_redis_was_
     state = RedisState(redis_client, redis_prefix)
     state.coverage.mark_built(int(time.time()), state.coverage.generation())  # rebuilt; the marks are gone
     publisher = Publisher()
-    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+    planner = Planner(models, LiveStateReader.of(models, state), state.ledger,
                       publisher, Topics("t."), lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
     coordinator = Coordinator(load_config(CONFIG), models, state, planner, RedisMarks(redis_client, redis_prefix),
                               "c1", lambda: admin)  # type: ignore[arg-type,return-value]
@@ -136,7 +136,7 @@ def test_a_leader_that_lost_its_lease_writes_no_more_consolidation(redis_client:
     models = ModelSet({})
     state = RedisState(redis_client, redis_prefix)
     state.coverage.mark_built(int(time.time()), state.coverage.generation())
-    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+    planner = Planner(models, LiveStateReader.of(models, state), state.ledger,
                       Publisher(), Topics("t."), lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
 
     def another_coordinator_takes_over() -> None:  # this one was paused past the lease's ttl

@@ -193,7 +193,7 @@ def test_invalidation_wins_over_a_task_running_when_it_arrives(redis_client: Red
     for done in ((0, 120), (180, 240)):
         state.coverage.record_completed("an.minute", done, 0)
     publisher = CapturingPublisher()
-    planner = Planner(models, LiveStateReader(models, state.coverage, state.bounds, state.ledger), state.ledger,
+    planner = Planner(models, LiveStateReader.of(models, state), state.ledger,
                       publisher, TOPICS, lambda tags: "default", model_concurrency=4, task_deadline_ms=60_000)
     executor = GatedExecutor()
     runner = TaskRunner(models, WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, publisher,

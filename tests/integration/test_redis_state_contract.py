@@ -20,7 +20,16 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
-from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, Fence, InFlightTask, Leases, TaskLedger
+from cbt.state.ports import (
+    BoundsStore,
+    CoverageReader,
+    CoverageWriter,
+    Fence,
+    InFlightTask,
+    Leases,
+    SkippedRanges,
+    TaskLedger,
+)
 from cbt.testing.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
 
 A, B, C = "db.a", "db.b", "db.c"
@@ -39,6 +48,8 @@ class StatePorts(Protocol):
     def ledger(self) -> TaskLedger: ...
     @property
     def leases(self) -> Leases: ...
+    @property
+    def skips(self) -> SkippedRanges: ...
 
 
 MakeState = Callable[..., StatePorts]
@@ -466,3 +477,27 @@ def _expected_coverage(invalidations: list[tuple[int, Range]], attempts: list[At
             last_seq[p] = seq
     covered = {p for _, (s, e), observed, _ in attempts for p in range(s, e) if last_seq.get(p, 0) <= observed}
     return cov.merge((p, p + 1) for p in covered)
+
+
+# --- skipped ranges ---------------------------------------------------------------------------------------------
+
+
+def test_skipped_ranges_merge_split_and_go_away_per_model(state: StatePorts) -> None:
+    assert state.skips.skipped([A, B]) == {}
+    assert state.skips.skip(A, (100, 200)) == ((100, 200),)
+    assert state.skips.skip(A, (200, 260)) == ((100, 260),), "touching ranges merge"
+    assert state.skips.skip(B, (0, 10)) == ((0, 10),)
+    assert state.skips.unskip(A, (150, 160)) == ((100, 150), (160, 260)), "unskipping a middle part splits it"
+    assert state.skips.skipped([A, B, C]) == {A: ((100, 150), (160, 260)), B: ((0, 10),)}
+    assert state.skips.unskip(B, (0, 100)) == ()
+    assert state.skips.skipped([A, B]) == {A: ((100, 150), (160, 260))}
+
+
+def test_concurrent_skips_of_one_model_are_all_kept(state: StatePorts) -> None:
+    ranges = [(i * 10, i * 10 + 5) for i in range(40)]
+    threads = [threading.Thread(target=state.skips.skip, args=(A, r)) for r in ranges]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert state.skips.skipped([A]) == {A: tuple(ranges)}

@@ -251,7 +251,7 @@ def run_view(demo: Demo) -> Frame:
     config = demo.config
     redis = Redis.from_url(config.redis.url)
     state = RedisState(redis, config.redis.key_prefix)
-    reader = LiveStateReader(demo.models, state.coverage, state.bounds, state.ledger)
+    reader = LiveStateReader.of(demo.models, state)
     consumer = completions_consumer(config)
     counts, logs = TaskCounts(), LogWatch(demo.procs.log_dir or Path("."))
     is_tty = sys.stdout.isatty()

@@ -22,6 +22,8 @@ round trip too. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`
     {prefix}ledger-task:{m}  hash  task id -> {"range": [start, end] | null, "deadline_ms": int}
     {prefix}lease:{n}        str   owner, with a PX expiry
     {prefix}lease-token:{n}  int   last fencing token handed out for that name
+    {prefix}failed:{m}       hash  task id -> its ``task-failed`` (the newest ``KEEP_FAILURES``)
+    {prefix}skipped          hash  model -> ranges an operator skipped, JSON [[start, end], ...]
 
 Positions travel through Lua as doubles and are formatted with ``%d``: exact up to 2**53. A multi-model
 invalidation touches several keys in one script, which needs a single Redis (not Redis Cluster).
@@ -31,10 +33,11 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 from redis import Redis
+from redis.client import Pipeline
 from redis.commands.core import Script
 
 from cbt.contract.messages import TaskFailed
@@ -542,6 +545,51 @@ class RedisFailures:
         return f"{self._prefix}failed:{model_id}"
 
 
+class RedisSkips:
+    """``skipped``: a hash of model id → its skipped ranges as JSON ``[[start, end], …]``; each change is a
+    read-modify-write under WATCH, so concurrent api replicas never lose one another's changes."""
+
+    def __init__(self, client: Redis, prefix: str) -> None:
+        self._client = client
+        self._key = f"{prefix}skipped"
+
+    def skipped(self, model_ids: Collection[ModelId]) -> dict[ModelId, Coverage]:
+        wanted = list(model_ids)
+        if not wanted:
+            return {}
+        values = cast(list[bytes | None], self._client.hmget(self._key, wanted))
+        return {m: ranges for m, value in zip(wanted, values, strict=True) if (ranges := _decode_skipped(value))}
+
+    def skip(self, model_id: ModelId, r: Range) -> Coverage:
+        return self._change(model_id, lambda ranges: cov.add(ranges, r))
+
+    def unskip(self, model_id: ModelId, r: Range) -> Coverage:
+        return self._change(model_id, lambda ranges: cov.remove(ranges, r))
+
+    def _change(self, model_id: ModelId, change: Callable[[Coverage], Coverage]) -> Coverage:
+        after: Coverage = cov.EMPTY
+
+        def apply(pipe: Pipeline) -> None:
+            nonlocal after
+            after = change(_decode_skipped(cast(bytes | None, pipe.hget(self._key, model_id))))
+            pipe.multi()
+            if after:
+                pipe.hset(self._key, model_id, json.dumps([list(x) for x in after]))
+            else:
+                pipe.hdel(self._key, model_id)
+
+        self._client.transaction(apply, self._key)
+        return after
+
+
+def _decode_skipped(value: bytes | None) -> Coverage:
+    """The ranges of one hash value; a value that does not decode (written by something else) is none."""
+    try:
+        return cov.merge((int(a), int(b)) for a, b in json.loads(value or "[]"))
+    except (ValueError, TypeError):
+        return cov.EMPTY
+
+
 class RedisState:
     """The Redis ports over one client and key prefix, like ``MemoryState``."""
 
@@ -551,3 +599,4 @@ class RedisState:
         self.ledger = RedisTaskLedger(client, prefix)
         self.leases = RedisLeases(client, prefix)
         self.failures = RedisFailures(client, prefix)
+        self.skips = RedisSkips(client, prefix)

@@ -101,7 +101,7 @@ def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
     from cbt.state.live import LiveStateReader
 
     state = redis_state(config)
-    reader = LiveStateReader(model_set, state.coverage, state.bounds, state.ledger)
+    reader = LiveStateReader.of(model_set, state)
     try:
         return reader.read_snapshot([m.id for m in model_set.incrementals])
     except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback

@@ -172,8 +172,10 @@ def incremental_models(models: Iterable[Model]) -> list[IncrementalModel]:
 
 
 def effective_coverage(model_id: ModelId, state: StateSnapshot) -> Coverage:
-    """Coverage plus in-flight task ranges: what planning treats as done or being done."""
-    return cov.union(state.coverage.get(model_id, cov.EMPTY), cov.merge(state.in_flight.get(model_id, ())))
+    """Coverage plus in-flight task ranges and skipped ranges: what planning treats as done, being done, or not to
+    be done (dependents read ``state.coverage``: a skipped range stays a gap to them)."""
+    return cov.union(state.coverage.get(model_id, cov.EMPTY), cov.merge(state.in_flight.get(model_id, ())),
+                     state.skipped.get(model_id, cov.EMPTY))
 
 
 def _unfilled_note(effective: Coverage, valid: Range) -> str | None:

@@ -25,7 +25,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 
-KNOWN_KEYS = ("bounds", "coverage", "in_flight", "reruns", "now")
+KNOWN_KEYS = ("bounds", "coverage", "in_flight", "reruns", "skipped", "now")
 
 
 class StateFileError(CbtError):
@@ -44,21 +44,23 @@ class RawBounds:
 class StateSnapshot:
     """Everything the planner reads, at one moment.
 
-    ``bounds``: raw external bounds (a missing entry means not scanned yet: no data). ``coverage``: completed
-    ranges per incremental transformation (missing means nothing completed). ``in_flight``: the ranges of
-    tasks already enqueued or running per model, one entry per task (they are never planned again and count
-    against the model's concurrency limit). ``reruns``: per model, the tasks invalidations removed that have not
-    run again (each is planned whole, once). ``now``: unix seconds, informational only (planning never depends
-    on the clock). ``never_ran``: scheduled transformations known not to have completed a run yet — they offer
-    no data until their first success (a state file cannot say so: there every scheduled model counts as run).
-    ``coverage_known``: False while the live coverage index is being rebuilt (Redis emptied): nothing is planned
-    then, since a missing coverage may mean "lost", not "never ran".
+    ``bounds``: raw external bounds (a missing entry means not scanned yet: no data). ``coverage``: completed ranges
+    per incremental transformation (missing means nothing completed). ``in_flight``: the ranges of tasks already
+    enqueued or running per model, one entry per task (they are never planned again and count against the model's
+    concurrency limit). ``reruns``: per model, the tasks invalidations removed that have not run again (each is
+    planned whole, once). ``skipped``: per model, ranges an operator told the scheduler to stop trying (a range that
+    cannot succeed): never planned, still a gap to dependents. ``now``: unix seconds, informational only (planning
+    never depends on the clock). ``never_ran``: scheduled transformations known not to have completed a run yet —
+    they offer no data until their first success (a state file cannot say so: there every scheduled model counts as
+    run). ``coverage_known``: False while the live coverage index is being rebuilt (Redis emptied): nothing is
+    planned then, since a missing coverage may mean "lost", not "never ran".
     """
 
     bounds: Mapping[ModelId, RawBounds] = field(default_factory=dict)
     coverage: Mapping[ModelId, Coverage] = field(default_factory=dict)
     in_flight: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
     reruns: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
+    skipped: Mapping[ModelId, Coverage] = field(default_factory=dict)
     now: int | None = None
     never_ran: frozenset[ModelId] = frozenset()
     coverage_known: bool = True
@@ -99,6 +101,7 @@ def snapshot_from_json(data: object) -> tuple[StateSnapshot, list[str]]:
         coverage={k: cov.merge(v) for k, v in _parse_range_map(data.get("coverage", {}), "coverage").items()},
         in_flight=_parse_range_map(data.get("in_flight", {}), "in_flight"),
         reruns=_parse_range_map(data.get("reruns", {}), "reruns"),
+        skipped={k: cov.merge(v) for k, v in _parse_range_map(data.get("skipped", {}), "skipped").items()},
         now=now,
     )
     return snapshot, warnings

@@ -1,16 +1,30 @@
-"""A ``StateReader`` over the live ports: bounds store, hot coverage index and task ledger."""
+"""A ``StateReader`` over the live ports: bounds store, hot coverage index, task ledger and skipped ranges."""
 
 from __future__ import annotations
 
 import time
 from collections.abc import Collection
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, ScheduledModel
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.state import StateSnapshot
-from cbt.state.ports import BoundsStore, CoverageReader, InFlightTask, TaskLedger
+from cbt.state.ports import BoundsStore, CoverageReader, InFlightTask, SkippedRanges, TaskLedger
+
+
+class StatePorts(Protocol):
+    """The ports a snapshot is read from, together (``RedisState``, ``MemoryState``)."""
+
+    @property
+    def coverage(self) -> CoverageReader: ...
+    @property
+    def bounds(self) -> BoundsStore: ...
+    @property
+    def ledger(self) -> TaskLedger: ...
+    @property
+    def skips(self) -> SkippedRanges: ...
 
 
 @dataclass(frozen=True)
@@ -21,6 +35,11 @@ class LiveStateReader:
     coverage: CoverageReader
     bounds: BoundsStore
     ledger: TaskLedger
+    skips: SkippedRanges | None = None
+
+    @classmethod
+    def of(cls, models: ModelSet, state: StatePorts) -> LiveStateReader:
+        return cls(models, state.coverage, state.bounds, state.ledger, state.skips)
 
     def read_snapshot(self, model_ids: Collection[ModelId]) -> StateSnapshot:
         involved = set(model_ids)
@@ -33,6 +52,7 @@ class LiveStateReader:
             in_flight={m: _ranges(tasks) for m, tasks in in_flight.items()},
             reruns=self.coverage.reruns([m for m in model_ids if isinstance(self.models.models.get(m),
                                                                               IncrementalModel)]),
+            skipped=self.skips.skipped(list(model_ids)) if self.skips is not None else {},
             now=now_ms // 1000,
         )
 

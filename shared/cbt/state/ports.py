@@ -189,6 +189,24 @@ class Publisher(Protocol):
     async def publish(self, topic: str, message: Message, key: str) -> None: ...
 
 
+class SkippedRanges(Protocol):
+    """Per model, the ranges an operator told the scheduler to stop trying (``POST /api/v1/models/{id}/skip``):
+    never planned, shown as skipped, still a gap to dependents; ``unskip`` makes them plannable again. Hot state:
+    an emptied Redis forgets them, and the ranges are then tried again (nothing is lost)."""
+
+    def skipped(self, model_ids: Collection[ModelId]) -> dict[ModelId, Coverage]:
+        """Models without skipped ranges are left out."""
+        ...
+
+    def skip(self, model_id: ModelId, r: Range) -> Coverage:
+        """Add ``r``; returns the model's skipped ranges after."""
+        ...
+
+    def unskip(self, model_id: ModelId, r: Range) -> Coverage:
+        """Remove ``r`` (the parts of skipped ranges inside it); returns the model's skipped ranges after."""
+        ...
+
+
 KEEP_FAILURES = 20
 """How many failing tasks the failure log keeps per model (the newest)."""
 

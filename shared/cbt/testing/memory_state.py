@@ -300,6 +300,26 @@ class MemoryFailures:
                 for m in model_ids if self.failed.get(m)}
 
 
+@dataclass
+class MemorySkips:
+    ranges: dict[ModelId, Coverage] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def skipped(self, model_ids: Collection[ModelId]) -> dict[ModelId, Coverage]:
+        return {m: self.ranges[m] for m in model_ids if self.ranges.get(m)}
+
+    def skip(self, model_id: ModelId, r: Range) -> Coverage:
+        return self._change(model_id, lambda ranges: cov.add(ranges, r))
+
+    def unskip(self, model_id: ModelId, r: Range) -> Coverage:
+        return self._change(model_id, lambda ranges: cov.remove(ranges, r))
+
+    def _change(self, model_id: ModelId, change: Callable[[Coverage], Coverage]) -> Coverage:
+        with self._lock:
+            self.ranges[model_id] = change(self.ranges.get(model_id, EMPTY))
+            return self.ranges[model_id]
+
+
 class MemoryState:
     """The in-memory ports together, like ``RedisState``; the coverage checks fences against the leases."""
 
@@ -310,3 +330,4 @@ class MemoryState:
         self.bounds = MemoryBounds()
         self.ledger = MemoryTaskLedger()
         self.failures = MemoryFailures()
+        self.skips = MemorySkips()

@@ -32,6 +32,9 @@ def view_of(window: Range, layers: Layers, interval: int | None = None) -> list[
                   (60, 100, "missing")], id="failed-rerun-shows-failed"),
     pytest.param((0, 30), {"covered": [(0, 10), (10, 20)]}, [(0, 20, "covered"), (20, 30, "missing")],
                  id="touching-ranges-merge"),
+    pytest.param((0, 100), {"covered": [(0, 30)], "skipped": [(20, 60)], "failed": [(40, 80)]},
+                 [(0, 30, "covered"), (30, 60, "skipped"), (60, 80, "failed"), (80, 100, "missing")],
+                 id="skipped-beats-failed-not-covered"),
 ])
 def test_status_ranges_cover_the_window_exactly(window: Range, layers: Layers,
                                                 expected: list[tuple[int, int, str]]) -> None:
@@ -43,10 +46,11 @@ def test_status_ranges_cover_the_window_exactly(window: Range, layers: Layers,
 
 def test_counts_in_positions_and_in_intervals() -> None:
     view = coverage_view((0, 100), {"covered": layer([(0, 45)]), "in_flight": layer([(45, 50)])}, interval=10)
-    assert dict(view.counts) == {"covered": 45, "in_flight": 5, "failed": 0, "missing": 50, "invalidated_pending": 0}
+    assert dict(view.counts) == {"covered": 45, "in_flight": 5, "failed": 0, "missing": 50, "invalidated_pending": 0,
+                                 "skipped": 0}
     assert view.intervals is not None
     assert dict(view.intervals) == {"covered": 5, "in_flight": 1, "failed": 0, "missing": 5,
-                                    "invalidated_pending": 0}
+                                    "invalidated_pending": 0, "skipped": 0}
 
 
 @pytest.mark.parametrize(("valid", "layers", "expected"), [

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 from cbt.models.spec import Model
 from cbt.scheduling import coverage as cov
@@ -57,6 +58,20 @@ def test_in_flight_tasks_count_against_the_limit() -> None:
     assert full.tasks == ()
     assert full.waiting is not None and "concurrency limit 2" in full.waiting
 
+
+def test_a_skipped_range_is_never_planned_and_stays_a_gap_for_dependents() -> None:
+    state = replace(SPEC_STATE, skipped={"an.target": ((2500, 3500),)})
+    for direction in ("tail", "head"):  # forward goes on past it, backfill does not come back to it
+        plan = _plan({"imax": 500, "direction": direction}, state)
+        assert _ranges(plan) == [(3500, 4000, "forward"), (2000, 2500, "backfill")], direction
+    assert _ranges(_plan({"imax": 500}, replace(state, skipped={}))) == [
+        (2000, 2500, "forward"), (2500, 3000, "forward"), (3000, 3500, "forward"), (3500, 4000, "forward")]
+
+    target = inc("an.target", SPEC_DEPS, imax=500)
+    child = inc("an.child", ["an.target"], imax=500)
+    done = replace(state, coverage={**state.coverage, "an.target": ((2000, 2500), (3500, 4000))})
+    plan = plan_model(child, models_of(*SPEC_MODELS, target, child), done, concurrency=4)
+    assert (2500, 3000) not in [(t.position, t.end) for t in plan.tasks], "the skipped range is no data to it"
 
 def test_no_valid_range_names_the_dependency() -> None:
     state = snapshot(bounds={"eth.transactions": (900, 4900)}, coverage={"an.hourly": [(1500, 4500)]})

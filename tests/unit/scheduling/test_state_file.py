@@ -14,6 +14,7 @@ def test_snapshot_from_json_normalises_coverage() -> None:
             "coverage": {"an.t": [[200, 300], [0, 100], [100, 150]]},
             "in_flight": {"an.t": [[300, 400]]},
             "reruns": {"an.t": [[0, 100]]},
+            "skipped": {"an.t": [[500, 600], [450, 500]]},
             "now": 1700000000,
             "comment": "ignored",
         }
@@ -22,8 +23,9 @@ def test_snapshot_from_json_normalises_coverage() -> None:
     assert snap.coverage == {"an.t": ((0, 150), (200, 300))}
     assert snap.in_flight == {"an.t": ((300, 400),)}
     assert snap.reruns == {"an.t": ((0, 100),)}
+    assert snap.skipped == {"an.t": ((450, 600),)}
     assert snap.now == 1700000000
-    assert warnings == ["$.comment: unknown key ignored (known: bounds, coverage, in_flight, reruns, now)"]
+    assert warnings == ["$.comment: unknown key ignored (known: bounds, coverage, in_flight, reruns, skipped, now)"]
 
 
 def test_empty_document_is_an_empty_snapshot() -> None:

@@ -42,7 +42,7 @@ def make_planner(publisher: Publisher) -> tuple[Planner, MemoryState]:
     state = MemoryState()
     state.bounds.put_bounds(SRC, RawBounds(0, 60))
     models = ModelSet({SRC: ext(SRC), MODEL: inc(MODEL, [SRC], imax=60)})
-    reader = LiveStateReader(models, state.coverage, state.bounds, state.ledger)
+    reader = LiveStateReader.of(models, state)
     planner = Planner(models, reader, state.ledger, publisher, Topics("t."), lambda tags: "default",
                       model_concurrency=4, task_deadline_ms=DEADLINE_MS)
     return planner, state

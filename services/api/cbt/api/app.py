@@ -68,7 +68,7 @@ def build_context(config: Config, models: ModelSet, broker: KafkaBroker, events:
     """The context over real adapters: Redis, the admin tables over Spark Connect, Kafka."""
     client = runtime.redis_client(config)
     state = RedisState(client, config.redis.key_prefix)
-    planner = Planner.from_config(config, models, LiveStateReader(models, state.coverage, state.bounds, state.ledger),
+    planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
                                   state.ledger, BrokerPublisher(broker))
     return ApiContext(config=config, models=models,
                       hot=RedisReads(models, state, RedisRefreshRequests(client, config.redis.key_prefix)),

@@ -14,7 +14,7 @@ from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation, TaskFailed
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
-from cbt.scheduling.coverage import Range
+from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds, StateSnapshot
 from cbt.state.admin_records import InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.protocol import Piece
@@ -27,6 +27,8 @@ class HotState(Protocol):
     def failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]: ...
     def bounds(self, model_ids: Collection[ModelId]) -> dict[ModelId, RawBounds]: ...
     def request_refresh(self, model_id: ModelId) -> None: ...
+    def skip(self, model_id: ModelId, r: Range) -> Coverage: ...
+    def unskip(self, model_id: ModelId, r: Range) -> Coverage: ...
 
 
 class AdminRecords(Protocol):

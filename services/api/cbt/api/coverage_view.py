@@ -3,8 +3,9 @@
 Pure: the inputs are the same values the planner reads (coverage, in-flight tasks, pending re-runs) plus the failure
 log's task ranges. Ranges are half-open ``[start, end)``. Where layers overlap, the first status of ``PRECEDENCE``
 wins: a task in flight over a range is what happens there now; a covered position is done even when an older task
-over it failed (a failed batch stays in the failure log after smaller tasks covered its intervals); a failed re-run
-is shown as failed; what no layer holds is missing.
+over it failed (a failed batch stays in the failure log after smaller tasks covered its intervals); a range an operator
+skipped is skipped, not failed (nothing will try it); a failed re-run is shown as failed; what no layer holds is
+missing.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from typing import Literal
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 
-Status = Literal["covered", "in_flight", "failed", "invalidated_pending", "missing"]
-PRECEDENCE: tuple[Status, ...] = ("in_flight", "covered", "failed", "invalidated_pending")
+Status = Literal["covered", "in_flight", "skipped", "failed", "invalidated_pending", "missing"]
+PRECEDENCE: tuple[Status, ...] = ("in_flight", "covered", "skipped", "failed", "invalidated_pending")
 """Layer order where they overlap (``missing`` is what none of them holds)."""
-STATUSES: tuple[Status, ...] = ("covered", "in_flight", "failed", "missing", "invalidated_pending")
+STATUSES: tuple[Status, ...] = ("covered", "in_flight", "failed", "missing", "invalidated_pending", "skipped")
 
 
 @dataclass(frozen=True)

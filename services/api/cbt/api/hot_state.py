@@ -12,6 +12,7 @@ from cbt.adapters.redis_state import RedisState
 from cbt.contract.messages import TaskFailed
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds, StateSnapshot
 from cbt.state.live import read_models_state
 
@@ -25,7 +26,8 @@ class RedisReads:
         self._refresh = refresh
 
     def snapshot(self, model_ids: Collection[ModelId]) -> StateSnapshot:
-        """Bounds, coverage, in-flight tasks and pending re-runs of exactly ``model_ids``; a scheduled model's
+        """Bounds, coverage, in-flight tasks, pending re-runs and skipped ranges of exactly ``model_ids``; a scheduled
+        model's
         in-flight tasks have no positions and are listed as empty ranges (only their number means something)."""
         ids = [m for m in dict.fromkeys(model_ids) if m in self._models]
         base = read_models_state(self._models, ids, self._state.coverage, self._state.bounds)
@@ -35,7 +37,8 @@ class RedisReads:
         return StateSnapshot(
             bounds=base.bounds, coverage=base.coverage, never_ran=base.never_ran, coverage_known=base.coverage_known,
             in_flight={m: tuple(t.range if t.range is not None else (0, 0) for t in ts) for m, ts in running.items()},
-            reruns=self._state.coverage.reruns(incrementals), now=int(time.time()),
+            reruns=self._state.coverage.reruns(incrementals), skipped=self._state.skips.skipped(incrementals),
+            now=int(time.time()),
         )
 
     def failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]:
@@ -46,3 +49,9 @@ class RedisReads:
 
     def request_refresh(self, model_id: ModelId) -> None:
         self._refresh.request(model_id)
+
+    def skip(self, model_id: ModelId, r: Range) -> Coverage:
+        return self._state.skips.skip(model_id, r)
+
+    def unskip(self, model_id: ModelId, r: Range) -> Coverage:
+        return self._state.skips.unskip(model_id, r)

@@ -1,4 +1,5 @@
-"""Changes: re-run a range (with a preview first), run a scheduled model now, refresh an external model's bounds.
+"""Changes: re-run a range (with a preview first), skip a range (or stop skipping it), run a scheduled model now,
+refresh an external model's bounds.
 
 Each needs a bearer token (``cbt.api.auth``), goes out as the same message the CLI or the coordinator sends, and is
 then recorded in the audit table with who (the token's fingerprint), when and what.
@@ -20,7 +21,15 @@ from cbt.api.common import AUTH_PROBLEMS, blocking, check_range, context, model_
 from cbt.api.context import ApiContext
 from cbt.api.history import AuditAction
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
-from cbt.api.schemas import RefreshAccepted, RerunAccepted, RerunPreview, RerunRequest, RunNowAccepted
+from cbt.api.schemas import (
+    RefreshAccepted,
+    RerunAccepted,
+    RerunPreview,
+    RerunRequest,
+    RunNowAccepted,
+    SkippedRanges,
+    SkipRequest,
+)
 from cbt.contract.messages import Invalidation
 from cbt.models.spec import ExternalModel, IncrementalModel, ModelId, ScheduledModel
 from cbt.scheduling.coverage import Range
@@ -92,6 +101,33 @@ async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest) -> JSONRe
                                                 "intervals": intervals})
     accepted = RerunAccepted(id=event.id, affected=affected, intervals=intervals)
     return JSONResponse(accepted.model_dump(mode="json"), status_code=202)
+
+
+def _skippable(ctx: ApiContext, model_id: str, body: SkipRequest) -> IncrementalModel:
+    model = model_of(ctx, model_id)
+    if not isinstance(model, IncrementalModel):
+        raise bad_request(f"{model_id} is not an incremental model: only incremental models have ranges to skip")
+    check_range(body.start, body.end)
+    return model
+
+
+@router.post("/models/{model_id}/skip", response_model=SkippedRanges,
+             summary="Stop trying [start, end): the scheduler never plans it (a range that cannot succeed, e.g. "
+                     "broken source rows); it shows as skipped and stays a gap to dependents")
+async def skip(ctx: Ctx, who: Who, model_id: str, body: SkipRequest) -> SkippedRanges:
+    model = _skippable(ctx, model_id, body)
+    after = await blocking(ctx.hot.skip, model.id, (body.start, body.end))
+    await _record(ctx, who, "skip", model.id, {"start": body.start, "end": body.end, "reason": body.reason})
+    return SkippedRanges(model=model.id, skipped=list(after))
+
+
+@router.post("/models/{model_id}/unskip", response_model=SkippedRanges,
+             summary="Try [start, end) again: the parts of skipped ranges inside it are planned as usual")
+async def unskip(ctx: Ctx, who: Who, model_id: str, body: SkipRequest) -> SkippedRanges:
+    model = _skippable(ctx, model_id, body)
+    after = await blocking(ctx.hot.unskip, model.id, (body.start, body.end))
+    await _record(ctx, who, "unskip", model.id, {"start": body.start, "end": body.end, "reason": body.reason})
+    return SkippedRanges(model=model.id, skipped=list(after))
 
 
 @router.post("/models/{model_id}/run-now", response_model=RunNowAccepted, status_code=202,

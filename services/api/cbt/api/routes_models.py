@@ -115,7 +115,8 @@ async def get_coverage(ctx: Ctx, model_id: str, from_: Annotated[int | None, Que
         layers = {"covered": status.coverage, "in_flight": layer(status.in_flight),
                   "failed": layer((f.position, f.position + f.interval) for f in failures
                                   if f.position is not None and f.interval is not None),
-                  "invalidated_pending": layer(state.reruns.get(model_id, ()))}
+                  "invalidated_pending": layer(state.reruns.get(model_id, ())),
+                  "skipped": state.skipped.get(model_id, cov.EMPTY)}
         valid, imax, lag, frontier = status.valid, model.interval.max, status.lag, cov.frontier(status.coverage)
     window = _window(from_, to, default_window(valid, layers.values()))
     view = None if window is None else coverage_view(window, layers, imax)

@@ -78,7 +78,7 @@ class Rendered(Body):
     env: dict[str, str] | None
 
 
-StatusName = Literal["covered", "in_flight", "failed", "missing", "invalidated_pending"]
+StatusName = Literal["covered", "in_flight", "failed", "missing", "invalidated_pending", "skipped"]
 
 
 class StatusRangeBody(Body):
@@ -244,6 +244,17 @@ class RerunRequest(Body):
     cascade: bool = Field(default=True, description="also re-run every descendant's tasks over the range")
     reason: str = Field(default="manual", min_length=1, max_length=200)
     preview: bool = Field(default=False, description="only compute what would re-run; publish nothing")
+
+
+class SkipRequest(Body):
+    start: int = Field(ge=0, le=MAX_POSITION, description="first position skipped (or no longer skipped)")
+    end: int = Field(gt=0, le=MAX_POSITION, description="end of the range, exclusive: [start, end)")
+    reason: str = Field(default="manual", min_length=1, max_length=200)
+
+
+class SkippedRanges(Body):
+    model: str
+    skipped: list[Span] = Field(description="the model's skipped ranges after the change")
 
 
 class RerunPreview(Body):

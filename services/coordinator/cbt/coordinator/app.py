@@ -131,7 +131,7 @@ class Coordinator:
         return kafka_admin.admin_client(self.config.kafka.bootstrap_servers, dict(self.config.kafka.client))
 
     def _read_model_state(self) -> tuple[model_state.ModelStateTables, dict[str, int]]:
-        reader = LiveStateReader(self.models, self.state.coverage, self.state.bounds, self.state.ledger)
+        reader = LiveStateReader.of(self.models, self.state)
         snapshot = reader.read_snapshot([m.id for m in self.models.incrementals])
         snapshot = replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
         topics = self.planner.topics
@@ -238,7 +238,7 @@ class Coordinator:
 def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> Coordinator:
     client = runtime.redis_client(config)
     state = RedisState(client, config.redis.key_prefix)
-    planner = Planner.from_config(config, models, LiveStateReader(models, state.coverage, state.bounds, state.ledger),
+    planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
                                   state.ledger, BrokerPublisher(broker))
     marks = RedisMarks(client, config.redis.key_prefix)
     return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)))

@@ -50,7 +50,7 @@ def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: 
           admin: DurableRecord) -> InvalidationHandler:
     state = RedisState(client, config.redis.key_prefix)
     topics = runtime.topics(config)
-    planner = Planner.from_config(config, models, LiveStateReader(models, state.coverage, state.bounds, state.ledger),
+    planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
                                   state.ledger, publisher)
     return InvalidationHandler(
         models=models, coverage=state.coverage, ledger=state.ledger, admin=admin,

@@ -1,5 +1,5 @@
-// Operator actions on the model page: rerun a range (preview, then confirm), run a scheduled model now, refresh an
-// external model's bounds. Each asks for the bearer token (kept in sessionStorage, i.e. this tab only) and shows
+// Operator actions on the model page: rerun a range (preview, then confirm), skip a range (or stop skipping it), run
+// a scheduled model now, refresh an external model's bounds. Each asks for the bearer token (kept in sessionStorage, i.e. this tab only) and shows
 // the API's problem details (401 wrong token, 403 mutations disabled, 4xx bad range) in the dialog.
 
 import { modelPath, postJSON, problemBox, token } from "./api.js";
@@ -116,6 +116,50 @@ export function rerunDialog({ modelId, isTime, onDone }) {
       changed();
       dialog.showModal();
       (form.elements.token.value ? preview : form.elements.token).focus();
+    },
+  };
+}
+
+/** The skip dialog; returns open([start, end]). onDone(response) runs after a change ({model, skipped}). */
+export function skipDialog({ modelId, isTime, onDone }) {
+  const dialog = dialogParts("skip-dialog");
+  const form = byId("skip-form");
+  const result = byId("skip-result");
+  const send = async (path, button) => {
+    const range = readRange(form);
+    if (range.error) { result.replaceChildren(localProblem(range.error)); return; }
+    const secret = form.elements.token.value.trim();
+    token.set(secret);
+    button.disabled = true;
+    try {
+      const response = await postJSON(modelPath(modelId, path), { start: range.start, end: range.end,
+        reason: form.elements.reason.value.trim() || "manual" }, secret);
+      const ranges = response.skipped || [];
+      result.replaceChildren(h("div", { class: "success-box", role: "status", "data-skipped": JSON.stringify(ranges) },
+        ranges.length ? `Skipped now: ${ranges.map(([s, e]) => formatRange(s, e, isTime)).join(", ")}.`
+          : "Nothing of this model is skipped now."));
+      onDone?.(response);
+    } catch (error) {
+      result.replaceChildren(problemBox(error));
+      if (error.status === 401) form.elements.token.focus();
+    } finally {
+      button.disabled = false;
+    }
+  };
+  const skip = byId("skip-confirm");
+  const unskip = byId("unskip-confirm");
+  skip.addEventListener("click", () => send("/skip", skip));
+  unskip.addEventListener("click", () => send("/unskip", unskip));
+  return {
+    open(range) {
+      form.reset();
+      form.elements.token.value = token.get();
+      if (range) {
+        form.elements.start.value = range[0];
+        form.elements.end.value = range[1];
+      }
+      result.replaceChildren();
+      dialog.showModal();
     },
   };
 }

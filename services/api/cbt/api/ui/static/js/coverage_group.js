@@ -13,7 +13,7 @@ const FETCH_DELAY_MS = 180;
 const CLICK_SLOP_PX = 4;
 const STATUS_TEXT = {
   covered: "covered", missing: "missing", in_flight: "in flight", failed: "failed",
-  invalidated_pending: "invalidated, pending re-run", available: "available (source bounds)",
+  invalidated_pending: "invalidated, pending re-run", skipped: "skipped by an operator (not planned)", available: "available (source bounds)",
   always: "always available (scheduled)",
 };
 

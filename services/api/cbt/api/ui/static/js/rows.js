@@ -9,7 +9,7 @@ import { formatLag, formatNumber } from "./format.js";
 
 const COUNT_LABELS = [
   ["in_flight", "running", "fly"], ["failed", "failed", "fail"],
-  ["invalidated_pending", "to re-run", "inv"], ["missing", "missing", "miss"],
+  ["invalidated_pending", "to re-run", "inv"], ["skipped", "skipped", "skip"], ["missing", "missing", "miss"],
 ];
 
 /** Lag and the window's counts (in intervals of interval.max), only those that are not zero. */

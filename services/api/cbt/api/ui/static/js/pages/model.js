@@ -1,7 +1,7 @@
 // Model page: header and actions, the model's coverage with its dependencies' aligned under it (one x scale), the
 // explain view and rendered SQL for a clicked position, task history, invalidations and configuration. Live.
 
-import { actionDialog, rerunDialog } from "../actions.js";
+import { actionDialog, rerunDialog, skipDialog } from "../actions.js";
 import { getJSON, modelPath, problemBox } from "../api.js";
 import { CoverageGroup, summaryExtent } from "../coverage_group.js";
 import { byId, emptyState, h, modelHref, modelLink, show } from "../dom.js";
@@ -45,8 +45,10 @@ function actions(model) {
   const action = actionDialog();
   if (model.type === "incremental") {
     const rerun = rerunDialog({ modelId, isTime: state.isTime, onDone: () => refreshAll("all") });
+    const skip = skipDialog({ modelId, isTime: state.isTime, onDone: () => refreshAll("all") });
     root.append(h("button", { type: "button", class: "primary", id: "rerun-open",
-      onclick: () => rerun.open(state.interval) }, "Rerun a range…"));
+      onclick: () => rerun.open(state.interval) }, "Rerun a range…"),
+    h("button", { type: "button", id: "skip-open", onclick: () => skip.open(state.interval) }, "Skip a range…"));
   } else if (model.type === "scheduled") {
     root.append(h("button", { type: "button", id: "run-now", onclick: () => action.open({
       title: `Run ${modelId} now`, text: "Publishes a task for this scheduled model outside its schedule.",
