@@ -22,11 +22,9 @@ from dataclasses import dataclass, field
 
 from confluent_kafka import Consumer, Producer
 from pyspark.sql import SparkSession
-from redis import Redis
 
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
-from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed, TaskRequested, decode
 from cbt.contract.topics import Topics
@@ -34,7 +32,7 @@ from cbt.dev import stack
 from cbt.dev.generator import SourceTables, write_blocks
 from cbt.dev.process import wait_until
 from cbt.models.spec import IncrementalModel
-from tests.e2e.harness import CONFIG, PROJECT, T0, Deployment, Oracle, overrides_for
+from tests.e2e.harness import CONFIG, PROJECT, T0, Deployment, Oracle, isolated_deployment
 
 HUNG, FAILING = "chaos_hung", "chaos_failing"
 HUNG_TIMEOUT_S = 8
@@ -77,25 +75,12 @@ def chaos_deployment(spark_remote: str, kafka: str, redis_url: str, spark: Spark
     models_dir.mkdir(parents=True, exist_ok=True)
     for name, text in MISBEHAVING_MODELS.items():
         (models_dir / name).write_text(text)
-    overrides = overrides_for(tag, kafka, redis_url, spark_remote)
-    overrides["CBT__MODELS__TRANSFORMATIONS__PATHS"] = f"[{PROJECT / 'models' / 'transformations'}, {models_dir}]"
-    overrides["CBT__WORKER__RETRY__MAX_ATTEMPTS"] = "2"
-    overrides["CBT__WORKER__SHUTDOWN_TIMEOUT_S"] = "10"
-    redis = Redis.from_url(redis_url)
-    dep = Deployment(spark, redis, overrides, PROJECT / "var" / "e2e-logs" / tag,
-                     faulty=frozenset({HUNG, FAILING}))
-    dep.create_tables()
-    try:
+    overrides = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{PROJECT / 'models' / 'transformations'}, {models_dir}]",
+                 "CBT__WORKER__RETRY__MAX_ATTEMPTS": "2", "CBT__WORKER__SHUTDOWN_TIMEOUT_S": "10"}
+    with isolated_deployment(kafka, redis_url, spark, spark_remote, tag, overrides,
+                             faulty=frozenset({HUNG, FAILING})) as dep:
+        dep.create_tables()
         yield dep
-    finally:
-        dep.stop()
-        for database in dep.databases():
-            dep.spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
-        keys = list(redis.scan_iter(match=f"{tag}:*"))
-        if keys:
-            redis.delete(*keys)
-        delete_topics(kafka, Topics(f"{tag}.").all(("default", *dep.config.worker.pools)))
-        redis.close()
 
 
 @dataclass

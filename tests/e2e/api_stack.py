@@ -14,14 +14,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from redis import Redis
-
-from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.spark import SessionPool
-from cbt.contract.topics import Topics
 from cbt.dev.pipeline import ServiceProcesses, free_port
 from tests.conftest import Endpoints
-from tests.e2e.harness import CONFIG, PROJECT, Deployment, overrides_for
+from tests.e2e.harness import CONFIG, Deployment, isolated_deployment
 
 PIPELINE = ("coordinator", "worker", "bounds-cache", "invalidator")
 
@@ -91,36 +87,23 @@ def api_deployment(endpoints: Endpoints, spark_sessions: SessionPool, *, t0: int
                    last_slot_end: int, disabled: tuple[str, ...], tokenless: bool = False) -> Iterator[ApiStack]:
     """The example pipeline without the models in ``disabled``, over source rows ``[t0, source_end)``, caught up
     to ``last_slot_end``; removed again (processes, databases, keys, topics) on the way out."""
-    spark = spark_sessions.session("tests")
-    tag = f"tapi{uuid.uuid4().hex[:8]}"
-    redis = Redis.from_url(endpoints.redis_url)
-    port, token = free_port(), f"api-{uuid.uuid4().hex}"
-    overrides = {**overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote),
-                 "CBT__API__ADDR": f"127.0.0.1:{port}", "CBT__API__AUTH__TOKENS": json.dumps([token]),
+    port, open_port, token = free_port(), free_port(), f"api-{uuid.uuid4().hex}"
+    overrides = {"CBT__API__ADDR": f"127.0.0.1:{port}", "CBT__API__AUTH__TOKENS": json.dumps([token]),
                  "CBT__MODELS__OVERRIDES": "{" + ", ".join(f"{m}: {{enabled: false}}" for m in disabled) + "}"}
-    log_dir = PROJECT / "var" / "e2e-logs" / tag
-    dep = Deployment(spark, redis, overrides, log_dir)
-    open_port = free_port()
-    without_token = ServiceProcesses(CONFIG, {**overrides, "CBT__API__ADDR": f"127.0.0.1:{open_port}",
-                                              "CBT__API__AUTH__TOKENS": "[]"}, log_dir)
-    try:
-        dep.create_tables()
-        dep.write_entities()
-        dep.write_sources(t0, source_end)
-        dep.start(*PIPELINE)
-        _start_api(dep.procs, "")
-        if tokenless:
-            _start_api(without_token, "-open")
-        dep.wait_quiet(last_slot_end, timeout_s=900)
-        yield ApiStack(f"http://127.0.0.1:{port}", token, dep,
-                       f"http://127.0.0.1:{open_port}" if tokenless else None)
-    finally:
-        without_token.stop_all()
-        dep.stop()
-        for database in dep.databases():
-            spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
-        keys = list(redis.scan_iter(match=f"{tag}:*"))
-        if keys:
-            redis.delete(*keys)
-        delete_topics(endpoints.kafka_bootstrap, Topics(f"{tag}.").all(("default", *dep.config.worker.pools)))
-        redis.close()
+    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_sessions.session("tests"),
+                             endpoints.spark_remote, f"tapi{uuid.uuid4().hex[:8]}", overrides) as dep:
+        without_token = ServiceProcesses(CONFIG, {**dep.overrides, "CBT__API__ADDR": f"127.0.0.1:{open_port}",
+                                                  "CBT__API__AUTH__TOKENS": "[]"}, dep.log_dir)
+        try:
+            dep.create_tables()
+            dep.write_entities()
+            dep.write_sources(t0, source_end)
+            dep.start(*PIPELINE)
+            _start_api(dep.procs, "")
+            if tokenless:
+                _start_api(without_token, "-open")
+            dep.wait_quiet(last_slot_end, timeout_s=900)
+            yield ApiStack(f"http://127.0.0.1:{port}", token, dep,
+                           f"http://127.0.0.1:{open_port}" if tokenless else None)
+        finally:
+            without_token.stop_all()

@@ -9,13 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 from pyspark.sql import SparkSession
-from redis import Redis
 
-from cbt.adapters.kafka_admin import delete_topics
-from cbt.contract.topics import Topics
 from tests.conftest import Endpoints
 from tests.e2e.cluster import SparkBackend, StandaloneCluster
-from tests.e2e.harness import PROJECT, Deployment, overrides_for
+from tests.e2e.harness import Deployment, isolated_deployment
 
 
 @pytest.fixture(scope="session")
@@ -40,18 +37,7 @@ def spark_backend(request: pytest.FixtureRequest, endpoints: Endpoints) -> Spark
 
 @pytest.fixture
 def deployment(endpoints: Endpoints, spark_backend: SparkBackend) -> Iterator[Deployment]:
-    tag = f"te{uuid.uuid4().hex[:8]}"
-    spark = spark_backend.session
-    redis = Redis.from_url(endpoints.redis_url)
-    overrides = overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.remote)
-    dep = Deployment(spark, redis, overrides, PROJECT / "var" / "e2e-logs" / tag)
-    dep.create_tables()
-    yield dep
-    dep.stop()
-    for database in dep.databases():
-        spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
-    keys = list(redis.scan_iter(match=f"{tag}:*"))
-    if keys:
-        redis.delete(*keys)
-    delete_topics(endpoints.kafka_bootstrap, Topics(f"{tag}.").all(("default", *dep.config.worker.pools)))
-    redis.close()
+    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.session,
+                             spark_backend.remote, f"te{uuid.uuid4().hex[:8]}") as dep:
+        dep.create_tables()
+        yield dep

@@ -12,15 +12,19 @@ import asyncio
 import os
 import time
 import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import SparkSession
 from redis import Redis
 
+from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.scripts import run_script
 from cbt.config.settings import Config, admin_database_overrides, load_config
+from cbt.contract.topics import Topics
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables, write_range, write_validator_entities
 from cbt.dev.pipeline import ServiceProcesses
@@ -160,6 +164,28 @@ class Deployment:
 
     def stop(self) -> None:
         self.procs.stop_all()
+
+
+@contextmanager
+def isolated_deployment(kafka: str, redis_url: str, spark: SparkSession, spark_remote: str, tag: str,
+                        overrides: Mapping[str, str] | None = None,
+                        faulty: frozenset[str] = frozenset()) -> Iterator[Deployment]:
+    """A deployment whose topics, Redis keys, databases and logs carry ``tag``; on the way out its processes are
+    stopped and everything it made is removed (with its current Spark session: a test may have replaced it)."""
+    redis = Redis.from_url(redis_url)
+    dep = Deployment(spark, redis, {**overrides_for(tag, kafka, redis_url, spark_remote), **(overrides or {})},
+                     PROJECT / "var" / "e2e-logs" / tag, faulty)
+    try:
+        yield dep
+    finally:
+        dep.stop()
+        for database in dep.databases():
+            dep.spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
+        keys = list(redis.scan_iter(match=f"{tag}:*"))
+        if keys:
+            redis.delete(*keys)
+        delete_topics(kafka, Topics(f"{tag}.").all(("default", *dep.config.worker.pools)))
+        redis.close()
 
 
 @dataclass

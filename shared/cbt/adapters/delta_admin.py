@@ -18,7 +18,7 @@ import random
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar, overload
 
 from pyspark.errors import PySparkException
 from pyspark.sql import Row, SparkSession
@@ -422,10 +422,17 @@ def _invalidation(row: Row) -> InvalidationRecord:
     )
 
 
-def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin:
-    """The admin tables named in ``config.admin``."""
+_Admin = TypeVar("_Admin", bound=DeltaAdmin)
+
+
+@overload
+def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin: ...
+@overload
+def admin_from_config(spark: SparkSession, config: Config, kind: type[_Admin]) -> _Admin: ...
+def admin_from_config(spark: SparkSession, config: Config, kind: type[DeltaAdmin] = DeltaAdmin) -> DeltaAdmin:
+    """The admin tables named in ``config.admin``, read and written by ``kind`` (``DeltaAdmin`` or a subclass)."""
     names, remote = config.admin, config.spark.remote
-    return DeltaAdmin(spark, (names.incremental.database, names.incremental.table),
+    return kind(spark, (names.incremental.database, names.incremental.table),
                       (names.scheduled.database, names.scheduled.table),
                       (names.invalidations.database, names.invalidations.table),
                       (names.failures.database, names.failures.table),

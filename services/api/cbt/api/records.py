@@ -15,8 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from cbt.adapters import delta_admin_sql as q
-from cbt.adapters.delta_admin import DeltaAdmin, TableName
-from cbt.adapters.spark import connect
+from cbt.adapters.delta_admin import DeltaAdmin, TableName, admin_from_config
 from cbt.api.history import AuditAction, Completion
 from cbt.config.settings import Config
 from cbt.models.spec import ModelId
@@ -99,11 +98,4 @@ def _object(text: str | None) -> dict[str, object]:
 
 def records_from_config(spark: SparkSession, config: Config) -> ApiRecords:
     """The admin tables named in ``config.admin``, the audit table beside ``admin.incremental``."""
-    names, remote = config.admin, config.spark.remote
-    return ApiRecords(spark, (names.incremental.database, names.incremental.table),
-                      (names.scheduled.database, names.scheduled.table),
-                      (names.invalidations.database, names.invalidations.table),
-                      (names.failures.database, names.failures.table),
-                      (names.retries.database, names.retries.table),
-                      reconnect=(lambda: connect(remote)) if remote else None)
-
+    return admin_from_config(spark, config, ApiRecords)

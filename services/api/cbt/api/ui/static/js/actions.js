@@ -35,6 +35,17 @@ function readRange(form) {
   return { start, end };
 }
 
+/** A range dialog as it opens: defaults, the tab's token, the range when one is given, no result yet. */
+function resetRangeForm(form, result, range) {
+  form.reset();
+  form.elements.token.value = token.get();
+  if (range) {
+    form.elements.start.value = range[0];
+    form.elements.end.value = range[1];
+  }
+  result.replaceChildren();
+}
+
 function localProblem(text) {
   return h("div", { class: "problem", role: "alert" }, h("span", { class: "problem-title" }, text));
 }
@@ -106,13 +117,7 @@ export function rerunDialog({ modelId, isTime, onDone }) {
 
   return {
     open(range) {
-      form.reset();
-      form.elements.token.value = token.get();
-      if (range) {
-        form.elements.start.value = range[0];
-        form.elements.end.value = range[1];
-      }
-      result.replaceChildren();
+      resetRangeForm(form, result, range);
       changed();
       dialog.showModal();
       (form.elements.token.value ? preview : form.elements.token).focus();
@@ -152,13 +157,7 @@ export function skipDialog({ modelId, isTime, onDone }) {
   unskip.addEventListener("click", () => send("/unskip", unskip));
   return {
     open(range) {
-      form.reset();
-      form.elements.token.value = token.get();
-      if (range) {
-        form.elements.start.value = range[0];
-        form.elements.end.value = range[1];
-      }
-      result.replaceChildren();
+      resetRangeForm(form, result, range);
       dialog.showModal();
     },
   };
