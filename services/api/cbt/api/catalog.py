@@ -33,7 +33,8 @@ NodeStatus = Literal["ok", "lagging", "failing", "waiting", "external", "schedul
 @dataclass(frozen=True)
 class Summary:
     """``covered``: the coverage's span (an external: its data after lag); ``in_flight`` and ``failed`` count tasks
-    (``failed``: in the failure log, i.e. failed their last attempt and not completed since)."""
+    (``failed``: in the failure log, i.e. failed their last attempt and not completed since); ``skipped``: the span
+    of the ranges an operator skipped."""
 
     valid_range: Range | None
     covered: Range | None
@@ -42,6 +43,7 @@ class Summary:
     failed: int
     lag: int | None
     lag_seconds: int | None
+    skipped: Range | None = None
 
 
 def matches(model: Model, kind: str | None, database: str | None, tag: str | None, search: str | None) -> bool:
@@ -68,7 +70,7 @@ def summarize(model: Model, models: ModelSet, state: StateSnapshot, failed: int)
     status = model_status(model, models.models, state)
     seconds = status.lag if status.lag is not None and is_time_type(model.interval.type) else None
     return Summary(status.valid, cov.span(status.coverage), len(status.gaps), len(status.in_flight), failed,
-                   status.lag, seconds)
+                   status.lag, seconds, cov.span(state.skipped.get(model.id, cov.EMPTY)))
 
 
 def node_status(model: Model, summary: Summary) -> NodeStatus:

@@ -36,6 +36,7 @@ class ModelSummary(Body):
     failed: int = Field(description="tasks that failed their last attempt and have not completed since")
     lag: int | None
     lag_seconds: int | None
+    skipped: Span | None = Field(description="span of the ranges an operator skipped (never planned)")
 
 
 class ModelItem(Body):

@@ -204,9 +204,9 @@ export class CoverageGroup {
   }
 }
 
-/** The extent of models from their /models summaries: valid range joined with the covered span. */
+/** The extent of models from their /models summaries: valid range joined with the covered and skipped spans. */
 export function summaryExtent(models) {
-  return unionExtent(models.flatMap((m) => [m.summary?.valid_range, m.summary?.covered]));
+  return unionExtent(models.flatMap((m) => [m.summary?.valid_range, m.summary?.covered, m.summary?.skipped]));
 }
 
 /** The zoom and pan buttons (data-action), as the templates' _zoom.html has them. */
