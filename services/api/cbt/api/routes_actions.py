@@ -1,8 +1,9 @@
 """Changes: re-run a range (with a preview first), skip a range (or stop skipping it), run a scheduled model now,
 refresh an external model's bounds.
 
-Each needs a bearer token (``cbt.api.auth``), goes out as the same message the CLI or the coordinator sends, and is
-then recorded in the audit table with who (the token's fingerprint), when and what.
+Each needs a bearer token (``cbt.api.auth``) and is recorded in the audit table with who (the token's fingerprint),
+when and what. A rerun and a run-now go out as the same messages the CLI and the coordinator send; a skip and a bounds
+refresh are written to Redis, where the planners and the bounds-cache read them on their next round.
 """
 
 from __future__ import annotations
