@@ -59,7 +59,7 @@ INVALIDATION_COLUMNS = (
     ("affected", "STRING"),
     ("seq", "STRING"),
 )
-FAILURE_COLUMNS = (
+_FAILED_TASK_COLUMNS = (
     ("failed_date_time", "TIMESTAMP"),
     ("database", "STRING"),
     ("table", "STRING"),
@@ -67,19 +67,18 @@ FAILURE_COLUMNS = (
     ("interval", "BIGINT"),
     ("scheduled_unix", "BIGINT"),
     ("task_id", "STRING"),
+)
+"""When and which task failed: the leading columns of ``cbt_failures`` and ``cbt_retries``."""
+
+FAILURE_COLUMNS = (
+    *_FAILED_TASK_COLUMNS,
     ("attempts", "BIGINT"),
     ("error", "STRING"),
     ("worker", "STRING"),
 )
 
 RETRY_COLUMNS = (
-    ("failed_date_time", "TIMESTAMP"),
-    ("database", "STRING"),
-    ("table", "STRING"),
-    ("position", "BIGINT"),
-    ("interval", "BIGINT"),
-    ("scheduled_unix", "BIGINT"),
-    ("task_id", "STRING"),
+    *_FAILED_TASK_COLUMNS,
     ("attempt", "BIGINT"),
     ("error", "STRING"),
     ("direction", "STRING"),
