@@ -1,6 +1,6 @@
 """What a service can tell about Kafka consumers: its own joined their group (``/readyz``) and their consume loops
 still run (``/healthz``); and how far a consumer group's committed offsets are behind the high watermarks (consumer
-lag, read with an admin client).
+lag, read with an idle consumer of the group).
 
 Each FastStream subscriber holds one confluent-kafka consumer once started; the probes only read its member id and
 its loop tasks (the consumer's own thread makes every other call on it).
@@ -8,11 +8,11 @@ its loop tasks (the consumer's own thread makes every other call on it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from confluent_kafka import ConsumerGroupTopicPartitions, TopicPartition
-from confluent_kafka.admin import AdminClient, OffsetSpec
+from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
 
 from cbt.adapters.health import Check, Probe
 
@@ -54,23 +54,47 @@ def consume_loops_alive(subscribers: Sequence[Any]) -> Probe:
     return probe
 
 
-def group_lag(admin: AdminClient, group: str, topic: str, timeout_s: float = LAG_TIMEOUT_S) -> int:
-    """Messages of ``topic`` the consumer ``group`` has not committed yet: the sum over the topic's partitions of the
-    high watermark minus the group's committed offset (from the earliest offset where the group committed nothing).
-    Read with an admin client, so it is known also while no consumer of the group runs. Blocking."""
-    metadata = admin.list_topics(topic, timeout=timeout_s).topics[topic]
-    partitions = [TopicPartition(topic, p) for p in metadata.partitions]
-    if not partitions:
-        return 0
-    request = [ConsumerGroupTopicPartitions(group, partitions)]
-    (answer,) = admin.list_consumer_group_offsets(request, request_timeout=timeout_s).values()
-    committed = {tp.partition: tp.offset for tp in answer.result(timeout_s).topic_partitions}
-    latest = _offsets(admin, partitions, OffsetSpec.latest(), timeout_s)
-    earliest = _offsets(admin, partitions, OffsetSpec.earliest(), timeout_s)
-    return sum(max(latest[p] - (committed[p] if committed.get(p, -1) >= 0 else earliest[p]), 0) for p in latest)
+class GroupLag:
+    """How many messages of a topic a consumer group has not committed yet: the sum over the topic's partitions of
+    the high watermark minus the group's committed offset (from the low watermark where the group committed
+    nothing). Known also while none of the group's consumers runs.
 
+    Read with one idle consumer per group: it carries the group's id to ask for its committed offsets but never
+    subscribes, so it never joins the group (no rebalance of the real members) and commits nothing. Not with the
+    admin client's ``list_consumer_group_offsets``: an admin client has no consumer-group handle, and when the group
+    coordinator answers "loading" or "not coordinator" (for seconds after a broker restart) librdkafka (2.12 to 2.15)
+    dereferences that missing handle and the whole process dies of SIGSEGV. Blocking; one call at a time."""
 
-def _offsets(admin: AdminClient, partitions: list[TopicPartition], spec: OffsetSpec,
-             timeout_s: float) -> dict[int, int]:
-    answers = admin.list_offsets({tp: spec for tp in partitions}, request_timeout=timeout_s)
-    return {tp.partition: future.result(timeout_s).offset for tp, future in answers.items()}
+    def __init__(self, bootstrap: str, extra: Mapping[str, Any] | None = None,
+                 timeout_s: float = LAG_TIMEOUT_S) -> None:
+        self.settings = {"bootstrap.servers": bootstrap, "enable.auto.commit": False, "log_level": 0,
+                         **dict(extra or {})}
+        self.timeout_s = timeout_s
+        self._readers: dict[str, Consumer] = {}
+        self._lock = threading.Lock()
+
+    def behind(self, group: str, topic: str) -> int:
+        with self._lock:
+            reader = self._reader(group)
+            metadata = reader.list_topics(topic, timeout=self.timeout_s).topics[topic]
+            if metadata.error is not None:
+                raise KafkaException(metadata.error)
+            partitions = [TopicPartition(topic, p) for p in metadata.partitions]
+            committed = {tp.partition: tp.offset for tp in reader.committed(partitions, timeout=self.timeout_s)}
+            behind = 0
+            for tp in partitions:
+                low, high = reader.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
+                start = committed.get(tp.partition, OFFSET_INVALID)
+                behind += max(high - (start if start >= 0 else low), 0)
+            return behind
+
+    def close(self) -> None:
+        with self._lock:
+            for reader in self._readers.values():
+                reader.close()
+            self._readers.clear()
+
+    def _reader(self, group: str) -> Consumer:
+        if group not in self._readers:
+            self._readers[group] = Consumer({**self.settings, "group.id": group})
+        return self._readers[group]

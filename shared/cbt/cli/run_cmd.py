@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import importlib
 import signal
 import subprocess
@@ -83,6 +84,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from cbt.adapters.runtime import exit_when_stuck, install_stop_signals, instance_id, setup_logging
 
     setup_logging(config)
+    faulthandler.enable(all_threads=True)  # a native crash on a Python thread logs every thread's stack
     health_addr = args.health_addr or _offset_addr(config.health_addr, PORT_OFFSET[args.service])
     metrics_addr = args.metrics_addr or _offset_addr(config.metrics_addr, PORT_OFFSET[args.service])
     exported = telemetry.start(config, args.service, instance_id(args.service),

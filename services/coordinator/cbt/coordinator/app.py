@@ -10,16 +10,15 @@ import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
 
-from confluent_kafka.admin import AdminClient
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 from pydantic import ValidationError
 
-from cbt.adapters import hot_index, kafka_admin, runtime
+from cbt.adapters import hot_index, runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, process_span
-from cbt.adapters.kafka_consumers import group_lag
+from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
@@ -126,17 +125,16 @@ class Coordinator:
         metrics.consumer_lag.replace({(("pool", pool),): behind for pool, behind in lag.items()})
 
     @functools.cached_property
-    def _kafka(self) -> AdminClient:
-        """Kafka's admin API, opened on first use (the worker groups' consumer lag)."""
-        return kafka_admin.admin_client(self.config.kafka.bootstrap_servers, dict(self.config.kafka.client))
+    def group_lag(self) -> GroupLag:
+        """The worker groups' consumer lag, read from Kafka (its readers open on first use)."""
+        return GroupLag(self.config.kafka.bootstrap_servers, self.config.kafka.client)
 
     def _read_model_state(self) -> tuple[model_state.ModelStateTables, dict[str, int]]:
         reader = LiveStateReader.of(self.models, self.state)
         snapshot = reader.read_snapshot([m.id for m in self.models.incrementals])
         snapshot = replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
         topics = self.planner.topics
-        admin = self._kafka
-        lag = {pool: group_lag(admin, topics.worker_group(pool), topics.task_requested(pool))
+        lag = {pool: self.group_lag.behind(topics.worker_group(pool), topics.task_requested(pool))
                for pool in ("default", *self.config.worker.pools)}
         return model_state.tables(self.models, snapshot), lag
 
@@ -294,6 +292,7 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
             config.telemetry.status_interval_s, stop, coordinator.report_model_state, log, gauges))
         await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log, ticks)
         await reporting
+        await asyncio.to_thread(coordinator.group_lag.close)
         if coordinator.consolidation is not None:  # finish it while still leader: no second one may overlap it
             await coordinator.consolidation
         if health:
