@@ -63,7 +63,7 @@ class GroupLag:
     subscribes, so it never joins the group (no rebalance of the real members) and commits nothing. Not with the
     admin client's ``list_consumer_group_offsets``: an admin client has no consumer-group handle, and when the group
     coordinator answers "loading" or "not coordinator" (for seconds after a broker restart) librdkafka (2.12 to 2.15)
-    dereferences that missing handle and the whole process dies of SIGSEGV. Blocking; one call at a time."""
+    dereferences that missing handle and the whole process dies of SIGSEGV. Blocking; concurrent calls take turns."""
 
     def __init__(self, bootstrap: str, extra: Mapping[str, Any] | None = None,
                  timeout_s: float = LAG_TIMEOUT_S) -> None:
