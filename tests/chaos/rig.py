@@ -168,15 +168,20 @@ class Chaos:
         if part.process.pid() is None:
             return f"{name} is not started by cbt dev: skipped"
         check = READINESS_CHECK[name]
+        # the restart is seen through the worker's /readyz: a worker restarted by an earlier fault must answer first
+        if not wait_until(lambda: self._worker_readiness(check) == "ok", READINESS_WAIT_S):
+            raise AssertionError(f"the worker's /readyz does not say {check} is ok")
         part.process.stop()
-        if not wait_until(lambda: self._worker_readiness(check) not in (None, "ok"), READINESS_WAIT_S):
-            raise AssertionError(f"the worker's /readyz did not report {check} gone")
-        said = self._worker_readiness(check)
-        time.sleep(self.rng.uniform(0.0, 3.0))
-        part.start()
-        if not wait_until(part.is_ready, stack.READY_TIMEOUT_S[name]):
-            raise AssertionError(f"{name} did not come back: {part.process.log_tail()}")
-        part.after_ready()
+        try:
+            if not wait_until(lambda: self._worker_readiness(check) not in (None, "ok"), READINESS_WAIT_S):
+                raise AssertionError(f"the worker's /readyz did not report {check} gone")
+            said = self._worker_readiness(check)
+            time.sleep(self.rng.uniform(0.0, 3.0))
+        finally:  # back even when the check failed: the stack is shared with what runs next
+            part.start()
+            if not wait_until(part.is_ready, stack.READY_TIMEOUT_S[name]):
+                raise AssertionError(f"{name} did not come back: {part.process.log_tail()}")
+            part.after_ready()
         if name == "spark-connect":  # the server forgot every session, this one's too
             self.dep.spark = connect(self.dep.config.spark.remote or "")
         if not wait_until(lambda: self._worker_readiness(check) == "ok", READINESS_WAIT_S):
