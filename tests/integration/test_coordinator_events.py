@@ -5,11 +5,13 @@ kept in the model's failure log."""
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import replace
 
 import pytest
 from redis import Redis
 
+from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import load_config
@@ -18,6 +20,8 @@ from cbt.contract.topics import Topics
 from cbt.coordinator.app import Coordinator
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, Write
+from cbt.observability import metrics, model_state
+from cbt.observability.metrics import Labels
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
 from cbt.state.ports import KEEP_FAILURES
@@ -113,3 +117,27 @@ def test_a_failed_batch_makes_the_models_next_batches_smaller(redis_client: Redi
 
     asyncio.run(coordinator.on_event(failed.encode(), TOPICS.task_failed))
     assert coordinator.planner.batch.size(model) == before // 2
+
+
+def test_kafka_away_leaves_the_model_gauges_and_reports_no_consumer_lag(
+        redis_client: Redis, redis_prefix: str, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The model gauges come from Redis and the consumer lag from Kafka: while Kafka is away (a broker restart) the
+    leader goes on reporting every model's gaps and lag, drops only the consumer-lag series, and says why in one
+    warning (it used to drop every gauge and log a traceback per status interval)."""
+    coordinator, _ = coordinator_on(redis_client, redis_prefix, Publisher())
+    coordinator.is_leader = True
+    coordinator.group_lag = GroupLag("127.0.0.1:9", timeout_s=0.5)  # nothing listens there
+    published: list[model_state.ModelStateTables] = []
+    lag_series: list[dict[Labels, float]] = []
+    monkeypatch.setattr(model_state, "publish", published.append)
+    monkeypatch.setattr(metrics.consumer_lag, "replace", lag_series.append)
+    try:
+        with caplog.at_level(logging.WARNING, logger="cbt.coordinator"):
+            asyncio.run(coordinator.report_model_state())
+    finally:
+        coordinator.group_lag.close()
+    assert [tables.gaps for tables in published] == [{(("model", "an.minute"),): 0}]
+    assert lag_series == [{}]
+    (warning,) = [r for r in caplog.records if r.name == "cbt.coordinator"]
+    assert warning.levelno == logging.WARNING and "consumer lag not read" in warning.getMessage()

@@ -15,6 +15,7 @@ from typing import Any
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
 
 from cbt.adapters.health import Check, Probe
+from cbt.errors import InfraError
 
 LAG_TIMEOUT_S = 5.0
 
@@ -74,19 +75,25 @@ class GroupLag:
         self._lock = threading.Lock()
 
     def behind(self, group: str, topic: str) -> int:
+        """Raises ``InfraError`` when Kafka does not answer within the timeout."""
         with self._lock:
-            reader = self._reader(group)
-            metadata = reader.list_topics(topic, timeout=self.timeout_s).topics[topic]
-            if metadata.error is not None:
-                raise KafkaException(metadata.error)
-            partitions = [TopicPartition(topic, p) for p in metadata.partitions]
-            committed = {tp.partition: tp.offset for tp in reader.committed(partitions, timeout=self.timeout_s)}
-            behind = 0
-            for tp in partitions:
-                low, high = reader.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
-                start = committed.get(tp.partition, OFFSET_INVALID)
-                behind += max(high - (start if start >= 0 else low), 0)
-            return behind
+            try:
+                return self._behind(self._reader(group), topic)
+            except KafkaException as e:
+                raise InfraError(f"consumer lag of {group} on {topic}: {e}") from e
+
+    def _behind(self, reader: Consumer, topic: str) -> int:
+        metadata = reader.list_topics(topic, timeout=self.timeout_s).topics[topic]
+        if metadata.error is not None:
+            raise KafkaException(metadata.error)
+        partitions = [TopicPartition(topic, p) for p in metadata.partitions]
+        committed = {tp.partition: tp.offset for tp in reader.committed(partitions, timeout=self.timeout_s)}
+        behind = 0
+        for tp in partitions:
+            low, high = reader.get_watermark_offsets(tp, timeout=self.timeout_s, cached=False)
+            start = committed.get(tp.partition, OFFSET_INVALID)
+            behind += max(high - (start if start >= 0 else low), 0)
+        return behind
 
     def close(self) -> None:
         with self._lock:

@@ -24,6 +24,7 @@ from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
+from cbt.errors import InfraError
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.observability import metrics, model_state
@@ -109,19 +110,25 @@ class Coordinator:
         await self._consolidate_when_due(now)
 
     async def report_model_state(self) -> None:
-        """As leader, refresh every model's lag, gaps, backlog and bounds gauges and each worker pool's consumer lag;
-        otherwise (or when they cannot be read) report none, so each series has one source and none goes stale."""
+        """As leader, refresh every model's lag, gaps, backlog and bounds gauges (from Redis) and each worker pool's
+        consumer lag (from Kafka); otherwise (or when they cannot be read) report none, so each series has one source
+        and none goes stale. Kafka away drops only the consumer lag."""
         if not self.is_leader:
             model_state.publish(model_state.ModelStateTables())
             metrics.consumer_lag.replace({})
             return
         try:
-            tables, lag = await asyncio.to_thread(self._read_model_state)
+            model_state.publish(await asyncio.to_thread(self._read_model_state))
         except Exception:
             model_state.publish(model_state.ModelStateTables())
             metrics.consumer_lag.replace({})
             raise
-        model_state.publish(tables)
+        try:
+            lag = await asyncio.to_thread(self._read_consumer_lag)
+        except InfraError as e:  # (a broker restart): said once per status interval, without a traceback
+            metrics.consumer_lag.replace({})
+            log.warning("consumer lag not read", extra={"error": str(e)[:300]})
+            return
         metrics.consumer_lag.replace({(("pool", pool),): behind for pool, behind in lag.items()})
 
     @functools.cached_property
@@ -129,14 +136,16 @@ class Coordinator:
         """The worker groups' consumer lag, read from Kafka (its readers open on first use)."""
         return GroupLag(self.config.kafka.bootstrap_servers, self.config.kafka.client)
 
-    def _read_model_state(self) -> tuple[model_state.ModelStateTables, dict[str, int]]:
+    def _read_model_state(self) -> model_state.ModelStateTables:
         reader = LiveStateReader.of(self.models, self.state)
         snapshot = reader.read_snapshot([m.id for m in self.models.incrementals])
         snapshot = replace(snapshot, bounds=self.state.bounds.bounds([m.id for m in self.models.externals]))
+        return model_state.tables(self.models, snapshot)
+
+    def _read_consumer_lag(self) -> dict[str, int]:
         topics = self.planner.topics
-        lag = {pool: self.group_lag.behind(topics.worker_group(pool), topics.task_requested(pool))
-               for pool in ("default", *self.config.worker.pools)}
-        return model_state.tables(self.models, snapshot), lag
+        return {pool: self.group_lag.behind(topics.worker_group(pool), topics.task_requested(pool))
+                for pool in ("default", *self.config.worker.pools)}
 
     async def _plan_fills(self, kind: Fill, model_ids: list[ModelId]) -> None:
         await self.planner.replan(model_ids, directions=(kind,))
