@@ -6,6 +6,7 @@ import base64
 import shutil
 import subprocess
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 from cbt.adapters.kafka_admin import ensure_topics, is_reachable
@@ -51,7 +52,7 @@ class KafkaBroker:
     def start(self) -> None:
         config = self._write_config()
         if not (self.home / "data" / "meta.properties").exists():
-            cluster_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+            cluster_id = kraft_cluster_id()
             _run([*self._java(), "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(config)],
                  "kafka: formatting the KRaft storage failed")
         self.process.start([*self._java(), "kafka.Kafka", str(config)], cwd=self.home)
@@ -102,3 +103,12 @@ def _run(cmd: list[str], failure: str) -> None:
     if result.returncode != 0:
         tail = "\n".join((result.stdout + result.stderr).splitlines()[-15:])
         raise InfraError(f"{failure}:\n{tail}")
+
+
+def kraft_cluster_id(random_bytes: Callable[[], bytes] = lambda: uuid.uuid4().bytes) -> str:
+    """A KRaft cluster id (16 random bytes, URL-safe base64) that never begins with ``-``: the storage tool would
+    read it as an option and fail to format (about one id in 64). Kafka's own ``Uuid.randomUuid`` redraws the same
+    way."""
+    while (cluster_id := base64.urlsafe_b64encode(random_bytes()).decode().rstrip("=")).startswith("-"):
+        pass
+    return cluster_id
