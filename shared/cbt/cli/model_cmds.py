@@ -7,23 +7,17 @@ import shlex
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cbt.config.settings import Config, ConfigProblems, load_config
 from cbt.errors import CbtError, Problem
 from cbt.models.dag import ModelSet
 from cbt.models.dagformat import FORMATS, format_dag
-from cbt.models.loader import ModelProblems, load_models
-from cbt.models.render import (
-    exec_argv,
-    exec_environment,
-    external_exec_environment,
-    redact_env,
-    render_bounds_query,
-)
 from cbt.models.spec import ExternalModel, IncrementalModel, Transformation, model_kind
-from cbt.models.templates import RenderSettings, ScanContext, TaskContext
-from cbt.models.writes import task_statements
+
+# Config, loader and templates (pydantic, jinja2) are imported by the command that runs, not to build the parser.
+if TYPE_CHECKING:
+    from cbt.config.settings import Config
+    from cbt.models.templates import RenderSettings, TaskContext
 
 
 class UsageError(CbtError):
@@ -76,6 +70,9 @@ def _print_warnings(warnings: Sequence[Problem]) -> None:
 
 def _load(args: argparse.Namespace) -> tuple[Config, ModelSet] | None:
     """Config and models, or None after printing every problem."""
+    from cbt.config.settings import ConfigProblems, load_config
+    from cbt.models.loader import ModelProblems, load_models
+
     try:
         config = load_config(args.config)
     except ConfigProblems as e:
@@ -115,6 +112,8 @@ def cmd_dag(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    from cbt.models.templates import RenderSettings
+
     loaded = _load(args)
     if loaded is None:
         return 1
@@ -133,6 +132,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def _task_for(model: Transformation, args: argparse.Namespace) -> TaskContext:
+    from cbt.models.templates import TaskContext
+
     task_start = args.task_start if args.task_start is not None else int(time.time())
     if isinstance(model, IncrementalModel):
         if args.start is None or args.end is None:
@@ -162,6 +163,8 @@ _BATCH_MODES = {
 
 def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettings) -> str:
     """The statements exactly as the worker runs them: the write strategy's wrapping included."""
+    from cbt.models.writes import task_statements
+
     statements = task_statements(model, task, settings)
     header = [f"-- model {model.id} ({model_kind(model)}), {_task_line(model, task)}"]
     if isinstance(model, IncrementalModel) and model.write.strategy == "replace":
@@ -180,6 +183,8 @@ def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettin
 def _render_exec(
     model: Transformation, task: TaskContext, settings: RenderSettings, config: Config, show_secrets: bool
 ) -> str:
+    from cbt.models.render import exec_argv, exec_environment, redact_env
+
     assert model.exec is not None
     env = exec_environment(model, task, settings)
     shown = env if show_secrets else redact_env(env)
@@ -194,6 +199,9 @@ def _render_exec(
 
 
 def _render_external(model: ExternalModel, args: argparse.Namespace, settings: RenderSettings, config: Config) -> str:
+    from cbt.models.render import exec_argv, external_exec_environment, redact_env, render_bounds_query
+    from cbt.models.templates import ScanContext
+
     if args.start is not None or args.end is not None:
         raise UsageError(f"{model.id} is external: use --scan, --previous-min and --previous-max, not --start/--end")
     is_incremental = args.scan == "incremental"
