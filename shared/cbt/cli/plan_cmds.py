@@ -3,6 +3,9 @@
 Both compute from one ``StateSnapshot``: ``--state FILE`` reads it from JSON (see ``cbt.scheduling.state``);
 without it the live state would come from the services (Redis hot index, bounds cache), which these commands do
 not reach yet, so they say so and exit 1. Ranges print half-open: ``[start, end)``.
+
+Building the parser imports nothing beyond the standard library: config, models, scheduling and the Redis client
+are imported by the command that runs (``cbt --help`` stays fast; see tests/unit/test_cli_imports.py).
 """
 
 from __future__ import annotations
@@ -13,18 +16,20 @@ import sys
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from cbt.config.settings import Config, load_config
-from cbt.contract.messages import TaskFailed
 from cbt.errors import CbtError
-from cbt.models.dag import ModelSet
-from cbt.models.loader import load_models
-from cbt.models.spec import Model, ModelId
-from cbt.scheduling.coverage import Range
-from cbt.scheduling.plan import ModelPlan, incremental_models, plan_all
-from cbt.scheduling.state import StateFileError, StateSnapshot, snapshot_from_json
-from cbt.scheduling.status import ModelStatus, model_status
+
+if TYPE_CHECKING:
+    from cbt.adapters.redis_state import RedisState
+    from cbt.config.settings import Config
+    from cbt.contract.messages import TaskFailed
+    from cbt.models.dag import ModelSet
+    from cbt.models.spec import Model, ModelId
+    from cbt.scheduling.coverage import Range
+    from cbt.scheduling.plan import ModelPlan
+    from cbt.scheduling.state import StateSnapshot
+    from cbt.scheduling.status import ModelStatus
 
 LIVE_STATE_HELP = (
     "start Redis (cbt dev up) or pass --state FILE with a JSON snapshot: "
@@ -58,23 +63,21 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
+    from cbt.scheduling.plan import plan_all
+
+    config, model_set, state = _inputs(args)
     concurrency = args.concurrency if args.concurrency is not None else config.worker.model_concurrency
-    model_set = _load_models(config)
-    models = model_set.models
-    state = read_state(args.state) if args.state else read_live_state(config, model_set)
-    _check_selection(args, models)
-    plans = [p for p in plan_all(models, state, concurrency=concurrency) if _selected(args, p.model_id)]
+    plans = [p for p in plan_all(model_set.models, state, concurrency=concurrency) if _selected(args, p.model_id)]
     print(json.dumps(plans_to_json(plans), indent=2) if args.json else render_plans(plans))
     return 0
 
 
 def run_status(args: argparse.Namespace) -> int:
-    config = load_config(args.config)
-    model_set = _load_models(config)
+    from cbt.scheduling.plan import incremental_models
+    from cbt.scheduling.status import model_status
+
+    config, model_set, state = _inputs(args)
     models = model_set.models
-    state = read_state(args.state) if args.state else read_live_state(config, model_set)
-    _check_selection(args, models)
     if not state.coverage_known:
         print("warning: the hot coverage index is being rebuilt from the admin tables (Redis was emptied); "
               "coverage below may be incomplete", file=sys.stderr)
@@ -85,10 +88,34 @@ def run_status(args: argparse.Namespace) -> int:
     return 0
 
 
+def _inputs(args: argparse.Namespace) -> tuple[Config, ModelSet, StateSnapshot]:
+    """The config, every enabled model and the state (``--state`` or live) both commands compute from."""
+    from cbt.config.settings import load_config
+
+    config = load_config(args.config)
+    model_set = _load_models(config)
+    state = read_state(args.state) if args.state else read_live_state(config, model_set)
+    _check_selection(args, model_set.models)
+    return config, model_set, state
+
+
+REDIS_TIMEOUT_S = 5.0
+"""A Redis call that gets no answer fails after this long (as in the services' client)."""
+
+
+def redis_state(config: Config) -> RedisState:
+    """The Redis ports, built here rather than by ``cbt.adapters.runtime.redis_state``: that module imports the Kafka
+    and Spark clients at its top, a second of start-up these commands do not need."""
+    from redis import Redis  # noqa: TID251 -- an entry point, not the pure core; runtime.py is too heavy to import
+
+    from cbt.adapters.redis_state import RedisState
+
+    client = Redis.from_url(config.redis.url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S)
+    return RedisState(client, config.redis.key_prefix)
+
+
 def read_live_failures(config: Config, model_ids: list[ModelId]) -> dict[ModelId, list[TaskFailed]]:
     """The failure log in Redis (tasks that failed their last attempt), newest first."""
-    from cbt.adapters.runtime import redis_state
-
     try:
         return redis_state(config).failures.recent_failures(model_ids)
     except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
@@ -97,7 +124,6 @@ def read_live_failures(config: Config, model_ids: list[ModelId]) -> dict[ModelId
 
 def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
     """What the services see now: bounds cache, hot coverage index and in-flight tasks in Redis."""
-    from cbt.adapters.runtime import redis_state
     from cbt.state.live import LiveStateReader
 
     state = redis_state(config)
@@ -110,6 +136,8 @@ def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
 
 def read_state(path: str) -> StateSnapshot:
     """The snapshot in ``path``; warnings (unknown keys) go to stderr."""
+    from cbt.scheduling.state import StateFileError, snapshot_from_json
+
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as e:
@@ -220,6 +248,8 @@ def _selected(args: argparse.Namespace, model_id: ModelId) -> bool:
 
 
 def _check_selection(args: argparse.Namespace, models: Mapping[ModelId, Model]) -> None:
+    from cbt.scheduling.plan import incremental_models
+
     unknown = sorted(set(args.model or ()) - {m.id for m in incremental_models(models.values())})
     if unknown:
         raise CbtError(f"--model: not an incremental model: {', '.join(unknown)}")
@@ -234,6 +264,8 @@ def _positive_int(text: str) -> int:
 
 def _load_models(config: Config) -> ModelSet:
     """Every enabled model; load warnings (e.g. overrides naming no model) go to stderr."""
+    from cbt.models.loader import load_models
+
     model_set = load_models(config)
     for w in model_set.warnings:
         print(f"{w.path}:{w.line}: {w.field}: warning: {w.message}", file=sys.stderr)
