@@ -6,11 +6,9 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
-from cbt.config.settings import Config, load_config
-from cbt.models.loader import load_models
-
 if TYPE_CHECKING:
     from cbt.adapters.delta_admin import DeltaAdmin
+    from cbt.config.settings import Config
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -29,6 +27,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def _open(args: argparse.Namespace) -> tuple[Config, DeltaAdmin]:
     from cbt.adapters.delta_admin import admin_from_config
     from cbt.adapters.spark import connect
+    from cbt.config.settings import load_config
 
     config = load_config(args.config)
     return config, admin_from_config(connect(config.spark.remote or ""), config)
@@ -53,6 +52,7 @@ def _consolidate(args: argparse.Namespace) -> int:
 def _rebuild(args: argparse.Namespace) -> int:
     from cbt.adapters import hot_index
     from cbt.adapters.runtime import redis_state
+    from cbt.models.loader import load_models
 
     config, admin = _open(args)
     models = load_models(config)

@@ -9,13 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from cbt.contract.messages import Invalidation
-from cbt.contract.schemas import message_schemas, schema_text
 from cbt.errors import CbtError
-from cbt.models.loader import load_project
-from cbt.scheduling.invalidation import why_rejected
 
 SCHEMA_DIR = Path("docs") / "schemas"
 
@@ -36,6 +30,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
+    from pydantic import ValidationError
+
+    from cbt.contract.messages import Invalidation
+    from cbt.models.loader import load_project
+    from cbt.scheduling.invalidation import why_rejected
+
     config, models = load_project(args.config)
     try:
         event = Invalidation(id=args.id or f"cli-{uuid.uuid4().hex}", model=args.model, start=args.start,
@@ -57,6 +57,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
+    from cbt.contract.schemas import message_schemas, schema_text
+
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     for name, schema in message_schemas().items():

@@ -2,6 +2,7 @@
 
 Each service is its own distribution (``cbt-worker``, …) and announces itself through the ``cbt.services`` entry
 points (name = module with ``serve``); it also has its own command, ``cbt-<service>``, with the same options.
+A service's modules (and config and models) are imported only when it runs, not when the parser is built.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from types import ModuleType
 from typing import Any
 
 from cbt.errors import CbtError
-from cbt.models.loader import load_project
 
 SERVICE_GROUP = "cbt.services"
 PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3, "api": 4}
@@ -76,6 +76,8 @@ regardless (what it had not committed is delivered again elsewhere)."""
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from cbt.models.loader import load_project
+
     config, models = load_project(args.config)
     if args.service == "all":
         return _supervise(args)
