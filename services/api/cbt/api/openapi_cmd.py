@@ -1,7 +1,8 @@
 """``cbt api openapi``: print the OpenAPI document of ``/api/v1`` (``docs/openapi.json`` is this output).
 
 The document depends on the code only: it is generated from an app built over stand-in ports, without config,
-models, Redis, Kafka or Spark.
+models, Redis, Kafka or Spark. Building the ``cbt`` parser imports this module: FastAPI and the app's modules are
+imported only when the command runs.
 """
 
 from __future__ import annotations
@@ -9,9 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 from typing import Any
-
-from cbt.api.offline import offline_app
-from cbt.api.web import openapi_document
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -22,6 +20,9 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 def openapi_text() -> str:
     """The committed form: two-space indent, sorted keys, a final newline."""
+    from cbt.api.offline import offline_app
+    from cbt.api.web import openapi_document
+
     return json.dumps(openapi_document(offline_app()), indent=2, sort_keys=True) + "\n"
 
 
