@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from cbt.dev import stack
 from cbt.dev.layout import SPARK_MODES, Layout
 
 
@@ -24,18 +23,24 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def _up(args: argparse.Namespace) -> int:
+    from cbt.dev import stack
+
     for line in stack.up(Layout.from_env(spark_mode=args.spark)):
         print(line.line())
     return 0
 
 
 def _down(args: argparse.Namespace) -> int:
+    from cbt.dev import stack
+
     stopped = stack.down()
     print("stopped: " + (", ".join(stopped) if stopped else "nothing was running"))
     return 0
 
 
 def _status(args: argparse.Namespace) -> int:
+    from cbt.dev import stack
+
     lines = stack.status()
     for line in lines:
         print(line.line())
