@@ -154,8 +154,14 @@ class Coordinator:
         """Redis lost the hot index (emptied, or first start): reload it from the admin tables before planning."""
         log.warning("hot coverage index missing in Redis; rebuilding it from the admin tables")
         ids, scheduled = [m.id for m in self.models.incrementals], [m.id for m in self.models.scheduled]
-        ranges = await asyncio.to_thread(hot_index.rebuild, self.admin(), self.state.coverage, ids, scheduled, now)
+        admin = await self._open_admin()
+        ranges = await asyncio.to_thread(hot_index.rebuild, admin, self.state.coverage, ids, scheduled, now)
         log.info("hot coverage index rebuilt", extra={"ranges": sum(ranges.values()), "models": len(ranges)})
+
+    async def _open_admin(self) -> DeltaAdmin:
+        """The admin tables, opened in a thread: opening them connects to Spark and creates missing tables, seconds on
+        a busy server, and on the event loop it held the lease renewals until the leader lease was lost."""
+        return await asyncio.to_thread(self.admin)
 
     async def _consolidate_when_due(self, now: int) -> None:
         schedule = self.config.scheduler.consolidation
@@ -173,7 +179,8 @@ class Coordinator:
         consolidation used to hold the tick, and every fire inside it collapsed into one late run)."""
         try:
             async with self._leadership_kept():
-                results = await asyncio.to_thread(self.admin().consolidate, still_allowed=self._still_leader)
+                admin = await self._open_admin()
+                results = await asyncio.to_thread(admin.consolidate, still_allowed=self._still_leader)
         except Exception:
             log.exception("consolidation failed; it runs again at its next fire time")
             return
@@ -196,7 +203,7 @@ class Coordinator:
         record of runs, so a fire time that already ran is not run a second time."""
         marks = {m.id: self.marks.get(f"scheduled:{m.id}") for m in self.models.scheduled}
         unknown = [model_id for model_id, mark in marks.items() if mark is None]
-        recorded = await asyncio.to_thread(self.admin().last_scheduled_runs, unknown) if unknown else {}
+        recorded = await asyncio.to_thread((await self._open_admin()).last_scheduled_runs, unknown) if unknown else {}
         out = {model_id: mark for model_id, mark in marks.items() if mark is not None}
         out.update({model_id: run.scheduled_unix for model_id, run in recorded.items()})
         return out
