@@ -2,6 +2,10 @@
 
 Every installed distribution adds its groups through the ``cbt.commands`` entry points (name = module), so ``cbt dev``
 exists only where the local-stack tooling (``cbt-dev``) is installed.
+
+Every command builds the whole parser, so a module that registers parsers imports only what parsing needs (the
+standard library, ``cbt.errors``, pure model modules); its commands import config, models, pydantic, Redis, Kafka,
+Spark or FastAPI in the function that runs. tests/unit/test_cli_imports.py holds ``cbt --help`` to that.
 """
 
 from __future__ import annotations

@@ -8,12 +8,12 @@ A service's modules (and config and models) are imported only when it runs, not 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import faulthandler
 import importlib
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 from types import ModuleType
@@ -70,12 +70,17 @@ def service_module(service: str) -> ModuleType:
     return importlib.import_module(module)
 
 
-SHUTDOWN_SLACK_S = 60.0
+SHUTDOWN_SLACK_S = 4.0
 """Beyond the shutdown timeout, time to interrupt what still runs and commit what ended; then the process exits
-regardless (what it had not committed is delivered again elsewhere)."""
+regardless (what it had not committed is delivered again elsewhere): every service exits within the shutdown
+timeout + 5 s of SIGTERM."""
+THREAD_GRACE_S = 1.5
+"""Once a service has stopped, how long calls still running in its threads may take before they are abandoned."""
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    import asyncio
+
     from cbt.models.loader import load_project
 
     config, models = load_project(args.config)
@@ -83,7 +88,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         return _supervise(args)
     module = service_module(args.service)
     from cbt.adapters import telemetry
-    from cbt.adapters.runtime import exit_when_stuck, install_stop_signals, instance_id, setup_logging
+    from cbt.adapters.runtime import (
+        abandon_threads_after,
+        exit_when_stuck,
+        install_stop_signals,
+        instance_id,
+        setup_logging,
+    )
 
     setup_logging(config)
     faulthandler.enable(all_threads=True)  # a native crash on a Python thread logs every thread's stack
@@ -92,16 +103,20 @@ def cmd_run(args: argparse.Namespace) -> int:
     exported = telemetry.start(config, args.service, instance_id(args.service),
                                None if metrics_addr == "off" else metrics_addr)
 
-    async def main() -> None:
+    async def main() -> threading.Event:
         stop = asyncio.Event()
         install_stop_signals(stop)
         watchdog = asyncio.create_task(exit_when_stuck(stop, config.worker.shutdown_timeout_s + SHUTDOWN_SLACK_S))
         await module.serve(config, models, stop, None if health_addr == "off" else health_addr)
         watchdog.cancel()
+        return abandon_threads_after(THREAD_GRACE_S, exported.shutdown)
 
+    exiting = None
     try:
-        asyncio.run(main())
+        exiting = asyncio.run(main())  # (joins the threads of the loop's executor: the abandoning timer bounds it)
     finally:
+        if exiting is not None:
+            exiting.set()
         exported.shutdown()
     return 0
 
