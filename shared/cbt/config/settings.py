@@ -115,6 +115,21 @@ class SparkConfig(Section):
     master: str | None = None
     conf: dict[str, EnvValue] = {}
     query_timeout_s: DurationS = Field(default=600, validation_alias=AliasChoices("query_timeout", "queryTimeout"))
+    max_concurrent_statements: Annotated[int, Field(ge=1)] | Literal["auto", "off"] = "auto"
+    """Admission control: at most this many statements executing on the cluster at once, counted over every
+    process that shares this Redis and names the cluster by the same ``remote`` host and port (workers' tasks, the
+    admin record's reads and writes); the rest wait, the admin record first, then forward fill and scheduled runs,
+    then re-runs, then backfill. ``auto`` (or 0): the cluster's default parallelism, measured by each process on
+    first use; ``off``: no limit."""
+
+    @field_validator("max_concurrent_statements", mode="before")
+    @classmethod
+    def _zero_is_auto(cls, value: Any) -> Any:
+        if value is False:  # YAML 1.1 reads an unquoted off as false
+            return "off"
+        if value is True:
+            raise ValueError("expected a number of statements, auto or off, got true")
+        return "auto" if value in (0, "0") else value
 
     @model_validator(mode="before")
     @classmethod

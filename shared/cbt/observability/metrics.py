@@ -50,6 +50,16 @@ dependency_validation_duration = _meter.create_histogram(
     "cbt_dependency_validation_duration", unit="s", description="The worker's dependency check, by model",
     explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
 
+# --- Spark admission (every process that runs statements: worker, coordinator, invalidator, api) ----------------
+admission_wait = _meter.create_histogram(
+    "cbt_spark_admission_wait", unit="s",
+    description="Waiting for one of the Spark cluster's permits, by priority (admin, forward, rerun, backfill)",
+    explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
+admission_permits = _meter.create_up_down_counter(
+    "cbt_spark_admission_permits", unit="", description="Spark permits this process holds now, by priority")
+admission_waiting = _meter.create_up_down_counter(
+    "cbt_spark_admission_waiting", unit="", description="Requests of this process waiting for a permit, by priority")
+
 # --- planning (coordinator, invalidator) ------------------------------------------------------------------------
 tasks_enqueued = _meter.create_counter(
     "cbt_tasks_enqueued", unit="", description="Tasks published to a task topic, by model and direction")
