@@ -152,6 +152,29 @@ async def exit_when_stuck(stop: asyncio.Event, grace_s: float) -> None:
     timer.start()
 
 
+def abandon_threads_after(grace_s: float, before_exit: Callable[[], object]) -> threading.Event:
+    """Called once a service's ``serve`` has returned (its work recorded and committed): threads still running a
+    call then (a read of the admin tables on a busy Spark, a statement being interrupted) would hold the process at
+    exit, where Python joins them. Past ``grace_s`` they are abandoned — their work is redone at the next start —
+    and the process exits (code 0) after ``before_exit`` (flushing telemetry). Set the returned event once the
+    process goes on to exit by itself."""
+    exiting = threading.Event()
+
+    def abandon() -> None:
+        if exiting.is_set():
+            return
+        busy = [t.name for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+        logging.getLogger("cbt").info("stopped; abandoning calls still running in threads: %s", ", ".join(busy))
+        before_exit()
+        logging.shutdown()
+        os._exit(0)
+
+    timer = threading.Timer(grace_s, abandon)
+    timer.daemon = True
+    timer.start()
+    return exiting
+
+
 def _exit_stuck(grace_s: float) -> None:
     logging.getLogger("cbt").error("shutdown did not finish within %.0f s; exiting now", grace_s)
     logging.shutdown()
@@ -226,13 +249,39 @@ async def serve_health(addr: str | None, checks: Mapping[str, Check],
     return server
 
 
+STEP_STOP_GRACE_S = 2.0
+"""Once the service stops, how long a periodic step still running may take to end before it is cancelled."""
+
+
+async def _until_stopped(work: Awaitable[object], stop: asyncio.Event) -> None:
+    """Await ``work``; once ``stop`` is set, give it ``STEP_STOP_GRACE_S`` to end, then cancel it (a step reading the
+    admin tables on a busy Spark would otherwise hold the stop for minutes)."""
+    running = asyncio.ensure_future(work)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({running, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if not running.done():
+            await asyncio.wait({running}, timeout=STEP_STOP_GRACE_S)
+        if not running.done():
+            running.cancel()
+        await running
+    finally:
+        stopping.cancel()
+        running.cancel()
+
+
 async def every(interval_s: float, stop: asyncio.Event, step: Callable[[], Awaitable[object]],
                 log: logging.Logger, heartbeat: Heartbeat | None = None) -> None:
     """Run ``step`` every ``interval_s`` until ``stop``; a failing step is logged and retried next time. Each round
     that ends (well or not) beats ``heartbeat``: only a round that never returns leaves it silent."""
     while not stop.is_set():
         try:
-            await step()
+            await _until_stopped(step(), stop)
+        except asyncio.CancelledError:
+            if not stop.is_set():
+                raise
+            log.info("periodic step abandoned on stop; it runs again at the next start")
+            return
         except Exception:
             log.exception("periodic step failed")
         if heartbeat is not None:
