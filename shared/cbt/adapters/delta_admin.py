@@ -17,6 +17,7 @@ import logging
 import random
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager, nullcontext
 from datetime import UTC, datetime
 from typing import Any, TypeVar, overload
 
@@ -51,6 +52,8 @@ TableName = tuple[str, str]
 """``(database, table)``."""
 
 _CONFLICTS = ("DELTA_CONCURRENT", "ConcurrentAppendException", "ConcurrentDeleteReadException")
+Permit = Callable[[], AbstractContextManager[object]]
+"""Held around each statement on the admin tables: a Spark admission permit (``cbt.concurrency.admission``)."""
 
 
 class AdminTableError(CbtError):
@@ -99,10 +102,13 @@ class DeltaAdmin:
         *,
         conflict_retries: int = 8,
         reconnect: Callable[[], SparkSession] | None = None,
+        permit: Permit | None = None,
     ) -> None:
         self._spark = spark
         self._reconnect = reconnect
         """Makes a new session when the current one is lost (the Spark Connect server restarted)."""
+        self._permit: Permit = permit or nullcontext
+        """Held around each statement (one permit per statement: none is held while a retry pauses)."""
         failures = failures or (incremental[0], "cbt_failures")
         retries = retries or (incremental[0], "cbt_retries")
         self._databases = sorted({incremental[0], scheduled[0], invalidations[0], failures[0], retries[0]})
@@ -118,7 +124,8 @@ class DeltaAdmin:
 
     def _sql(self, what: str, statement: str, params: Mapping[str, object] | None = None) -> list[Row]:
         try:
-            rows: list[Row] = self._spark.sql(statement, args=dict(params or {})).collect()
+            with self._permit():
+                rows: list[Row] = self._spark.sql(statement, args=dict(params or {})).collect()
         except PySparkException as e:
             self._replace_lost_session(e)
             raise AdminTableError(f"admin tables: {what} failed: {e}") from e
@@ -144,7 +151,8 @@ class DeltaAdmin:
 
     def _append(self, what: str, table: str, schema: StructType, rows: Sequence[tuple[object, ...]]) -> None:
         try:
-            self._spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(table)
+            with self._permit():
+                self._spark.createDataFrame(rows, schema).write.format("delta").mode("append").saveAsTable(table)
         except PySparkException as e:
             self._replace_lost_session(e)
             raise AdminTableError(f"admin tables: {what} failed: {e}") from e
@@ -189,7 +197,8 @@ class DeltaAdmin:
 
     def _columns(self, table: str) -> set[str]:
         try:
-            return set(self._spark.table(table).columns)
+            with self._permit():
+                return set(self._spark.table(table).columns)
         except PySparkException as e:
             self._replace_lost_session(e)
             raise AdminTableError(f"admin tables: read the schema of {table} failed: {e}") from e
@@ -426,15 +435,18 @@ _Admin = TypeVar("_Admin", bound=DeltaAdmin)
 
 
 @overload
-def admin_from_config(spark: SparkSession, config: Config) -> DeltaAdmin: ...
+def admin_from_config(spark: SparkSession, config: Config, *, permit: Permit | None = None) -> DeltaAdmin: ...
 @overload
-def admin_from_config(spark: SparkSession, config: Config, kind: type[_Admin]) -> _Admin: ...
-def admin_from_config(spark: SparkSession, config: Config, kind: type[DeltaAdmin] = DeltaAdmin) -> DeltaAdmin:
-    """The admin tables named in ``config.admin``, read and written by ``kind`` (``DeltaAdmin`` or a subclass)."""
+def admin_from_config(spark: SparkSession, config: Config, kind: type[_Admin], *,
+                      permit: Permit | None = None) -> _Admin: ...
+def admin_from_config(spark: SparkSession, config: Config, kind: type[DeltaAdmin] = DeltaAdmin, *,
+                      permit: Permit | None = None) -> DeltaAdmin:
+    """The admin tables named in ``config.admin``, read and written by ``kind`` (``DeltaAdmin`` or a subclass),
+    each statement under ``permit`` when given (Spark admission control)."""
     names, remote = config.admin, config.spark.remote
     return kind(spark, (names.incremental.database, names.incremental.table),
                       (names.scheduled.database, names.scheduled.table),
                       (names.invalidations.database, names.invalidations.table),
                       (names.failures.database, names.failures.table),
                       (names.retries.database, names.retries.table),
-                      reconnect=(lambda: connect(remote)) if remote else None)
+                      reconnect=(lambda: connect(remote)) if remote else None, permit=permit)

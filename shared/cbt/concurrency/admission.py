@@ -78,6 +78,8 @@ class SparkAdmission:
         self._limit: int | None = limit if isinstance(limit, int) else None
         self._measure = limit if callable(limit) else None
         self._lock = threading.Lock()
+        """Guards ``_held`` (and orders a restore of expired permits before a release)."""
+        self._measuring = threading.Lock()
         self._held: dict[str, PriorityClass] = {}
         self._beating: threading.Thread | None = None
         self._stop = threading.Event()
@@ -85,7 +87,7 @@ class SparkAdmission:
 
     def limit(self) -> int:
         """The most permits held at once, decided once per process (measured on first call when ``auto``)."""
-        with self._lock:
+        with self._measuring:
             if self._limit is None:
                 assert self._measure is not None
                 measured = self._measure()
@@ -156,6 +158,7 @@ class SparkAdmission:
     @contextlib.contextmanager
     def held_sync(self, priority: PriorityClass, what: str) -> Iterator[None]:
         """Hold a permit for the body, from a thread (the admin record's calls)."""
+        self.limit()  # (measuring it may fail: the caller's call fails with it)
         ticket = self.enqueue(priority, what)
         labels = {"priority": priority}
         metrics.admission_waiting.add(1, labels)

@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StringType, StructField, StructType, TimestampType
 
 from cbt.adapters import delta_admin_sql as q
-from cbt.adapters.delta_admin import DeltaAdmin, TableName, admin_from_config
+from cbt.adapters.delta_admin import DeltaAdmin, Permit, TableName, admin_from_config
 from cbt.api.history import AuditAction, Completion
 from cbt.config.settings import Config
 from cbt.models.spec import ModelId
@@ -42,8 +42,9 @@ class ApiRecords(DeltaAdmin):
 
     def __init__(self, spark: SparkSession, incremental: TableName, scheduled: TableName, invalidations: TableName,
                  failures: TableName, retries: TableName,
-                 reconnect: Callable[[], SparkSession] | None = None) -> None:
-        super().__init__(spark, incremental, scheduled, invalidations, failures, retries, reconnect=reconnect)
+                 reconnect: Callable[[], SparkSession] | None = None, permit: Permit | None = None) -> None:
+        super().__init__(spark, incremental, scheduled, invalidations, failures, retries, reconnect=reconnect,
+                         permit=permit)
         self._audit = self._qualified((incremental[0], AUDIT_TABLE))
         self._inc_table = self._qualified(incremental)
         self._sched_table = self._qualified(scheduled)
@@ -96,6 +97,7 @@ def _object(text: str | None) -> dict[str, object]:
     return value if isinstance(value, dict) else {"value": value}
 
 
-def records_from_config(spark: SparkSession, config: Config) -> ApiRecords:
-    """The admin tables named in ``config.admin``, the audit table beside ``admin.incremental``."""
-    return admin_from_config(spark, config, ApiRecords)
+def records_from_config(spark: SparkSession, config: Config, permit: Permit | None = None) -> ApiRecords:
+    """The admin tables named in ``config.admin``, the audit table beside ``admin.incremental``; each statement
+    under ``permit`` when given (Spark admission control)."""
+    return admin_from_config(spark, config, ApiRecords, permit=permit)
