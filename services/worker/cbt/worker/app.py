@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import Any, cast
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
+from pyspark.sql import SparkSession
 
 from cbt.adapters import runtime
+from cbt.adapters.admission import admission_from_config
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_bus import (
     BrokerPublisher,
@@ -33,6 +36,7 @@ from cbt.adapters.kafka_bus import (
 )
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import SessionPool, connect, delta_write_warm_up
+from cbt.concurrency.admission import SparkAdmission
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskRequested, rejected
@@ -93,6 +97,16 @@ def max_poll_interval_ms(config: Config) -> int:
     return int(min(longest_s * 1000, 86_400_000))
 
 
+def admitted(admission: SparkAdmission, warm: Callable[[SparkSession], None]) -> Callable[[SparkSession], None]:
+    """``warm`` holding a permit (at forward fill's priority: it is what makes the first forward tasks quick)."""
+
+    def warm_admitted(session: SparkSession) -> None:
+        with admission.held_sync("forward", "warm-up"):
+            warm(session)
+
+    return warm_admitted
+
+
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
     if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
         return
@@ -105,10 +119,18 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     broker = make_broker(config.kafka, owner)
     redis = runtime.redis_client(config)
     state = RedisState(redis, config.redis.key_prefix)
-    recorder = AdminRecorder(admin_from_config(spark, config), owner)
+    # Every statement on the cluster holds one of its permits, shared with every other process that uses it: the
+    # tasks' at their direction's priority, the admin records' (completions, failures, retries) at the highest.
+    admission = admission_from_config(config, redis, owner, lambda: connect(config.spark.remote or ""))
+    recorder = AdminRecorder(admin_from_config(spark, config, permit=admission.admin_permit if admission else None),
+                             owner)
+    if admission is not None and not await runtime.until_it_works(admission.limit, "measure the Spark cluster's "
+                                                                  "capacity for admission control", stop, log):
+        return
     if not await runtime.until_it_works(recorder.admin.ensure_tables, "create admin tables", stop, log):
         return
-    sessions.warm(SHARED_SESSION, delta_write_warm_up(config.admin.incremental.database))  # the database exists now
+    warm_up = delta_write_warm_up(config.admin.incremental.database)  # the database exists now
+    sessions.warm(SHARED_SESSION, warm_up if admission is None else admitted(admission, warm_up))
     retry = config.worker.retry
     publisher = BrokerPublisher(broker)
     topics = runtime.topics(config)
@@ -116,7 +138,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         models=models,
         ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, publisher, recorder),
         executor=SparkExecutor(sessions, RenderSettings.from_config(config), config.worker.task_timeout_s,
-                               str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency),
+                               str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency,
+                               admission),
         topics=topics, worker_id=owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
     )
@@ -140,6 +163,8 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         if health:
             await health.stop()
     await recorder.close()
+    if admission is not None:
+        admission.close()
     sessions.close()
     spark.stop()
     log.info("worker stopped")

@@ -13,6 +13,7 @@ import random
 import time
 from collections import defaultdict
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field
 
 from pyspark.sql import SparkSession
@@ -20,11 +21,13 @@ from pyspark.sql import SparkSession
 from cbt.adapters.delta_admin import is_conflict
 from cbt.adapters.scripts import ScriptError, run_script
 from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_tagged
+from cbt.concurrency.slots import PrioritySlots
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, exec_environment
 from cbt.models.spec import IncrementalModel, Transformation
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
+from cbt.scheduling.admission import PRIORITIES, Admission, PriorityClass, task_priority
 
 CONFLICT_RETRIES = 20
 log = logging.getLogger("cbt.worker")
@@ -53,6 +56,13 @@ class SparkExecutor:
     unpartitioned table's ``REPLACE WHERE`` or ``MERGE`` conflicts with any commit that lands while it runs; so this
     process runs one task per target table at a time. A task waits for its table *before* it takes a slot: a hung or
     slow model occupies one slot, its other tasks queue behind it, and every other model keeps the remaining slots.
+
+    Slots go to waiting tasks by their direction's priority class (``cbt.scheduling.admission``: forward fill and
+    scheduled runs, then re-runs, then backfill; first come first served within a class). With ``admission``
+    (``spark.max_concurrent_statements``), a task with a slot then holds one of the Spark cluster's permits — shared
+    by every worker — while its statements run, in order (an exec model's script counts as one), at the same
+    priority. A permit is taken only by a task that has its slot, so no permit sits idle in a process whose slots
+    are full; a forward task arriving then waits for one local task to end at most.
     """
 
     sessions: SessionPool
@@ -64,22 +74,23 @@ class SparkExecutor:
     """Longest a statement may run (``spark.query_timeout``, or the model's ``timeout``); past it, it is interrupted
     on the server."""
     slots: int = 4
+    admission: Admission | None = None
     _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     _session_keys: dict[str, str] = field(default_factory=dict)
-    _slots: asyncio.Semaphore = field(init=False)
+    _slots: PrioritySlots = field(init=False)
 
     def __post_init__(self) -> None:
-        self._slots = asyncio.Semaphore(self.slots)
+        self._slots = PrioritySlots(self.slots)
 
     async def run(self, model: Transformation, task: TaskContext) -> float:
         """Run one task. A Delta write conflict (another process committed to the same table while this one read
         it) re-runs the task after a short random pause: every strategy is idempotent, and a conflict is not the
         model's failure, so it does not use up an attempt. Returns the seconds the last run took once it had its
-        table and a slot."""
+        table, a slot and a permit."""
         async with self._table_locks[model.id]:
             for conflicts in range(CONFLICT_RETRIES + 1):
                 try:
-                    async with self._slots:
+                    async with self._slots.held(PRIORITIES.index(_priority(task))), self._admitted(task):
                         began = time.monotonic()
                         await self._run_once(model, task)
                         return time.monotonic() - began
@@ -90,6 +101,11 @@ class SparkExecutor:
                                                                                  "conflicts": conflicts + 1})
                 await asyncio.sleep(random.uniform(0.05, 0.05 * 2 ** min(conflicts, 4)))
         raise AssertionError("unreachable: the last conflict is raised in the loop")
+
+    def _admitted(self, task: TaskContext) -> AbstractAsyncContextManager[object]:
+        if self.admission is None:
+            return nullcontext()
+        return self.admission.held(_priority(task), task.task_id)
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
@@ -120,6 +136,10 @@ class SparkExecutor:
                 if is_session_lost(e):  # the next attempt gets a new session (the server restarted)
                     await asyncio.to_thread(self.sessions.discard, session_key, spark)
                 raise
+
+
+def _priority(task: TaskContext) -> PriorityClass:
+    return task_priority(task.direction, is_scheduled=task.start is None)
 
 
 def _collect(spark: SparkSession, statement: str) -> None:
