@@ -4,7 +4,8 @@
 network call: an orchestrator restarts a process whose loop is stuck or dead, never one whose dependency is down.
 ``/readyz`` runs each named check at once, each bounded by ``CHECK_TIMEOUT_S``. Both name what fails in their 503
 body (``{"status": "not ready", "checks": {"kafka": "no answer within 3 s", "redis": "ok"}}``), so an operator reads
-which loop or dependency is gone.
+which loop or dependency is gone. A check may add a note (``"notes": {"spark_admission": "limit 2, 2 executing,
+5 waiting"}``).
 """
 
 from __future__ import annotations
@@ -15,8 +16,9 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 
 CHECK_TIMEOUT_S = 3.0
-Check = Callable[[], Awaitable[None]]
-"""Returns when its dependency answers; raises (any error) when it does not."""
+Check = Callable[[], Awaitable[str | None]]
+"""Returns when its dependency answers — with a note worth showing (``/readyz``'s ``notes``), or ``None`` — and
+raises (any error) when it does not."""
 Probe = Callable[[], str | None]
 """A liveness probe: ``None`` while its loop is alive, else what is wrong. Local and quick (no network)."""
 
@@ -57,8 +59,14 @@ class HealthServer:
 
     async def readiness(self) -> dict[str, str]:
         """Each check's verdict: ``ok`` or why not."""
-        verdicts = await asyncio.gather(*(_verdict(check) for check in self.checks.values()))
-        return dict(zip(self.checks, verdicts, strict=True))
+        return (await self._assess())[0]
+
+    async def _assess(self) -> tuple[dict[str, str], dict[str, str]]:
+        """Each check's verdict, and the notes of those that passed with one."""
+        results = await asyncio.gather(*(_verdict(check) for check in self.checks.values()))
+        verdicts = {name: verdict for name, (verdict, _) in zip(self.checks, results, strict=True)}
+        notes = {name: note for name, (_, note) in zip(self.checks, results, strict=True) if note is not None}
+        return verdicts, notes
 
     def liveness(self) -> dict[str, str]:
         """Each probe's verdict: ``ok`` or what is wrong."""
@@ -85,21 +93,23 @@ class HealthServer:
                 return "200 OK", {"status": "ok", "loops": loops}
             return "503 Service Unavailable", {"status": "not alive", "loops": loops}
         if path == "/readyz":
-            checks = await self.readiness()
+            checks, notes = await self._assess()
+            extra = {"notes": notes} if notes else {}
             if all(verdict == "ok" for verdict in checks.values()):
-                return "200 OK", {"status": "ready", "checks": checks}
-            return "503 Service Unavailable", {"status": "not ready", "checks": checks}
+                return "200 OK", {"status": "ready", "checks": checks, **extra}
+            return "503 Service Unavailable", {"status": "not ready", "checks": checks, **extra}
         return "404 Not Found", {"status": "unknown path"}
 
 
-async def _verdict(check: Check) -> str:
+async def _verdict(check: Check) -> tuple[str, str | None]:
+    """``ok`` or why not, and the check's note."""
     try:
-        await asyncio.wait_for(check(), CHECK_TIMEOUT_S)
+        note = await asyncio.wait_for(check(), CHECK_TIMEOUT_S)
     except TimeoutError:
-        return f"no answer within {CHECK_TIMEOUT_S:g} s"
+        return f"no answer within {CHECK_TIMEOUT_S:g} s", None
     except Exception as e:  # any error of the dependency's client means not ready
-        return f"{type(e).__name__}: {e}"[:300]
-    return "ok"
+        return f"{type(e).__name__}: {e}"[:300], None
+    return "ok", note
 
 
 def _probed(probe: Probe) -> str | None:

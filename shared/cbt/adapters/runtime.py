@@ -24,7 +24,7 @@ from faststream.confluent import KafkaBroker
 from pyspark.sql.connect.client.core import DefaultChannelBuilder
 from redis import Redis
 
-from cbt.adapters import kafka_admin, kafka_consumers
+from cbt.adapters import admission, kafka_admin, kafka_consumers
 from cbt.adapters.health import CHECK_TIMEOUT_S, Check, HealthServer, Heartbeat, Probe
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
@@ -219,15 +219,28 @@ def spark_answers(remote: str) -> Check:
     return check
 
 
+def spark_admission(config: Config, redis: Redis) -> Check:
+    """Notes the Spark cluster's admission control (``limit 2, 2 executing, 5 waiting``): its state is in Redis,
+    so it fails only when Redis does."""
+
+    async def check() -> str:
+        status = await asyncio.to_thread(admission.read_status, config, redis)
+        return "off" if status is None else status.describe()
+
+    return check
+
+
 def dependency_checks(config: Config, redis: Redis, broker: KafkaBroker,
                       subscribers: Sequence[Any] = ()) -> dict[str, Check]:
     """What ``/readyz`` asks of a service: every service uses Redis, Kafka and (the admin record) Spark Connect; a
-    service that consumes is ready once its consumers joined their groups."""
+    service that consumes is ready once its consumers joined their groups. ``spark_admission`` notes how busy the
+    Spark cluster is (in the body's ``notes``)."""
     checks = {"redis": redis_answers(redis), "kafka": kafka_answers(broker)}
     if subscribers:
         checks["kafka_group"] = kafka_consumers.joined_group(subscribers)
     if config.spark.remote:
         checks["spark"] = spark_answers(config.spark.remote)
+        checks["spark_admission"] = spark_admission(config, redis)
     return checks
 
 

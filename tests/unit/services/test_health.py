@@ -51,6 +51,16 @@ def test_ready_when_every_dependency_answers() -> None:
                                                                "checks": {"redis": "ok", "kafka": "ok"}})
 
 
+async def notes_admission() -> str:
+    return "limit 2, 2 executing, 5 waiting"
+
+
+def test_a_check_s_note_is_shown_beside_its_verdict() -> None:
+    assert ask({"redis": answers, "spark_admission": notes_admission}) == (200, {
+        "status": "ready", "checks": {"redis": "ok", "spark_admission": "ok"},
+        "notes": {"spark_admission": "limit 2, 2 executing, 5 waiting"}})
+
+
 def test_a_dependency_that_refuses_makes_it_not_ready_and_is_named() -> None:
     status, body = ask({"redis": answers, "spark": refuses})
     assert status == 503
