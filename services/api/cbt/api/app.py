@@ -17,6 +17,7 @@ from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 
 from cbt.adapters import runtime
+from cbt.adapters.admission import admission_from_config
 from cbt.adapters.bounds_refresh import RedisRefreshRequests
 from cbt.adapters.invalidation_publisher import publish_event
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of
@@ -88,7 +89,10 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     broker = make_broker(config.kafka, owner)
     hub = EventHub()
     spark = connect(config.spark.remote or "")
-    admin = records_from_config(spark, config)
+    redis = runtime.redis_client(config)
+    # The pages' reads of the admin tables take their turn on a shared Spark, at the admin record's priority.
+    admission = admission_from_config(config, redis, owner, lambda: connect(config.spark.remote or ""))
+    admin = records_from_config(spark, config, permit=admission.admin_permit if admission else None)
     if not await runtime.until_it_works(admin.ensure_tables, "create admin tables", stop, log):
         return
     ctx = build_context(config, models, broker, hub, admin)
@@ -104,7 +108,6 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     stream(on_message)
     async with broker:
         await broker.start()
-        redis = runtime.redis_client(config)
         health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker, [stream]),
                                             runtime.loop_probes([stream]))
         server = http_server(config, ctx)

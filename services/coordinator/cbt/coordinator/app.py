@@ -13,8 +13,10 @@ from dataclasses import dataclass, replace
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 from pydantic import ValidationError
+from redis import Redis
 
 from cbt.adapters import hot_index, runtime
+from cbt.adapters.admission import admission_from_config
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, process_span
@@ -255,13 +257,18 @@ def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> 
     planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
                                   state.ledger, BrokerPublisher(broker))
     marks = RedisMarks(client, config.redis.key_prefix)
-    return Coordinator(config, models, state, planner, marks, owner, functools.cache(lambda: _admin(config)))
+    return Coordinator(config, models, state, planner, marks, owner,
+                       functools.cache(lambda: _admin(config, client, owner)))
 
 
-def _admin(config: Config) -> DeltaAdmin:
+def _admin(config: Config, client: Redis, owner: str) -> DeltaAdmin:
+    """The admin tables, each statement holding one of the Spark cluster's permits at the highest priority: the
+    rebuild, recovery and consolidation reads unblock every worker's tasks."""
     from cbt.adapters.spark import connect
 
-    admin = admin_from_config(connect(config.spark.remote or ""), config)
+    admission = admission_from_config(config, client, owner, lambda: connect(config.spark.remote or ""))
+    admin = admin_from_config(connect(config.spark.remote or ""), config,
+                              permit=admission.admin_permit if admission else None)
     admin.ensure_tables()
     return admin
 

@@ -15,6 +15,7 @@ from faststream.confluent import KafkaMessage
 from redis import Redis
 
 from cbt.adapters import runtime
+from cbt.adapters.admission import admission_from_config
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, process_span
 from cbt.adapters.redis_state import RedisState
@@ -64,12 +65,14 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
         return
     owner = runtime.instance_id("invalidator")
     spark = connect(config.spark.remote or "")
-    admin = admin_from_config(spark, config)
+    redis = runtime.redis_client(config)
+    # Recording an invalidation reads and rewrites the admin table: at the highest priority on a shared Spark.
+    admission = admission_from_config(config, redis, owner, lambda: connect(config.spark.remote or ""))
+    admin = admin_from_config(spark, config, permit=admission.admin_permit if admission else None)
     # (safe when other services create them at the same moment)
     if not await runtime.until_it_works(admin.ensure_tables, "create admin tables", stop, log):
         return
     broker = make_broker(config.kafka, owner)
-    redis = runtime.redis_client(config)
     handler = build(config, models, BrokerPublisher(broker), redis, admin)
 
     async def on_event(message: KafkaMessage) -> None:
