@@ -40,7 +40,24 @@ class SparkConnectServer:
     @property
     def detail(self) -> str:
         running = self.running_master()
-        return f"on {running or self.layout.spark_master}"
+        return f"on {running or self.layout.spark_master}{self._admission()}"
+
+    def _admission(self) -> str:
+        """``; admission: limit 2, 1 executing, 0 waiting`` — what every process using this server holds and waits
+        for (``spark.max_concurrent_statements``), read from the stack's Redis; empty when Redis does not answer."""
+        import redis
+
+        from cbt.adapters.admission import RedisPermitStore
+        from cbt.scheduling.admission import cluster_of
+
+        client = redis.Redis.from_url(self.layout.redis_url, socket_timeout=1.0, socket_connect_timeout=1.0)
+        try:
+            status = RedisPermitStore(client, cluster_of(self.endpoint)).status()
+        except redis.RedisError:
+            return ""
+        finally:
+            client.close()
+        return f"; admission: {status.describe()}"
 
     def install(self) -> None:
         """Nothing to fetch ahead: the jars come with pyspark, Delta's through ``spark.jars.packages`` at start."""
