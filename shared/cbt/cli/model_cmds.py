@@ -36,7 +36,10 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 
     p = sub.add_parser("render", help="print exactly what a worker runs for one task of MODEL")
     _config_arg(p)
-    p.add_argument("model", metavar="MODEL", help="database.table (or a unique table name)")
+    p.add_argument("model", metavar="MODEL", nargs="?",
+                   help="database.table (or a unique table name); optional with --explain-batching")
+    p.add_argument("--explain-batching", action="store_true",
+                   help="print the batch mode MODEL (or every incremental model) gets for a backlog, and why")
     p.add_argument("--start", type=int, help="first position of the interval (incremental models)")
     p.add_argument("--end", type=int, help="end position, exclusive (incremental models)")
     p.add_argument("--direction", choices=("forward", "backfill", "rerun"), default="forward")
@@ -118,6 +121,11 @@ def cmd_render(args: argparse.Namespace) -> int:
     if loaded is None:
         return 1
     config, models = loaded
+    if args.explain_batching:
+        print(_explain_batching(models, args.model))
+        return 0
+    if args.model is None:
+        raise UsageError("give MODEL (database.table or a unique table name)")
     model = models.get(models.resolve(args.model))
     settings = RenderSettings.from_config(config)
     if isinstance(model, ExternalModel):
@@ -155,10 +163,41 @@ def _task_line(model: Transformation, task: TaskContext) -> str:
 
 
 _BATCH_MODES = {
-    "union": "every interval's SELECT in one write, replacing exactly the intervals' rows",
-    "bounds": "one run over the whole range (the model declares it gives the same rows)",
+    "union": "every interval's SELECT in one write (replace: under one REPLACE WHERE of the intervals' predicates; "
+             "append: one MERGE of each key's rows from the first run that has it)",
+    "bounds": "one run over the whole range",
     "off": "each interval's statements in turn",
 }
+
+
+def _batch_header(model: IncrementalModel, task: TaskContext) -> list[str]:
+    choice = model.batch_choice
+    assert task.start is not None and task.step is not None
+    mode = choice.mode
+    line = f"-- a batch of {len(task.intervals())} intervals of {task.step}, batch mode {mode}"
+    if mode == "bounds" and not choice.runs_whole(task.start, task.step):
+        mode = "union"
+        line += f", but its intervals do not start at a multiple of {choice.align}: as union"
+    return [f"{line}: {_BATCH_MODES[mode]}", f"-- why {choice.mode}: {choice.reason}"]
+
+
+def _explain_batching(models: ModelSet, name: str | None) -> str:
+    """Each incremental model's batch mode and why; for a declared mode, also what ``auto`` would choose."""
+    from dataclasses import replace
+
+    from cbt.models.spec import Batch
+
+    chosen = [models.get(models.resolve(name))] if name is not None else list(models)
+    lines = []
+    for model in sorted((m for m in chosen if isinstance(m, IncrementalModel)), key=lambda m: m.id):
+        choice = model.batch_choice
+        lines.append(f"{model.id}: {choice.mode} — {choice.reason}")
+        if choice.is_declared:
+            auto = replace(model, batch=Batch("auto", model.batch.max_intervals)).batch_choice
+            lines.append(f"  (auto would choose {auto.mode} — {auto.reason})")
+    if not lines:
+        return f"{name}: not an incremental model; only incremental models run backlogs in batches"
+    return "\n".join(lines)
 
 
 def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettings) -> str:
@@ -175,8 +214,7 @@ def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettin
     else:
         header.append("-- write strategy sql: the statements run in order as written")
     if isinstance(model, IncrementalModel) and task.is_batch:
-        header.append(f"-- a batch of {len(task.intervals())} intervals of {task.step}, batch mode "
-                      f"{model.batch_mode}: {_BATCH_MODES[model.batch_mode]}")
+        header += _batch_header(model, task)
     return "\n".join(header) + "\n" + "\n\n".join(s + ";" for s in statements)
 
 

@@ -86,20 +86,43 @@ _READS_SELF = re.compile(r"\{\{[^}]*\bself\b")
 class Batch:
     """How a backlog of ready intervals may run as one job and one commit (SPEC §5.6).
 
-    - ``union``: one SELECT rendered per interval, combined with ``UNION ALL`` under one ``REPLACE WHERE`` of the
-      intervals' predicates — the same rows as the runs one by one, whatever the SQL does with its bounds (write
-      strategy ``replace`` only);
-    - ``bounds``: one run over the batch's whole range; the model declares that gives the rows the runs one by one
-      would (row-wise, or grouped by a key inside the interval) — any write strategy, exec models too;
+    - ``union``: one SELECT rendered per interval, all in one statement — the same table as the runs one by one,
+      whatever the SQL does with its bounds. Write strategy ``replace``: the SELECTs ``UNION ALL``-ed under one
+      ``REPLACE WHERE`` of the intervals' predicates. Strategy ``append``: one ``MERGE`` of the rows the runs one by
+      one would insert — each interval's SELECT tagged with its place in the run order (ascending positions, newest
+      first for a backfill), and of each key only the rows of the first run that has it;
+    - ``bounds``: one run over the batch's whole range, which must give the rows the runs one by one would (row-wise
+      SQL, or grouped by a bucket of the position inside the interval) — any write strategy, exec models too;
     - ``off``: one interval per run;
-    - ``auto`` (the default): ``union`` for ``replace`` models, ``off`` otherwise — and ``off`` for a model whose SQL
-      reads its own table (``{{ self.… }}``: running totals, "the previous interval"): in one statement every
-      interval would read the table as it was before the batch, not after the intervals before it.
+    - ``auto`` (the default): ``bounds`` where the SQL proves it safe (``cbt.models.batch_safety``), else ``union``
+      for ``replace`` and ``append`` models, ``off`` for the others — and ``off`` for a model whose SQL reads its own
+      table (``{{ self.… }}``: running totals, "the previous interval"): in one statement every interval would read
+      the table as it was before the batch, not after the intervals before it. ``IncrementalModel.batch_choice``
+      says which and why.
     """
 
     mode: BatchMode = "auto"
     max_intervals: int | None = None
     """At most this many intervals per run; ``None``: the scheduler's ``batch.max_intervals``."""
+
+
+@dataclass(frozen=True)
+class BatchChoice:
+    """A model's batch mode with ``auto`` resolved, and why, in words for ``cbt render --explain-batching``."""
+
+    mode: Literal["union", "bounds", "off"]
+    reason: str
+    align: int = 1
+    """``bounds`` proven over buckets of the position (``date_trunc('HOUR', ts)``: 3600): a batch runs over its whole
+    range only when its intervals start at multiples of ``align`` (then no bucket straddles two intervals), and as
+    ``union`` otherwise. 1: every batch."""
+    is_declared: bool = False
+    """The model's own ``batch.mode``, not ``auto``'s choice (only ``auto``'s choices are checked per batch)."""
+
+    def runs_whole(self, start: int, step: int) -> bool:
+        """Whether a batch of intervals of ``step`` from ``start`` runs as one run over its range (mode bounds)."""
+        return self.mode == "bounds" and (self.align <= 1 or (start >= 0 and start % self.align == 0
+                                                              and step % self.align == 0))
 
 
 @dataclass(frozen=True)
@@ -153,10 +176,27 @@ class IncrementalModel:
     @property
     def batch_mode(self) -> Literal["union", "bounds", "off"]:
         """How a backlog of this model's intervals runs (``Batch``, with ``auto`` resolved)."""
+        return self.batch_choice.mode
+
+    @property
+    def batch_choice(self) -> BatchChoice:
+        """The batch mode and why. Cheap after the first call per model: ``auto`` for a ``replace`` or ``append`` SQL
+        model parses its SQL once (cached by the fields the analysis reads)."""
         if self.batch.mode != "auto":
-            return self.batch.mode
-        reads_itself = self.sql is not None and _READS_SELF.search(self.sql) is not None
-        return "union" if self.sql is not None and self.write.strategy == "replace" and not reads_itself else "off"
+            return BatchChoice(self.batch.mode, f"declared in the model (batch.mode: {self.batch.mode})",
+                               is_declared=True)
+        if self.sql is None:
+            return BatchChoice("off", "an exec model: what its script does with the bounds cannot be checked "
+                                      "(declare batch.mode: bounds if one run over a range is the same)")
+        if self.write.strategy == "sql":
+            return BatchChoice("off", "write strategy sql: the statements are the author's own (declare batch.mode "
+                                      "to batch them)")
+        if _READS_SELF.search(self.sql) is not None:
+            return BatchChoice("off", "the SQL reads the model's own table ({{ self.… }}): in one statement every "
+                                      "interval would read it as it was before the batch")
+        from cbt.models.batch_safety import choose  # parses SQL with sqlglot: imported only when asked
+
+        return choose(self)
 
 
 @dataclass(frozen=True)

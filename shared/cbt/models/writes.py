@@ -4,8 +4,10 @@
 - ``replace``: the last statement is a SELECT, written as ``INSERT INTO target REPLACE WHERE <predicate> <select>``,
   one Delta commit, so a re-run replaces exactly the interval's rows;
 - ``append`` + ``unique_key``: ``MERGE INTO target USING (<select>) ON keys WHEN NOT MATCHED THEN INSERT *``,
-  one Delta commit in which rows whose key exists are not inserted again.
-Earlier statements (temporary views, settings) run before the write. Pure, so ``cbt render`` shows the same SQL.
+  one Delta commit in which rows whose key exists are not inserted again (keys compared null-safe, ``<=>``).
+Earlier statements (temporary views, settings) run before the write. A batch of intervals (SPEC §5.6) is written by
+its batch mode (``Batch``): one run over its range, one statement of every interval's SELECT, or the intervals in
+turn. Pure, so ``cbt render`` shows the same SQL.
 """
 
 from __future__ import annotations
@@ -18,22 +20,51 @@ from cbt.models.templates import RenderSettings, TaskContext, quote_part
 def task_statements(model: Transformation, task: TaskContext, settings: RenderSettings) -> list[str]:
     """Every statement for one task, in order; the write strategy wraps the last one.
 
-    A batch (``task.step``, SPEC §5.6) in batch mode ``bounds`` is one run over its whole range; in mode ``union``
-    one write of every interval's SELECT, ``UNION ALL``-ed under one ``REPLACE WHERE`` of the intervals' own
-    predicates — the rows and the replaced range the runs one by one would give, in one Delta commit. When its
-    intervals' earlier statements differ (a temporary view of the bounds), or in mode ``off``, each interval's
-    statements follow one another: still the same result, in one task but several commits.
+    A batch (``task.step``, SPEC §5.6) in batch mode ``bounds`` is one run over its whole range (a mode ``auto``
+    chose over buckets of the position only when the batch's intervals start on a bucket: ``BatchChoice.align``).
+    In mode ``union`` it is one write of every interval's SELECT: for ``replace`` ``UNION ALL``-ed under one ``REPLACE
+    WHERE`` of the intervals' own predicates, for ``append`` one ``MERGE`` of the rows the runs one by one would
+    insert (``first_runs``) — the table the runs one by one give, in one Delta commit. When its intervals' earlier
+    statements differ (a temporary view of the bounds), or in mode ``off``, each interval's statements follow one
+    another in run order: still the same result, in one task but several commits.
     """
-    if not isinstance(model, IncrementalModel) or not task.is_batch or model.batch_mode == "bounds":
+    if not isinstance(model, IncrementalModel) or not task.is_batch or task.start is None or task.step is None:
         return _one_run(model, task, settings)
-    intervals = task.intervals()
+    choice = model.batch_choice
+    if choice.runs_whole(task.start, task.step):
+        return _one_run(model, task, settings)
+    intervals = run_order(task)
     runs = [render_statements(model, interval, settings) for interval in intervals]
-    if model.batch_mode == "union" and model.write.strategy == "replace" and len({tuple(r[:-1]) for r in runs}) == 1:
-        predicates = [render_replace_where(model, interval, settings) for interval in intervals]
+    if choice.mode != "off" and model.write.strategy != "sql" and len({tuple(r[:-1]) for r in runs}) == 1:
         selects = [run[-1] for run in runs]
+        if model.write.strategy == "append":
+            return [*runs[0][:-1], _merge(model, first_runs(model.write.unique_key, selects))]
+        predicates = [render_replace_where(model, interval, settings) for interval in intervals]
         return [*runs[0][:-1], _replace(model, " OR ".join(f"({p})" for p in predicates),
                                         "\nUNION ALL\n".join(f"({select})" for select in selects))]
     return [statement for interval in intervals for statement in _one_run(model, interval, settings)]
+
+
+def run_order(task: TaskContext) -> list[TaskContext]:
+    """A batch's intervals in the order its runs one by one would take: newest first for a backfill (SPEC §5.3),
+    ascending positions otherwise (forward fill, reruns, and a backlog joined to the head's interval)."""
+    intervals = task.intervals()
+    return intervals[::-1] if task.direction == "backfill" else intervals
+
+
+RUN, FIRST_RUN = quote_part("cbt_batch_run"), quote_part("cbt_batch_first_run")
+
+
+def first_runs(unique_key: tuple[str, ...], selects: list[str]) -> str:
+    """The rows ``MERGE … WHEN NOT MATCHED THEN INSERT *`` runs one by one over ``selects`` (in run order) would
+    insert, as one query to MERGE once: a run inserts every row of its SELECT whose key is not in the target yet —
+    duplicates within the run included — and no later run inserts that key again; so of each key only the rows of
+    the first run that has it are kept. ``PARTITION BY`` groups NULL keys together, as ``<=>`` matches them."""
+    keys = ", ".join(quote_part(k) for k in unique_key)
+    tagged = "\nUNION ALL\n".join(f"SELECT *, {order} AS {RUN} FROM (\n{select}\n) AS {quote_part(f'cbt_run_{order}')}"
+                                   for order, select in enumerate(selects))
+    ranked = f"SELECT *, min({RUN}) OVER (PARTITION BY {keys}) AS {FIRST_RUN} FROM (\n{tagged}\n) AS `cbt_runs`"
+    return f"SELECT * EXCEPT ({RUN}, {FIRST_RUN}) FROM (\n{ranked}\n) AS `cbt_ranked` WHERE {RUN} = {FIRST_RUN}"
 
 
 def only_writes(model: Transformation, task: TaskContext, settings: RenderSettings) -> bool:
@@ -52,9 +83,12 @@ def _one_run(model: Transformation, task: TaskContext, settings: RenderSettings)
     *prelude, select = statements
     if model.write.strategy == "replace":
         return [*prelude, _replace(model, render_replace_where(model, task, settings), select)]
-    target = _target(model)
+    return [*prelude, _merge(model, select)]
+
+
+def _merge(model: IncrementalModel, query: str) -> str:
     keys = " AND ".join(f"t.{quote_part(k)} <=> s.{quote_part(k)}" for k in model.write.unique_key)
-    return [*prelude, f"MERGE INTO {target} AS t USING (\n{select}\n) AS s ON {keys} WHEN NOT MATCHED THEN INSERT *"]
+    return f"MERGE INTO {_target(model)} AS t USING (\n{query}\n) AS s ON {keys} WHEN NOT MATCHED THEN INSERT *"
 
 
 def _replace(model: IncrementalModel, predicate: str, query: str) -> str:

@@ -10,7 +10,9 @@ recent runs, and the size is the most intervals that fit ``budget_s`` (capped by
 own ``batch.max_intervals`` first). Before a model has run in two sizes only the average per interval is known,
 which over-counts the fixed cost; sizes then grow run by run until the fit takes over. Before its first run, a
 ``bounds`` model's batch is the cap (one statement over the range, as SQLMesh runs a backlog), a ``union`` model's
-``first_size``. A failed batch halves the model's batches until batches complete again.
+``first_size`` — and so is a model ``auto`` put in ``bounds`` over buckets of the position: a batch whose intervals do
+not start on a bucket runs as ``union`` (``BatchChoice.align``), which planning cannot tell beforehand. A failed batch
+halves the model's batches until batches complete again.
 """
 
 from __future__ import annotations
@@ -48,21 +50,22 @@ class BatchSizer:
     max_intervals: int = 1024
     budget_s: float = 60.0
     first_size: int = 16
-    """Before any run of the model was measured, in mode ``union`` (each interval is a SELECT of its own); mode
-    ``bounds`` starts at the cap."""
+    """Before any run of the model was measured, in mode ``union`` (each interval is a SELECT of its own) or
+    ``bounds`` over buckets; mode ``bounds`` otherwise starts at the cap."""
     _runs: dict[ModelId, deque[tuple[int, float]]] = field(default_factory=dict)
     _after_failure: dict[ModelId, int] = field(default_factory=dict)
     """A cap per model, halved by each failed batch and doubled back by each batch that completes at it."""
 
     def size(self, model: IncrementalModel) -> int:
         """How many intervals one task of ``model`` may hold now (1: no batching)."""
-        if model.batch_mode == "off":
+        choice = model.batch_choice
+        if choice.mode == "off":
             return 1
         cap = max(1, min(self.max_intervals, model.batch.max_intervals or self.max_intervals,
                          self._after_failure.get(model.id, self.max_intervals)))
         runs = self._runs.get(model.id)
         if not runs:  # one run over a range costs about what one interval does: start as SQLMesh does, whole
-            return cap if model.batch_mode == "bounds" else min(self.first_size, cap)
+            return cap if choice.mode == "bounds" and choice.align <= 1 else min(self.first_size, cap)
         fixed, per_interval = self.fit(model.id)
         fitting = int((self.budget_s - fixed) / per_interval) if per_interval > 0 else cap
         return max(1, min(cap, fitting))
