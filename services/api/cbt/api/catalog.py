@@ -124,7 +124,9 @@ def config_of(model: Model) -> dict[str, Any]:
         data.pop(key, None)
     data["env"] = redact_env(dict(model.env))
     if isinstance(model, IncrementalModel):
-        data["batch"]["effective_mode"] = model.batch_mode
+        choice = model.batch_choice
+        data["batch"]["effective_mode"] = choice.mode
+        data["batch"]["effective_reason"] = choice.reason
         data["write"]["unique_key"] = list(model.write.unique_key)
         data["tags"] = list(model.tags)
     elif isinstance(model, ScheduledModel):
