@@ -1,26 +1,36 @@
 # Two commands for a new user: `make demo` and `make test`. Everything else is here for developers.
 SHELL := /bin/bash
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
+# The interpreter itself rather than a shim in front of it (pyenv): uv replaces a virtualenv whose interpreter is not
+# the one it is given, so a shim's path would rebuild the whole environment at every sync.
+PYTHON_EXE = $(shell $(PYTHON) -c 'import sys; print(sys.executable)')
 # uv installs the workspace (every distribution, editable) from uv.lock; it is itself pinned and bootstrapped here.
 UV_VERSION := 0.13.9
 UV_HOME := var/tools/uv-$(UV_VERSION)
 UV := $(UV_HOME)/bin/uv
 VENV := .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+STAMP := $(VENV)/.installed-compiled
 MEMBERS := shared services/coordinator services/worker services/bounds-cache services/invalidator services/api dev
 
 .PHONY: install system-deps demo test test-unit lint up down status bench chaos clean images test-containers
 
+# Bytecode for the members' editable sources, on every run (and so before `make test`, `make demo`, ...): compileall
+# rewrites only what is missing or older than its source, in well under a second when nothing changed. Without it,
+# where PYTHONDONTWRITEBYTECODE is set (CI, the images) every process compiles every module it imports, every time:
+# seconds of start-up for each `cbt` command and service. compileall writes even where that variable is set.
 install: $(STAMP)
+	$(BIN)/python -m compileall -q $(MEMBERS)
 
 $(UV):
 	$(PYTHON) -m venv $(UV_HOME)
 	$(UV_HOME)/bin/pip install -q --disable-pip-version-check uv==$(UV_VERSION)
 
-# One virtualenv, every workspace member installed editable (plain .pth paths, no import hooks), exactly as locked.
+# One virtualenv, every workspace member installed editable (plain .pth paths, no import hooks), exactly as locked;
+# its packages compiled to bytecode at the sync (the stamp is named for that: a virtualenv synced without it is synced
+# once more).
 $(STAMP): $(UV) pyproject.toml uv.lock $(addsuffix /pyproject.toml,$(MEMBERS))
-	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --frozen --all-packages --python $(PYTHON)
+	UV_PROJECT_ENVIRONMENT=$(VENV) $(UV) sync --frozen --all-packages --compile-bytecode --python $(PYTHON_EXE)
 	touch $@
 
 # Java 17, Maven (fetches the Kafka jars) and Debian's redis-server, installed when missing.
