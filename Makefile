@@ -17,7 +17,7 @@ MEMBERS := shared services/coordinator services/worker services/bounds-cache ser
 
 # Bytecode for the members' editable sources, on every run (and so before `make test`, `make demo`, ...): compileall
 # rewrites only what is missing or older than its source, in well under a second when nothing changed. Without it,
-# where PYTHONDONTWRITEBYTECODE is set (CI, the images) every process compiles every module it imports, every time:
+# where PYTHONDONTWRITEBYTECODE is set (as in CI) every process compiles every module it imports, every time:
 # seconds of start-up for each `cbt` command and service. compileall writes even where that variable is set.
 install: $(STAMP)
 	$(BIN)/python -m compileall -q $(MEMBERS)
