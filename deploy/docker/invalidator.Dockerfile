@@ -17,12 +17,15 @@ RUN --mount=type=bind,source=var/docker/context/wheelhouse,target=/wheelhouse \
 COPY var/docker/context/requirements/invalidator.txt /tmp/requirements/service.txt
 RUN --mount=type=bind,source=var/docker/context/wheelhouse,target=/wheelhouse \
     /opt/cbt/bin/pip install --no-deps -r /tmp/requirements/service.txt
-# Then the wheels of the library and this service, built here from their sources.
+# Then the wheels of the library and this service, built here from their sources. Everything is compiled to bytecode
+# here (pip does at install; compileall catches what it skipped): the image runs as a user who cannot write it, with
+# PYTHONDONTWRITEBYTECODE, so a module without bytecode would be compiled again at every start.
 COPY shared /src/shared
 COPY services/invalidator /src/services/invalidator
 RUN /opt/build/bin/pip wheel --no-deps --no-build-isolation -w /wheels /src/shared /src/services/invalidator \
  && /opt/cbt/bin/pip install --no-deps /wheels/*.whl \
  && /opt/cbt/bin/pip check \
+ && /opt/cbt/bin/python -m compileall -q /opt/cbt/lib \
  && /opt/cbt/bin/pip uninstall -y -q pip setuptools
 
 FROM ${PYTHON_BASE}
