@@ -1,0 +1,103 @@
+"""Admission control where the services use it, on the real Spark Connect server: a worker's tasks take the
+cluster's permits in priority order (forward fill and scheduled runs, then re-runs, then backfill), and every
+statement on the admin tables holds one."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pytest
+from pyspark.sql import SparkSession
+
+from cbt.adapters.delta_admin import DeltaAdmin
+from cbt.adapters.spark import SessionPool
+from cbt.concurrency.admission import SparkAdmission
+from cbt.models.spec import Transformation
+from cbt.models.templates import Direction, RenderSettings, TaskContext
+from cbt.state.admin_records import CompletedInterval
+from cbt.testing.memory_admission import MemoryPermitStore
+from cbt.worker.executor import SparkExecutor
+from tests.conftest import Endpoints
+from tests.unit.scheduling.factories import inc, sched
+
+pytestmark = pytest.mark.integration
+
+
+class RecordingStore(MemoryPermitStore):
+    """Remembers the order permits were granted in (by the request's name)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.granted: list[str] = []
+
+    def attempt(self, member: str, score: int, ttl_ms: int, waiter_ttl_ms: int, limit: int) -> tuple[bool, int]:
+        is_granted, rank = super().attempt(member, score, ttl_ms, waiter_ttl_ms, limit)
+        if is_granted and member not in self.granted:
+            self.granted.append(member)
+        return is_granted, rank
+
+
+@pytest.fixture
+def sessions(endpoints: Endpoints) -> Iterator[SessionPool]:
+    pool = SessionPool(endpoints.spark_remote)
+    yield pool
+    pool.close()
+
+
+def task(model: Transformation, direction: Direction = "forward") -> TaskContext:
+    if model.id.endswith("scheduled"):
+        return TaskContext(model_id=model.id, task_start_unix=1_700_000_000, direction=direction)
+    return TaskContext(model_id=model.id, task_start_unix=int(time.time()), start=0, end=60, direction=direction)
+
+
+def test_a_worker_s_waiting_tasks_take_permits_freshness_first(sessions: SessionPool) -> None:
+    store = RecordingStore()
+    worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=4, admission=worker)
+    arrivals: list[tuple[Transformation, Direction]] = [
+        (replace(inc("an.backfilled", imax=60), sql="SELECT 1"), "backfill"),
+        (replace(inc("an.rerun", imax=60), sql="SELECT 1"), "rerun"),
+        (replace(inc("an.forward", imax=60), sql="SELECT 1"), "forward"),
+        (replace(sched("an.scheduled"), sql="SELECT 1"), "forward")]
+    for model, _ in arrivals:
+        sessions.session(model.id)
+
+    async def scenario() -> None:
+        async with other.held("admin", "busy"):  # the cluster's only permit is taken: every task queues
+            running = []
+            for model, direction in arrivals:
+                running.append(asyncio.create_task(executor.run(model, task(model, direction))))
+                while store.status().waiting < len(running):
+                    await asyncio.sleep(0.005)
+                await asyncio.sleep(0.002)  # a later millisecond for the next arrival
+        await asyncio.gather(*running)
+
+    asyncio.run(scenario())
+    worker.close()
+    other.close()
+    order = [member.split("/", 2)[2] for member in store.granted if member.startswith("worker/")]
+    assert order == ["an.forward:0:60", "an.scheduled:@1700000000", "an.rerun:0:60", "an.backfilled:0:60"]
+
+
+def test_every_admin_table_statement_holds_a_permit(spark: SparkSession, spark_database: str) -> None:
+    entered: list[int] = []
+
+    @contextlib.contextmanager
+    def permit() -> Iterator[None]:
+        entered.append(1)
+        yield
+
+    admin = DeltaAdmin(spark, (spark_database, "cbt_incremental"), (spark_database, "cbt_scheduled"),
+                       (spark_database, "cbt_invalidations"), permit=permit)
+    admin.ensure_tables()
+    assert entered, "creating the tables ran outside the permit"
+    before = len(entered)
+    admin.record_completed([CompletedInterval(model="db.m", position=0, interval=10, task_id="db.m:0:10",
+                                              direction="forward", invalidation_seq=0, worker="w", duration_ms=1)])
+    assert len(entered) == before + 1
+    assert admin.coverage(["db.m"]) == {"db.m": ((0, 10),)}
+    assert len(entered) == before + 2
