@@ -10,17 +10,26 @@ Rules, all on half-open ranges:
   ``min_valid`` and the first covered position. Newest (highest) gap first.
 - Parts of a gap where a transformation dependency has a hole are not ready; the gap is split around them and
   each ready part is planned on its own (so one dependency hole does not block the rest of the gap).
-- Each part is cut into intervals of at most ``interval.max`` aligned to end at the part's end, newest first.
+- Each part is cut into intervals of at most ``interval.max`` aligned to end at the part's end — below a
+  dependency hole that will be filled, on the gap's own grid instead (``interval.max`` steps down from the gap's
+  end), so what is planned now meets what is planned once the hole is filled — newest first.
   A remainder shorter than ``interval.min`` is widened to ``interval.min``: downward (keeping its end,
   overlapping coverage below) when that interval is ready, else upward (keeping its start); never outside the
-  valid range or over a dependency hole. Exception: at the open end of a backfill-only model's range (which
-  grows as data arrives) a short remainder waits for more data instead of being re-run widened on every tick.
+  valid range or over a dependency hole.
+- Exception: where the gap is still growing, a short remainder waits for more of it instead of being run widened
+  (and run widened again, overlapping, each time the gap grows). A gap grows at the open end of a backfill-only
+  model's range (data arrives there); at the valid range's start while that start still moves down, upstream
+  transformations filling backward toward their sources (``Upstream.start_floor``); and at a dependency's hole
+  that the dependency will fill (``Upstream.fills``: it backfills, or a task of it is in flight there). Without
+  this, a 900-position model over a 300-position one catching up backward re-ran 900 positions for every 300 its
+  dependency added. Once the gap stops growing, its remainder is widened as above (once).
 - As many intervals as there are free task slots, across gaps — never one gap per tick.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 
 from cbt.models.spec import IncrementalModel
 from cbt.scheduling import bounds as bnd
@@ -30,6 +39,21 @@ from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.forward import FillPlan
 
 MAX_NOTES = 3
+
+
+@dataclass(frozen=True)
+class Upstream:
+    """Whether a gap's edge may still move, asked only when a short remainder sits at one (``plan`` answers from
+    the models and the snapshot; the defaults say "it will not", widening at once)."""
+
+    start_floor: Callable[[], int | None] = lambda: None
+    """The lowest the valid range's start can move down to (``bounds.start_floor``; ``None``: unknown)."""
+    fills: Callable[[str, int], bool] = lambda label, position: False
+    """Whether the dependency ``label``'s hole at ``position`` will be filled."""
+
+
+STILL = Upstream()
+"""Nothing upstream moves: short remainders are widened at once."""
 
 
 def window(model: IncrementalModel, effective: Coverage, valid: Range) -> Range | None:
@@ -51,7 +75,8 @@ def cut(part: Range, interval_max: int) -> Iterator[Range]:
         end -= interval_max
 
 
-def plan_backfill(model: IncrementalModel, ready: Readiness, effective: Coverage, slots: int) -> FillPlan:
+def plan_backfill(model: IncrementalModel, ready: Readiness, effective: Coverage, slots: int,
+                  upstream: Upstream = STILL) -> FillPlan:
     """Up to ``slots`` ready backfill intervals for ``model``; ``effective`` includes in-flight tasks."""
     if ready.valid is None:
         return FillPlan(waiting=ready.reason)
@@ -60,7 +85,7 @@ def plan_backfill(model: IncrementalModel, ready: Readiness, effective: Coverage
         return FillPlan()
     tasks: list[Range] = []
     notes: list[str] = []
-    for item in _candidates(model, ready, effective, win):
+    for item in _candidates(model, ready, effective, win, upstream):
         if isinstance(item, str):
             notes.append(item)
         elif len(tasks) >= slots:
@@ -74,26 +99,63 @@ def plan_backfill(model: IncrementalModel, ready: Readiness, effective: Coverage
     return FillPlan(tuple(tasks), summarize(notes))
 
 
-def _candidates(model: IncrementalModel, ready: Readiness, effective: Coverage, win: Range) -> Iterator[Range | str]:
+def _candidates(model: IncrementalModel, ready: Readiness, effective: Coverage, win: Range,
+                upstream: Upstream) -> Iterator[Range | str]:
     """Backfill intervals newest first, interleaved with notes on what cannot run."""
-    grows = _end_can_grow(model, win)
+    end_grows = _end_can_grow(model, win)
     for gap in reversed(cov.gaps(effective, win)):
         parts = bnd.ready_parts(ready, gap)
         if parts != [gap]:
             yield _blocked_note(ready, gap)
         for part in reversed(parts):
-            for chunk in cut(part, model.interval.max):
-                yield _widen(model, ready, chunk, is_open_end=grows and chunk[1] == win[1])
+            top = _aligned_top(ready, upstream, model.interval.max, part, gap)
+            for chunk in cut((part[0], top), model.interval.max):
+                is_short = chunk[1] - chunk[0] < model.interval.min
+                if is_short and end_grows and chunk[1] == win[1]:
+                    yield _widen(model, ready, chunk, "more data")
+                else:
+                    yield _widen(model, ready, chunk, _grows(ready, upstream, chunk, part, gap) if is_short else None)
 
 
-def _widen(model: IncrementalModel, ready: Readiness, chunk: Range, *, is_open_end: bool) -> Range | str:
-    """``chunk`` itself when long enough, else widened to ``interval.min`` inside ready data, else why not."""
+def _aligned_top(ready: Readiness, upstream: Upstream, step: int, part: Range, gap: Range) -> int:
+    """Where ``part``'s intervals end: the part's end, or — below a dependency hole that will be filled — the gap's
+    own grid (``step``s down from the gap's end) at or below it, so that the intervals planned now and those planned
+    once the hole is filled meet without a sliver between them."""
+    low, high = part
+    if high == gap[1] or not _hole_fills(ready, upstream, high):
+        return high
+    return max(low, gap[1] - -(-(gap[1] - high) // step) * step)
+
+
+def _grows(ready: Readiness, upstream: Upstream, chunk: Range, part: Range, gap: Range) -> str | None:
+    """What will still extend the ready part ``chunk`` sits at the edge of (see the module docstring), or ``None``."""
+    low, high = chunk
+    if ready.valid is not None and low == ready.valid[0]:
+        floor = upstream.start_floor()
+        if floor is not None and floor < low:
+            return f"the valid range's start to move down to {floor} (dependencies filling backward)"
+    if low == part[0] > gap[0] and _hole_fills(ready, upstream, low - 1):
+        return f"dependencies to fill their hole below {low}"
+    if high == part[1] < gap[1] and _hole_fills(ready, upstream, high):
+        return f"dependencies to fill their hole from {high}"
+    return None
+
+
+def _hole_fills(ready: Readiness, upstream: Upstream, position: int) -> bool:
+    """Whether every transformation dependency without data at ``position`` will fill it."""
+    missing = [d for d in ready.required if not cov.covers(d.coverage, (position, position + 1))]
+    return bool(missing) and all(upstream.fills(d.label, position) for d in missing)
+
+
+def _widen(model: IncrementalModel, ready: Readiness, chunk: Range, growing: str | None) -> Range | str:
+    """``chunk`` itself when long enough, else widened to ``interval.min`` inside ready data, else why not.
+    ``growing``: what still extends the gap at the chunk; a short chunk then waits for it."""
     start, end = chunk
     need = model.interval.min
     if end - start >= need:
         return chunk
-    if is_open_end:
-        return f"backfill [{start}, {end}) is shorter than interval.min {need}; waiting for more data"
+    if growing is not None:
+        return f"backfill [{start}, {end}) is shorter than interval.min {need}; waiting for {growing}"
     for candidate in ((end - need, end), (start, start + need)):
         if candidate[0] >= 0 and bnd.is_ready(ready, candidate):
             return candidate

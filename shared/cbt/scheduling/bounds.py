@@ -234,6 +234,52 @@ def ready_parts(ready: Readiness, window: Range) -> list[Range]:
     return list(parts)
 
 
+def start_floor(model: IncrementalModel, models: Mapping[ModelId, Model], state: StateSnapshot) -> int | None:
+    """The lowest start ``model``'s valid range can reach once every transformation upstream has filled backward as
+    far as its own dependencies let it: SPEC §5.1's ``min_valid`` over the sources' scanned minimums instead of the
+    transformations' coverage. ``None`` when ``state`` cannot tell: a source not scanned (or not in the snapshot), or
+    an upstream transformation that does not backfill and is not in the snapshot (one that is stays where it
+    began). A valid range starting above its floor still moves down as upstream backfills complete."""
+    return _floor_of_model(model, models, state, {})
+
+
+def _floor_of_model(model: IncrementalModel, models: Mapping[ModelId, Model], state: StateSnapshot,
+                    seen: dict[ModelId, int | None]) -> int | None:
+    ext_lows: list[int] = []
+    trans_lows: list[int] = []
+    for dep in model.dependencies:
+        members = [dep] if isinstance(dep, str) else list(dep)
+        floors = [_offered_floor(m, models, state, seen) for m in members]
+        known = [f for f in floors if f is not None]
+        if not known:
+            return None
+        is_external = all(isinstance(models.get(m), ExternalModel) for m in members)
+        (ext_lows if is_external else trans_lows).append(min(known))
+    low = max(([min(ext_lows)] if ext_lows else []) + ([max(trans_lows)] if trans_lows else []), default=None)
+    return _raise_to(low, model.limits.min)
+
+
+def _offered_floor(model_id: ModelId, models: Mapping[ModelId, Model], state: StateSnapshot,
+                   seen: dict[ModelId, int | None]) -> int | None:
+    """The lowest position one model can ever offer its dependents (see ``start_floor``), memoized in ``seen``."""
+    if model_id in seen:
+        return seen[model_id]
+    model = models.get(model_id)
+    floor: int | None = None
+    if isinstance(model, ScheduledModel):
+        floor = 0
+    elif isinstance(model, ExternalModel):
+        rng = external_range(state.bounds.get(model_id), model.lag)
+        floor = rng[0] if rng is not None else None
+    elif isinstance(model, IncrementalModel) and model.schedules.backfill:
+        floor = _floor_of_model(model, models, state, seen)
+    elif isinstance(model, IncrementalModel):  # forward only: its coverage never grows below where it began
+        covered = state.coverage.get(model_id, cov.EMPTY)
+        floor = covered[0][0] if covered else None
+    seen[model_id] = floor
+    return floor
+
+
 def _is_transformation_like(dep: Available | Unbounded) -> bool:
     return isinstance(dep, Unbounded) or dep.kind == "transformation"
 

@@ -14,7 +14,9 @@ Per model, in this order:
    fresh;
 4. re-runs after invalidations (``cbt.scheduling.rerun``), whatever the schedules, take the next slots;
 5. backfill (when ``schedules.backfill`` is set and asked for) takes the remaining slots; it sees the forward
-   tasks just planned as in flight, so a head-first model backfills its leading gap in the same tick.
+   tasks just planned as in flight, so a head-first model backfills its leading gap in the same tick. What it asks
+   about the model's upstream (``upstream_of``: does the valid range's start still move down, will a dependency's
+   hole be filled) comes from the same snapshot.
 
 In-flight task ranges and pending re-runs count as covered for forward fill and backfill: they are never planned
 there (a re-run is planned as itself, whole).
@@ -22,6 +24,7 @@ there (a re-run is planned as itself, whole).
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Literal
@@ -30,7 +33,7 @@ from cbt.models.spec import IncrementalModel, Model, ModelId
 from cbt.scheduling import batching
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
-from cbt.scheduling.backfill import plan_backfill
+from cbt.scheduling.backfill import Upstream, plan_backfill
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.forward import FillPlan, plan_forward
 from cbt.scheduling.rerun import plan_reruns
@@ -104,7 +107,9 @@ def plan_model(
         results.append(("rerun", rerun))
         slots -= len(rerun.tasks)
     if model.schedules.backfill and "backfill" in directions:
-        backfill = _batched(plan_backfill(model, ready, effective, slots * batch_size), model, batch_size, slots)
+        upstream = upstream_of(model, models, state)
+        backfill = _batched(plan_backfill(model, ready, effective, slots * batch_size, upstream), model, batch_size,
+                            slots)
         if results and results[0][0] == "forward":
             results[0], backfill = _backlog_joins_head(results[0][1], backfill, model, batch_size)
         results.append(("backfill", backfill))
@@ -176,6 +181,24 @@ def effective_coverage(model_id: ModelId, state: StateSnapshot) -> Coverage:
     be done (dependents read ``state.coverage``: a skipped range stays a gap to them)."""
     return cov.union(state.coverage.get(model_id, cov.EMPTY), cov.merge(state.in_flight.get(model_id, ())),
                      state.skipped.get(model_id, cov.EMPTY))
+
+
+def upstream_of(model: IncrementalModel, models: Mapping[ModelId, Model], state: StateSnapshot) -> Upstream:
+    """What backfill asks about ``model``'s upstream (``Upstream``), answered from ``models`` and ``state`` (only
+    when a short remainder asks)."""
+    return Upstream(functools.partial(bnd.start_floor, model, models, state),
+                    functools.partial(_fills_hole, models, state))
+
+
+def _fills_hole(models: Mapping[ModelId, Model], state: StateSnapshot, dependency: ModelId, position: int) -> bool:
+    """Whether ``dependency`` will cover ``position``, a hole in its coverage: a task of it covering that position is
+    in flight, or it backfills and an operator has not skipped the position (a skipped range stays a hole to its
+    dependents). An OR group's label names no model: unknown, so no."""
+    if any(start <= position < end for start, end in state.in_flight.get(dependency, ())):
+        return True
+    model = models.get(dependency)
+    is_skipped = cov.covers(state.skipped.get(dependency, cov.EMPTY), (position, position + 1))
+    return isinstance(model, IncrementalModel) and bool(model.schedules.backfill) and not is_skipped
 
 
 def _unfilled_note(effective: Coverage, valid: Range) -> str | None:

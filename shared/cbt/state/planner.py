@@ -8,6 +8,7 @@ ledger (dedup among in-flight tasks, across coordinators) and publishes the clai
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable, Collection, Iterable
@@ -45,6 +46,12 @@ class Planner:
     task_deadline_ms: int
     batch: BatchSizer = field(default_factory=BatchSizer)
     """Each model's batch size (how many intervals of a backlog one task holds), from its measured runs."""
+    _upstream: dict[ModelId, tuple[ModelId, ...]] = field(default_factory=dict)
+    """Per planned model, the ids ``_with_upstream`` adds (the models never change in a process's life)."""
+
+    @functools.cached_property
+    def _sources(self) -> frozenset[ModelId]:
+        return frozenset(m.id for m in self.models.externals)
 
     @classmethod
     def from_config(cls, config: Config, models: ModelSet, reader: StateReader, ledger: TaskLedger,
@@ -69,7 +76,7 @@ class Planner:
         return published
 
     async def _plan_and_enqueue(self, wanted: list[ModelId], directions: Collection[Direction]) -> list[Published]:
-        snapshot = self.reader.read_snapshot(wanted)
+        snapshot = self.reader.read_snapshot(self._with_upstream(wanted))
         planned: list[tuple[IncrementalModel, Task]] = []
         unplannable: list[Exception] = []
         for model_id in wanted:
@@ -87,6 +94,20 @@ class Planner:
         if unplannable:
             raise unplannable[0]
         return published
+
+    def _with_upstream(self, wanted: list[ModelId]) -> list[ModelId]:
+        """``wanted`` and what backfill asks of their upstream (``cbt.scheduling.backfill.Upstream``): the sources
+        behind them, whose scanned minimums say how far down their valid range can still move, and their direct
+        dependencies, whose in-flight tasks say which holes are being filled. A few more ids in the same reads."""
+        more: dict[ModelId, None] = {}
+        for model_id in wanted:
+            if model_id not in self._upstream:
+                ancestors = self.models.ancestors(model_id)
+                self._upstream[model_id] = (*self.models.dependencies(model_id),
+                                            *(m for m in ancestors if m in self._sources))
+            more.update(dict.fromkeys(self._upstream[model_id]))
+        planned = set(wanted)
+        return [*wanted, *(m for m in more if m not in planned)]
 
     async def _enqueue_all(self, planned: list[tuple[IncrementalModel, Task]]) -> list[Published]:
         return await self._claim_and_publish([(model.id, self._request(model, task)) for model, task in planned])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -11,7 +12,7 @@ from cbt.scheduling import bounds as bnd
 from cbt.scheduling.backfill import cut, plan_backfill
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.forward import FillPlan
-from cbt.scheduling.plan import effective_coverage
+from cbt.scheduling.plan import effective_coverage, upstream_of
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 
@@ -124,3 +125,71 @@ def test_hole_in_dependency_splits_the_gap() -> None:
     plan = plan_backfill(model, ready, effective_coverage(model.id, state), 16)
     assert list(plan.tasks) == [(800, 900), (700, 800), (600, 700), (500, 600), (300, 400), (200, 300), (100, 200)]
     assert plan.waiting is not None and "an.up" in plan.waiting and "[400, 500)" in plan.waiting
+
+
+def _chain_backfill(own: Sequence[Range], up: Sequence[Range], *, up_backfill: str = "@every 5m",
+                    up_in_flight: Sequence[Range] = (), src: Range = (1000, 4000), imax: int = 900,
+                    imin: int | None = None, bounds_known: bool = True) -> FillPlan:
+    """``an.top`` (``imax``) over ``an.up`` (300, coverage ``up``) over the source ``src.data``; as ``plan`` asks."""
+    upper = inc("an.up", ["src.data"], imax=300, backfill=up_backfill, direction="head")
+    top = inc("an.top", ["an.up"], imax=imax, imin=imin, direction="head")
+    models = models_of(ext("src.data"), upper, top)
+    state = snapshot(bounds={"src.data": src} if bounds_known else {}, coverage={"an.up": up, "an.top": own},
+                     in_flight={"an.up": up_in_flight})
+    ready = bnd.readiness(top, models, state)
+    return plan_backfill(top, ready, effective_coverage(top.id, state), 16, upstream_of(top, models, state))
+
+
+@pytest.mark.parametrize(
+    ("up", "kwargs", "expected"),
+    [
+        pytest.param([(2800, 4000)], {}, [], id="start-still-moving-down-remainder-waits"),
+        pytest.param([(1000, 4000)], {}, [(2200, 3100), (1300, 2200), (1000, 1900)],
+                     id="start-at-its-floor-remainder-widened-once"),
+        pytest.param([(2800, 4000)], {"up_backfill": ""}, [(2800, 3700)], id="forward-only-dependency-never-moves"),
+        pytest.param([(2800, 4000)], {"bounds_known": False}, [(2800, 3700)], id="floor-unknown-widened-as-before"),
+    ],
+)
+def test_short_remainder_at_a_moving_start_waits(up: list[Range], kwargs: dict[str, Any],
+                                                 expected: list[Range]) -> None:
+    """A 900-position model over a 300-position one catching up backward: widening its 300-position remainder
+    upward re-ran 600 covered positions for every 300 its dependency added (3x the work at the bottom)."""
+    plan = _chain_backfill([(3100, 4000)], up, **kwargs)
+    assert list(plan.tasks) == expected
+    if not expected:
+        assert plan.waiting is not None and "start to move down to 1000" in plan.waiting
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "expected"),
+    [
+        pytest.param({}, [(2200, 2500), (1600, 1900), (1300, 1600), (1000, 1300)], id="hole-filled-later-aligned"),
+        pytest.param({"up_backfill": "", "up_in_flight": [(2000, 2100)]},
+                     [(2200, 2500), (1600, 1900), (1300, 1600), (1000, 1300)], id="hole-in-flight-aligned"),
+        pytest.param({"up_backfill": ""},
+                     [(2200, 2500), (2100, 2400), (1700, 2000), (1400, 1700), (1100, 1400), (1000, 1300)],
+                     id="permanent-hole-widened-as-before"),
+    ],
+)
+def test_parts_beside_a_hole_that_will_be_filled_keep_the_gaps_grid(kwargs: dict[str, Any],
+                                                                    expected: list[Range]) -> None:
+    """``an.up`` has a hole [2000, 2100): the part above it no longer widens its short remainder over the interval
+    just planned, and the part below is cut on the gap's own grid (ends 1900, 1600…), so that once the hole is filled
+    one interval [1900, 2200) completes the gap instead of a sliver that would be widened over covered positions."""
+    plan = _chain_backfill([(2500, 4000)], [(1000, 2000), (2100, 4000)], imax=300, **kwargs)
+    assert list(plan.tasks) == expected
+
+
+def test_a_skipped_hole_in_a_dependency_is_not_waited_for() -> None:
+    """An operator skipped [2000, 2100) of ``an.up``: it stays a hole to ``an.top`` for good, so the parts beside it
+    are planned as before instead of waiting for it."""
+    upper = inc("an.up", ["src.data"], imax=300, direction="head")
+    top = inc("an.top", ["an.up"], imax=300, direction="head")
+    models = models_of(ext("src.data"), upper, top)
+    state = replace(snapshot(bounds={"src.data": (1000, 4000)},
+                             coverage={"an.up": [(1000, 2000), (2100, 4000)], "an.top": [(2500, 4000)]}),
+                    skipped={"an.up": ((2000, 2100),)})
+    plan = plan_backfill(top, bnd.readiness(top, models, state), effective_coverage(top.id, state), 16,
+                         upstream_of(top, models, state))
+    assert list(plan.tasks)[:2] == [(2200, 2500), (2100, 2400)]
+    assert (1700, 2000) in plan.tasks

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
-from cbt.models.spec import Model
+from cbt.models.spec import IncrementalModel, Model
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.plan import ModelPlan, Task, plan_all, plan_model
 from cbt.scheduling.state import StateSnapshot
@@ -155,3 +155,68 @@ def test_gaps_left_by_a_forward_only_model_are_reported() -> None:
     plan = _plan({"backfill": ""}, state)
     assert plan.tasks == ()
     assert plan.waiting is not None and "backfill: disabled" in plan.waiting and "[2000, 2500)" in plan.waiting
+
+
+def test_a_model_over_a_dependency_catching_up_backward_waits_instead_of_rerunning() -> None:
+    """The 900-position level of a chain whose 300-position level still fills backward toward the source's start
+    (1000): its 300-position leading gap waits; the old rule widened it over 600 covered positions each time."""
+    upper = inc("an.up", ["src.data"], imax=300, direction="head")
+    top = inc("an.top", ["an.up"], imax=900, direction="head")
+    models = models_of(ext("src.data"), upper, top)
+    state = snapshot(bounds={"src.data": (1000, 4000)}, coverage={"an.up": [(2800, 4000)], "an.top": [(3100, 4000)]})
+    plan = plan_model(top, models, state, concurrency=4)
+    assert plan.tasks == ()
+    assert plan.waiting is not None and "start to move down to 1000" in plan.waiting
+    settled = replace(state, coverage={"an.up": ((1000, 4000),), "an.top": ((1300, 4000),)})
+    assert _ranges(plan_model(top, models, settled, concurrency=4)) == [(1000, 1900, "backfill")], "widened once"
+
+
+def _catch_up(rng: random.Random) -> tuple[dict[str, Model], dict[str, int], dict[str, cov.Coverage],
+                                           StateSnapshot]:
+    """A three-level chain over one source catching up, tasks completing in any order, older history arriving
+    while it runs; returns the models, positions computed, coverage and the final state."""
+    chain: list[IncrementalModel] = []
+    for level in range(3):
+        imax = rng.choice([6, 10, 30, 60, 90])
+        chain.append(inc(f"an.l{level}", [chain[-1].id if chain else "src.data"], imax=imax,
+                         imin=rng.choice([imax, rng.randint(1, imax)]), direction=rng.choice(["head", "tail"])))
+    models = models_of(ext("src.data"), *chain)
+    ids = [m.id for m in chain]
+    low, high, history = 1000, 1000 + rng.randint(100, 600), rng.randint(0, 200)
+    covered: dict[str, cov.Coverage] = {}
+    running: dict[str, list[tuple[int, int]]] = {m: [] for m in ids}
+    computed = dict.fromkeys(ids, 0)
+    for tick in range(2000):
+        state = snapshot(bounds={"src.data": (low - history if tick >= 40 else low, high)}, coverage=covered,
+                         in_flight=running)
+        for model in chain:
+            plan = plan_model(model, models, state, concurrency=rng.randint(1, 4))
+            running[model.id] += [(t.position, t.end) for t in plan.tasks]
+        if tick > 40 and not any(running.values()):
+            return models, computed, covered, state
+        for model_id in ids:
+            done = [r for r in running[model_id] if rng.random() < 0.5]
+            running[model_id] = [r for r in running[model_id] if r not in done]
+            for r in done:
+                covered[model_id] = cov.add(covered.get(model_id, cov.EMPTY), r)
+                computed[model_id] += r[1] - r[0]
+    raise AssertionError("the chain did not converge")
+
+
+def test_a_chain_catching_up_computes_each_position_about_once() -> None:
+    """Each level converges to its valid range and recomputes fewer positions than two ``interval.min``: one widened
+    remainder each time the start of the range settles (the backlog's, then the older history's). The old rules
+    re-ran whole intervals as dependencies advanced: up to 31 ``interval.min`` here."""
+    rng = random.Random(11)
+    for _ in range(60):
+        models, computed, covered, state = _catch_up(rng)
+        for model_id, positions in computed.items():
+            model = models[model_id]
+            assert isinstance(model, IncrementalModel)
+            plan = plan_model(model, models, state, concurrency=4)
+            assert plan.tasks == () and plan.valid is not None
+            own = covered.get(model_id, cov.EMPTY)
+            left = cov.gaps(own, plan.valid)
+            is_open_end = len(left) == 1 and left[0][1] == plan.valid[1]
+            assert left == [] or (is_open_end and left[0][1] - left[0][0] < model.interval.max), (model, own, left)
+            assert positions - cov.size(own) < 2 * max(model.interval.min, 1), (model, positions, own)

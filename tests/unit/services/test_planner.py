@@ -135,3 +135,19 @@ def test_a_model_that_cannot_be_planned_holds_up_no_other() -> None:
     with pytest.raises(ValueError, match="chokes"):
         asyncio.run(planner.replan([broken, MODEL]))
     assert [m.task_id for m in publisher.sent if isinstance(m, TaskRequested)] == [f"{MODEL}:0:60"]
+
+
+def test_a_replan_reads_the_sources_upstream_of_its_models() -> None:
+    """Planning ``an.top`` alone (a cascade) needs the source two levels up: its scanned minimum says ``an.up`` still
+    fills backward, so ``an.top``'s short leading gap waits instead of being re-run widened over covered positions."""
+    publisher, state = Publisher(), MemoryState()
+    state.bounds.put_bounds(SRC, RawBounds(1000, 4000))
+    up = inc("an.up", [SRC], imax=300, direction="head")
+    top = inc("an.top", ["an.up"], imax=900, direction="head")
+    state.coverage.record_completed(up.id, (2800, 4000), 0, None)
+    state.coverage.record_completed(top.id, (3100, 4000), 0, None)
+    models = ModelSet({SRC: ext(SRC), up.id: up, top.id: top})
+    planner = Planner(models, LiveStateReader.of(models, state), state.ledger, publisher, Topics("t."),
+                      lambda tags: "default", model_concurrency=4, task_deadline_ms=DEADLINE_MS)
+    assert asyncio.run(planner.replan([top.id])) == 0
+    assert publisher.sent == []
