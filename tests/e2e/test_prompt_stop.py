@@ -3,7 +3,8 @@
 A small project of its own: one external model whose bounds are constant, and two models whose statements sleep on
 the Spark Connect server far past the shutdown timeout, one per core of the local server. Each service is started as
 ``cbt run <service>``; once both statements run, the deployment's Redis keys are emptied, so the coordinator rebuilds
-its hot index from the admin tables — reads that queue on the server behind the sleeping statements. Then every
+its hot index from the admin tables — reads that wait for a permit of the Spark cluster's admission (the sleeping
+statements hold every one). Then every
 service gets SIGTERM: the worker's statements must be interrupted on the server (not waited for) and the
 coordinator's rebuild abandoned (it is redone at its next start).
 """
@@ -113,7 +114,9 @@ def test_every_service_stops_within_its_bound_while_a_statement_runs(
         endpoints: Endpoints, spark: SparkSession, tmp_path: Path) -> None:
     tag = f"ps{uuid.uuid4().hex[:8]}"
     config = write_project(tmp_path)
-    overrides = overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote)
+    overrides = {**overrides_for(tag, endpoints.kafka_bootstrap, endpoints.redis_url, endpoints.spark_remote),
+                 # the two sleeping statements hold every permit: the coordinator's rebuild waits for one
+                 "CBT__SPARK__MAX_CONCURRENT_STATEMENTS": str(len(SLOW_TABLES))}
     out_db = overrides["CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE"]
     spark.sql(f"CREATE DATABASE IF NOT EXISTS {out_db}")
     for table in SLOW_TABLES:

@@ -163,7 +163,8 @@ def abandon_threads_after(grace_s: float, before_exit: Callable[[], object]) -> 
     def abandon() -> None:
         if exiting.is_set():
             return
-        busy = [t.name for t in threading.enumerate() if t is not threading.current_thread() and not t.daemon]
+        busy = [t.name for t in threading.enumerate()
+                if t not in (threading.current_thread(), threading.main_thread()) and not t.daemon]
         logging.getLogger("cbt").info("stopped; abandoning calls still running in threads: %s", ", ".join(busy))
         before_exit()
         logging.shutdown()
