@@ -32,7 +32,10 @@ GAP_EVERY = 1000
 """Every this many tasks of a model, one is missing: coverage of ``rows / models / GAP_EVERY`` ranges per model."""
 
 
-def benchmark(spark: SparkSession, endpoints: Endpoints, sizes: tuple[int, ...] = (0, 1_000, 1_000_000)) -> dict[str, Any]:
+SIZES = (0, 1_000, 1_000_000)
+
+
+def benchmark(spark: SparkSession, endpoints: Endpoints, sizes: tuple[int, ...] = SIZES) -> dict[str, Any]:
     return {"load_average_at_start": load_average(),
             "sizes": {str(rows): _one(spark, endpoints, rows) for rows in sizes},
             "load_average_at_end": load_average()}

@@ -3,6 +3,7 @@
     python -m bench.run                  # everything (a few minutes on 2 cores)
     python -m bench.run --cascade        # one or more of --overhead --cascade --backfill --backlog --head --catchup
     python -m bench.run --mixed          # (h) the mixed pipeline alone (4-20 minutes)
+    python -m bench.run --rebuild        # (i) the coordinator's first hot-index rebuild, up to 1,000,000 admin rows
     python -m bench.run --scale          # (f) alone: it needs only Redis (cbt dev up)
 
 Prints a table and writes ``bench/reports/<timestamp>.json`` and ``bench/reports/latest.json``. Numbers depend on
@@ -41,6 +42,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mixed", action="store_true",
                         help="(h) a mixed pipeline of nine models catching up while data arrives: time to quiet, "
                              "work per covered position, jobs under load vs alone")
+    parser.add_argument("--rebuild", action="store_true",
+                        help="(i) the first hot-index rebuild from admin tables of 0, 1,000 and 1,000,000 rows")
     parser.add_argument("--scale", action="store_true",
                         help="(f) planning 10,000 models over 1,000,000 completed intervals, against Redis alone")
     parser.add_argument("--intervals", type=int, default=12, help="intervals for (a) (default 12)")
@@ -54,12 +57,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mixed-timeout", type=float, default=1200.0,
                         help="seconds (h) waits for quiet before reporting 'not quiet' (default 1200)")
     args = parser.parse_args(argv)
-    every = ("overhead", "cascade", "backfill", "backlog", "head", "catchup", "mixed", "scale")
+    every = ("overhead", "cascade", "backfill", "backlog", "head", "catchup", "mixed", "rebuild", "scale")
     chosen = [name for name in every if getattr(args, name)] or list(every)
     if chosen == ["scale"]:  # Redis alone: no Spark or Kafka is started for (f)
         return _scale_only(args)
 
-    from bench import backfill, backlog, cascade, catchup, head, mixed, overhead, profile, scale
+    from bench import backfill, backlog, cascade, catchup, head, mixed, overhead, profile, rebuild, scale
     from cbt.adapters.spark import connect
     from cbt.dev import stack
 
@@ -77,6 +80,7 @@ def main(argv: list[str] | None = None) -> int:
         "head": lambda: head.benchmark(spark, endpoints, args.head_samples),
         "catchup": lambda: catchup.benchmark(spark, endpoints),
         "mixed": lambda: mixed.benchmark(spark, endpoints, args.mixed_timeout),
+        "rebuild": lambda: rebuild.benchmark(spark, endpoints),
         "scale": lambda: scale.benchmark(endpoints.redis_url, args.scale_models, args.scale_intervals),
     }
     try:
@@ -196,6 +200,10 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
         for table, work in cu["work_per_covered_position"].items():
             out.append((f"(g) work per covered position: {table}", f"{work['work_per_covered_position']}",
                         f"{work['tasks']} tasks, {work['covered_positions']} positions"))
+    if "error" not in report.get("rebuild", {"error": 1}):
+        for rows_, size in report["rebuild"]["sizes"].items():
+            out.append((f"(i) first hot-index rebuild, {int(rows_):,} admin rows", f"{size['rebuild_s']} s",
+                        f"+ {size['open_tables_s']} s opening the tables; <= 5 s when small"))
     if "error" not in report.get("mixed", {"error": 1}):
         from bench import mixed
 
