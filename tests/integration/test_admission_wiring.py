@@ -7,17 +7,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
 from pyspark.sql import SparkSession
+from redis import Redis
 
+from cbt.adapters import runtime
+from cbt.adapters.admission import RedisPermitStore, admission_keys
 from cbt.adapters.delta_admin import DeltaAdmin
+from cbt.adapters.kafka_bus import make_broker
 from cbt.adapters.spark import SessionPool
 from cbt.concurrency.admission import SparkAdmission
+from cbt.config.settings import Config, SparkConfig
 from cbt.models.spec import Transformation
 from cbt.models.templates import Direction, RenderSettings, TaskContext
+from cbt.scheduling.admission import cluster_of
 from cbt.state.admin_records import CompletedInterval
 from cbt.testing.memory_admission import MemoryPermitStore
 from cbt.worker.executor import SparkExecutor
@@ -101,3 +108,27 @@ def test_every_admin_table_statement_holds_a_permit(spark: SparkSession, spark_d
     assert len(entered) == before + 1
     assert admin.coverage(["db.m"]) == {"db.m": ((0, 10),)}
     assert len(entered) == before + 2
+
+
+def note(config: Config, client: Redis) -> str | None:
+    async def ask() -> str | None:
+        return await runtime.spark_admission(config, client)()
+
+    return asyncio.run(ask())
+
+
+def test_readyz_notes_how_busy_the_cluster_is(endpoints: Endpoints) -> None:
+    remote = f"sc://admission-{uuid.uuid4().hex[:8]}:15002"
+    config = Config(spark=SparkConfig(remote=remote, max_concurrent_statements=3))
+    client = Redis.from_url(endpoints.redis_url)
+    holder = SparkAdmission(RedisPermitStore(client, cluster_of(remote)), 3, "holder")
+    try:
+        assert note(config, client) == "limit not decided yet, 0 executing, 0 waiting"
+        with holder.held_sync("forward", "task"):
+            assert note(config, client) == "limit 3, 1 executing, 0 waiting"
+        assert note(Config(spark=SparkConfig(remote=remote, max_concurrent_statements="off")), client) == "off"
+        assert "spark_admission" in runtime.dependency_checks(config, client, make_broker(config.kafka, "t"))
+    finally:
+        holder.close()
+        client.delete(*admission_keys(cluster_of(remote)))
+        client.close()
