@@ -132,3 +132,29 @@ def test_readyz_notes_how_busy_the_cluster_is(endpoints: Endpoints) -> None:
         holder.close()
         client.delete(*admission_keys(cluster_of(remote)))
         client.close()
+
+
+def test_a_bounds_scan_holds_a_permit_while_its_query_runs(sessions: SessionPool) -> None:
+    from cbt.bounds_cache.query import SparkBoundsQuery
+    from cbt.models.templates import ScanContext
+    from tests.unit.scheduling.factories import ext
+
+    store = RecordingStore()
+    admission = SparkAdmission(store, 1, f"bc-{uuid.uuid4().hex[:6]}")
+    held_while_running: list[int] = []
+
+    class Watched(SparkBoundsQuery):
+        @staticmethod
+        def _scan_sql(spark: SparkSession, model: object, statements: list[str]) -> object:  # type: ignore[override]
+            held_while_running.append(store.status().executing)
+            return SparkBoundsQuery._scan_sql(spark, model, statements)  # type: ignore[arg-type]
+
+    model = replace(ext("db.source"), sql="SELECT 10 AS min, 20 AS max")
+    query = Watched(sessions, RenderSettings(), admission=admission)
+    try:
+        result = asyncio.run(query.scan(model, ScanContext(False, None, None)))
+    finally:
+        admission.close()
+    assert (result.min, result.max) == (10, 20)
+    assert held_while_running == [1], "the bounds query ran without a permit"
+    assert len(store.granted) == 1 and store.status().executing == 0

@@ -6,10 +6,11 @@ import asyncio
 import logging
 
 from cbt.adapters import runtime
+from cbt.adapters.admission import admission_from_config
 from cbt.adapters.bounds_refresh import RedisRefreshRequests
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.redis_state import RedisState
-from cbt.adapters.spark import SessionPool
+from cbt.adapters.spark import SessionPool, connect
 from cbt.bounds_cache.query import SparkBoundsQuery
 from cbt.bounds_cache.scanner import BoundsScanner
 from cbt.config.settings import Config
@@ -31,7 +32,9 @@ async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_ad
     state = RedisState(redis, config.redis.key_prefix)
     scanner = BoundsScanner(
         externals=models.externals, store=state.bounds,
-        query=SparkBoundsQuery(sessions, RenderSettings.from_config(config), workdir=str(config.base_dir)),
+        query=SparkBoundsQuery(sessions, RenderSettings.from_config(config), workdir=str(config.base_dir),
+                               admission=admission_from_config(config, redis, owner,
+                                                               lambda: connect(config.spark.remote or ""))),
         publisher=BrokerPublisher(broker), topics=runtime.topics(config),
         refresh=RedisRefreshRequests(redis, config.redis.key_prefix),
     )

@@ -1,11 +1,13 @@
 """Bounds queries on Spark Connect (SQL externals) or as a subprocess (exec externals), each under a timeout: a hung
 query is interrupted on the server (a script's process group is killed) and the scan fails, so one external model
 never stops the others' scans for longer than its timeout. Each model's queries run in a session of its own,
-replaced when it is lost."""
+replaced when it is lost. A SQL scan holds one of the Spark cluster's admission permits while it runs, at the
+priority of forward fill (it finds new data); a script's does not (what it runs is its own)."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
@@ -13,6 +15,7 @@ from pyspark.sql import SparkSession
 from cbt.adapters.scripts import run_script
 from cbt.adapters.spark import SessionPool, is_session_lost, run_tagged
 from cbt.bounds_cache.scanner import parse_bounds_output
+from cbt.concurrency.admission import SparkAdmission
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, external_exec_environment, render_bounds_query
 from cbt.models.spec import ExternalModel
@@ -34,16 +37,20 @@ class SparkBoundsQuery:
     settings: RenderSettings
     timeout_s: float = BOUNDS_TIMEOUT_S
     workdir: str | None = None
+    admission: SparkAdmission | None = None
 
     async def scan(self, model: ExternalModel, scan: ScanContext) -> ScanResult:
         if model.exec is not None:
             return await self._scan_exec(model, scan)
         statements = render_bounds_query(model, scan, self.settings)
         spark = await asyncio.to_thread(self.sessions.session, model.id)
+        permit = (self.admission.held("forward", f"{model.id}'s bounds query") if self.admission is not None
+                  else contextlib.nullcontext())
         try:
-            return await run_tagged(spark, lambda: self._scan_sql(spark, model, statements),
-                                    model.timeout_s or self.timeout_s, f"{model.id}'s bounds query",
-                                    f"{model.id}'s timeout" if model.timeout_s else "the bounds query timeout")
+            async with permit:
+                return await run_tagged(spark, lambda: self._scan_sql(spark, model, statements),
+                                        model.timeout_s or self.timeout_s, f"{model.id}'s bounds query",
+                                        f"{model.id}'s timeout" if model.timeout_s else "the bounds query timeout")
         except Exception as e:
             if is_session_lost(e):  # the next scan gets a new session (the server restarted)
                 await asyncio.to_thread(self.sessions.discard, model.id, spark)
