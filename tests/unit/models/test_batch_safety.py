@@ -152,4 +152,4 @@ def test_the_choice_is_computed_once_per_model_sql() -> None:
     """``batch_mode`` is asked while planning every model: the analysis must not run again each time."""
     model = make_model(f"SELECT ts AS hour, v FROM src WHERE {TS}")
     assert model.batch_choice is model.batch_choice
-    assert replace(model, sql=model.sql + " AND v > 0").batch_choice is not model.batch_choice
+    assert replace(model, sql=f"{model.sql} AND v > 0").batch_choice is not model.batch_choice
