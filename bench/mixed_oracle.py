@@ -2,7 +2,8 @@
 
 - Oracle: the same transformations, each run once per range its pipeline table covers (one statement over the whole
   range), into a database of their own, reading the same sources; the scheduled model runs once. Every pipeline
-  table must equal its oracle row for row (``EXCEPT ALL`` both ways).
+  table must equal its oracle row for row (``EXCEPT ALL`` both ways) inside the ranges it covers; rows outside
+  them (a task stopped before it recorded its coverage, when the run never got quiet) are counted apart.
 - Alone: each model's statements (or script) for one interval — its last full interval — run directly on the Spark
   Connect server with nothing else running, ``RUNS`` times after one warm-up; the median is the model's time alone.
   Re-running an interval leaves the table as it was (every strategy here is idempotent per interval).
@@ -75,13 +76,24 @@ def build_oracle(spark: SparkSession, config_path: Path, environ: dict[str, str]
             runner.run(model, rng, task_start_unix)
 
 
-def differences(spark: SparkSession, ours: str, oracle: str) -> tuple[int, int]:
-    """Rows only in ``ours``, rows only in ``oracle``."""
+def differences(spark: SparkSession, ours: str, oracle: str, where: str = "true") -> tuple[int, int]:
+    """Rows only in ``ours``, rows only in ``oracle`` (both filtered by ``where``)."""
     def count(a: str, b: str) -> int:
-        return int(spark.sql(f"SELECT count(*) AS n FROM (SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b})")
-                   .collect()[0]["n"])
+        return int(spark.sql(f"SELECT count(*) AS n FROM (SELECT * FROM {a} WHERE {where} "
+                             f"EXCEPT ALL SELECT * FROM {b} WHERE {where})").collect()[0]["n"])
 
     return count(ours, oracle), count(oracle, ours)
+
+
+def in_coverage(column: str, covered: Coverage) -> str:
+    """A predicate: ``column`` (a timestamp of the position) inside one of the covered ranges."""
+    ranges = [f"({column} >= timestamp_seconds({start}) AND {column} < timestamp_seconds({end}))"
+              for start, end in covered]
+    return " OR ".join(ranges) or "false"
+
+
+def count_where(spark: SparkSession, table: str, where: str) -> int:
+    return int(spark.sql(f"SELECT count(*) AS n FROM {table} WHERE {where}").collect()[0]["n"])
 
 
 def alone_interval(model: IncrementalModel, covered: Coverage) -> Range | None:
