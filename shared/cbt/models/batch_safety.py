@@ -73,9 +73,12 @@ def _choose(model_id: str, sql: str, write: Write, interval: int, env: tuple[tup
     except ReadsItself as e:
         return BatchChoice("off", f"{e}: in one statement every interval would read it as it was before the batch")
     except Unproven as e:
-        how = ("every interval's SELECT in one MERGE, each key from the first run that has it"
-               if write.strategy == "append" else "every interval's SELECT in one statement")
-        return BatchChoice(fallback, f"{how}; one run over the range is not proven: {e}")
+        why = str(e)
+    except Exception as e:  # a bug of the analysis must not stop planning: the exact mode does not need it
+        why = f"the analysis failed ({type(e).__name__}: {e})"
+    how = ("every interval's SELECT in one MERGE, each key from the first run that has it"
+           if write.strategy == "append" else "every interval's SELECT in one statement")
+    return BatchChoice(fallback, f"{how}; one run over the range is not proven: {why}")
 
 
 def prove(model_id: str, sql: str, write: Write, interval: int, env: dict[str, str]) -> BatchChoice:

@@ -305,21 +305,25 @@ def _monotone_kind(bound: exp.Expr, symbol: str) -> Kind:
     if isinstance(node, exp.Anonymous) and node.name.lower() in _TIMESTAMP_FROM and len(node.expressions) == 1:
         inner = _monotone_kind(node.expressions[0], symbol)
         return _TIMESTAMP_FROM[node.name.lower()] if inner == "number" else "other"  # type: ignore[return-value]
-    if isinstance(node, exp.Cast | exp.TryCast | exp.UnixToTime):
-        inner = _monotone_kind(node.this, symbol)
-        to = node.args.get("to")
-        is_time = isinstance(node, exp.UnixToTime) or (to is not None and to.is_type(*exp.DataType.TEMPORAL_TYPES))
-        if to is not None and not (to.is_type(*exp.DataType.NUMERIC_TYPES) or is_time):
-            raise Unproven(f"{shown(bound.sql('spark'))}: a cast the analysis does not order")
-        return "seconds" if is_time and inner == "number" and isinstance(node, exp.Cast | exp.TryCast) else (
-            inner if not is_time else "other")
+    if isinstance(node, exp.Cast | exp.TryCast):
+        inner, to = _monotone_kind(node.this, symbol), node.args["to"]
+        if to.is_type(*exp.DataType.TEMPORAL_TYPES):
+            return "seconds" if inner == "number" else "other"
+        if to.is_type(*exp.DataType.NUMERIC_TYPES):
+            return inner if inner == "number" else "other"
+        raise Unproven(f"{shown(bound.sql('spark'))}: a cast the analysis does not order")
     if isinstance(node, exp.Add | exp.Sub | exp.Mul):
         symbolic, constant = (node.this, node.expression) if _has_symbol(node.this) else (node.expression, node.this)
-        positive = isinstance(node, exp.Add | exp.Sub) or (constant.is_number and float(constant.name) > 0)
-        if constant.is_number and positive and not (isinstance(node, exp.Sub) and symbolic is node.expression):
+        is_increasing = _is_positive(constant) if isinstance(node, exp.Mul) else (
+            isinstance(constant, exp.Literal) and constant.is_number)
+        if is_increasing and not (isinstance(node, exp.Sub) and symbolic is node.expression):
             _monotone_kind(symbolic, symbol)
             return "other"
     raise Unproven(f"{shown(bound.sql('spark'))}: not a non-decreasing function of the bounds")
+
+
+def _is_positive(node: exp.Expr) -> bool:
+    return isinstance(node, exp.Literal) and node.is_number and float(node.name) > 0
 
 
 def _unparen(node: exp.Expr) -> exp.Expr:
