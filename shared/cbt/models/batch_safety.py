@@ -65,7 +65,7 @@ def choose(model: IncrementalModel) -> BatchChoice:
     return _choose(model.id, model.sql or "", model.write, model.interval.max, tuple(sorted(model.env.items())))
 
 
-@functools.lru_cache(maxsize=1024)
+@functools.cache  # one entry per model SQL a process sees: a bounded cache would parse every model again per pass
 def _choose(model_id: str, sql: str, write: Write, interval: int, env: tuple[tuple[str, str], ...]) -> BatchChoice:
     fallback: Literal["union", "off"] = "union" if write.strategy in ("replace", "append") else "off"
     try:
