@@ -53,7 +53,7 @@ from bench.report import load_average, summary
 from bench.stack import Endpoints
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_admin import delete_topics
-from cbt.contract.messages import IntervalCompleted
+from cbt.contract.messages import IntervalCompleted, now_ms
 from cbt.contract.topics import Topics
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables
@@ -126,8 +126,10 @@ def wait_quiet(dep: Deployment, procs: list[ServiceProcesses], driver: data.Data
     return None
 
 
-def work(model: IncrementalModel, done: list[IntervalCompleted], covered: cov.Coverage) -> dict[str, Any]:
-    """Tasks, positions computed per covered position, and how much of it recomputed positions computed before."""
+def work(model: IncrementalModel, done: list[IntervalCompleted], covered: cov.Coverage,
+         started_ms: int) -> dict[str, Any]:
+    """Tasks, positions computed per covered position, how much of it recomputed positions computed before, and each
+    task (position from T0, length, direction, seconds from the services' start to its completion)."""
     seen: cov.Coverage = cov.EMPTY
     recomputed = overlapping = 0
     for c in sorted(done, key=lambda c: c.completed_at_ms):
@@ -145,7 +147,9 @@ def work(model: IncrementalModel, done: list[IntervalCompleted], covered: cov.Co
         "directions": dict(Counter(c.direction for c in done)),
         "task_lengths": dict(sorted(Counter(c.interval or 0 for c in done).items())),
         "coverage_from_t0": [[s - data.T0, e - data.T0] for s, e in covered],
-        "tasks_from_t0": [[(c.position or 0) - data.T0, c.interval, c.direction[0]]
+        "last_completed_s": round((max(c.completed_at_ms for c in done) - started_ms) / 1000, 1) if done else None,
+        "tasks_from_t0": [[(c.position or 0) - data.T0, c.interval, c.direction[0],
+                           round((c.completed_at_ms - started_ms) / 1000, 1)]
                           for c in sorted(done, key=lambda c: c.completed_at_ms)][:400],
     }
 
@@ -218,7 +222,7 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
     sampler = Sampler([WorkerTasksRunning(scrapes(workers)), AdmissionPermits.of(dep.config, dep.redis),
                        SparkUiRunningJobs()])
     load_at_start = load_average()
-    started = time.monotonic()
+    started, started_ms = time.monotonic(), now_ms()
     for name in ("coordinator", "worker", "bounds-cache", "invalidator"):
         dep.procs.start(name)
     python_pool.start("worker", "-python")
@@ -260,13 +264,13 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
                          "spans": span_overlap(spans, {"admin commit"})["duration_ms"]},
         "spark_job_metric_by_model": histogram(metrics, "cbt_spark_job_duration_seconds", by="model"),
     }
-    report["models"] = per_model(dep, events, tag)
+    report["models"] = per_model(dep, events, tag, started_ms)
     report["targets"] = TARGETS
     report["verdicts"] = verdicts(report)
     return report
 
 
-def per_model(dep: Deployment, events: EventRecorder, tag: str) -> dict[str, Any]:
+def per_model(dep: Deployment, events: EventRecorder, tag: str, started_ms: int) -> dict[str, Any]:
     """Work and job times under load per transformation (from the run), then the oracle's differences and the jobs
     alone (after it: a failure there keeps what the run measured)."""
     covered = {m.table: dep.coverage(m.id) for m in dep.healthy_incrementals()}
@@ -276,9 +280,10 @@ def per_model(dep: Deployment, events: EventRecorder, tag: str) -> dict[str, Any
     for model in models:
         done = events.completions(model.id)
         if isinstance(model, IncrementalModel):
-            out[model.table] = {"kind": "incremental", **work(model, done, covered[model.table])}
+            out[model.table] = {"kind": "incremental", **work(model, done, covered[model.table], started_ms)}
         else:
-            out[model.table] = {"kind": "scheduled", "tasks": len(done)}
+            out[model.table] = {"kind": "scheduled", "tasks": len(done),
+                                "runs_completed_s": [round((c.completed_at_ms - started_ms) / 1000, 1) for c in done]}
         out[model.table]["_done"] = done
     try:
         after_the_run(dep, tag, covered, out)
@@ -345,8 +350,13 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
             verdict["equals_oracle"].get(table), "oracle: -")
         out.append((f"(h) {table}", work_note, f"{load}; {same}"))
     concurrent = report["max_concurrent_statements"]
-    probes = ", ".join(f"{k} {v['max']}" for k, v in concurrent["probes"].items() if v["available"])
-    out.append(("(h) most Spark jobs at once", f"{concurrent['spans']['max_at_once']} (worker spans)", probes))
+    permits = concurrent["probes"].get("admission_permits_held", {})
+    others = [f"{k} {v['max']}" for k, v in concurrent["probes"].items()
+              if v["available"] and k != "admission_permits_held"]
+    others.append(f"task statements incl. waiting for a permit (worker spans) {concurrent['spans']['max_at_once']}")
+    value = (f"{permits['max']} (admission permits held; limit {permits.get('limits')})" if permits.get("available")
+             else f"{concurrent['spans']['max_at_once']} (worker spans; no admission control)")
+    out.append(("(h) most Spark statements at once", value, ", ".join(others)))
     commit = report["admin_commit"]["spans"]
     out.append(("(h) admin commit p50 / p90", f"{commit.get('p50', 0):.0f} / {commit.get('p90', 0):.0f} ms",
                 f"n={commit.get('n', 0)}"))

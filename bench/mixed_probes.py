@@ -8,7 +8,8 @@ once, the services' metrics and spans.
   works; ``admission_permits_held`` reads admission control's permits in Redis (when the code under test has it) and
   ``spark_ui_running_jobs`` the Spark UI's REST API on the Connect server (``BENCH_SPARK_UI``; the local server runs
   without a UI unless started in cluster mode).
-- ``span_overlap``: after the run, the exact peak of the workers' ``spark job`` / ``script`` spans open at once.
+- ``span_overlap``: after the run, the exact peak of the workers' ``spark job`` / ``script`` spans open at once
+  (tasks in their statement phase; once admission control exists, that includes waiting for a permit).
 """
 
 from __future__ import annotations
