@@ -12,8 +12,9 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import SparkSession
 
-from cbt.adapters.spark import SessionPool
+from cbt.adapters.spark import SessionPool, connect
 from cbt.models.spec import Batch, IncrementalModel, Write
+from cbt.models.spec import is_whole_hour_zone as is_whole_hour_zone_of
 from cbt.models.templates import Direction, RenderSettings, TaskContext
 from cbt.models.writes import first_runs, run_order
 from cbt.worker.executor import SparkExecutor
@@ -46,8 +47,15 @@ def commits(spark: SparkSession, table: str, operation: str = "WRITE") -> int:
     return sum(1 for r in spark.sql(f"DESCRIBE HISTORY {table}").collect() if r["operation"] == operation)
 
 
-def executor_for(endpoints: Endpoints) -> SparkExecutor:
-    return SparkExecutor(SessionPool(endpoints.spark_remote), RenderSettings(), exec_timeout_s=60)
+def executor_for(endpoints: Endpoints, zone: str | None = None) -> SparkExecutor:
+    """An executor whose sessions run in ``zone`` (``spark.sql.session.timeZone``), else the server's default."""
+    def create(remote: str) -> SparkSession:
+        session = connect(remote)
+        if zone is not None:
+            session.conf.set("spark.sql.session.timeZone", zone)
+        return session
+
+    return SparkExecutor(SessionPool(endpoints.spark_remote, create), RenderSettings(), exec_timeout_s=60)
 
 
 def test_a_batch_writes_what_the_runs_one_by_one_write_in_one_commit(spark: SparkSession, spark_database: str,
@@ -146,14 +154,15 @@ ROW_WISE = ("SELECT r.ts AS hour, r.ts AS first_ts, r.v * d.factor AS n, r.v AS 
             "WHERE r.ts >= timestamp_seconds({{ bounds.start }}) AND r.ts < timestamp_seconds({{ bounds.end }})")
 
 
-@pytest.mark.parametrize(("sql", "offset", "hours", "is_whole"), [
-    pytest.param(BY_HOUR, 0, 10, True, id="group-by-hour-aligned-one-run"),
-    pytest.param(BY_HOUR, HOUR // 2, 4, False, id="group-by-hour-off-the-hour-as-union"),
-    pytest.param(ROW_WISE, HOUR // 2, 4, True, id="row-wise-joined-to-a-dimension-one-run"),
+@pytest.mark.parametrize(("sql", "offset", "hours", "is_whole", "zone"), [
+    pytest.param(BY_HOUR, 0, 10, True, "UTC", id="group-by-hour-aligned-one-run"),
+    pytest.param(BY_HOUR, HOUR // 2, 4, False, "UTC", id="group-by-hour-off-the-hour-as-union"),
+    pytest.param(BY_HOUR, 0, 4, False, "Asia/Kolkata", id="group-by-hour-in-a-half-hour-zone-as-union"),
+    pytest.param(ROW_WISE, HOUR // 2, 4, True, None, id="row-wise-joined-to-a-dimension-one-run"),
 ])
 def test_what_auto_proves_gives_the_table_of_the_runs_one_by_one(
         spark: SparkSession, spark_database: str, endpoints: Endpoints, sql: str, offset: int, hours: int,
-        is_whole: bool) -> None:
+        is_whole: bool, zone: str | None) -> None:
     """``auto`` chose ``bounds`` for these models from their SQL; a batch of hours writes what the runs one by one
     write — one run over the range where the hours are the intervals', as union where they start at :30 (each
     interval's run splits two hours, which one run over the range would not: the widened table shows it)."""
@@ -164,12 +173,13 @@ def test_what_auto_proves_gives_the_table_of_the_runs_one_by_one(
     for name in tables:
         spark.sql(f"CREATE TABLE {spark_database}.{name} (hour TIMESTAMP, first_ts TIMESTAMP, n BIGINT, total BIGINT)"
                   " USING DELTA")
-    executor = executor_for(endpoints)
+    executor = executor_for(endpoints, zone)
     models = {t: replace(hourly(spark_database, t, sql, FIRST_WHERE), env={"DIM": f"{spark_database}.dim"})
               for t in tables}
     assert models["batched"].batch_mode == "bounds", models["batched"].batch_choice.reason
     start, end = T0 + offset, T0 + offset + hours * HOUR
-    assert models["batched"].batch_choice.runs_whole(start, HOUR) == is_whole
+    is_whole_hour_zone = zone is None or is_whole_hour_zone_of(zone, 2026)
+    assert models["batched"].batch_choice.runs_whole(start, HOUR, is_whole_hour_zone) == is_whole
 
     for low in range(start, end, HOUR):
         run(executor, models["one_by_one"], low, low + HOUR)
@@ -181,6 +191,6 @@ def test_what_auto_proves_gives_the_table_of_the_runs_one_by_one(
     expected = table("one_by_one")
     assert len(expected) >= hours and table("batched") == expected
     assert commits(spark, f"{spark_database}.batched") == 1, "a batch is one Delta commit"
-    if not is_whole:
+    if not is_whole:  # (a declared bounds runs whole whatever the zone: the author said so)
         run(executor, replace(models["widened"], batch=Batch("bounds")), start, end, step=HOUR)
         assert table("widened") != expected, "one run over hours that are not the intervals' groups them otherwise"

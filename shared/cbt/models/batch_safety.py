@@ -104,7 +104,8 @@ def prove(model_id: str, sql: str, write: Write, interval: int, env: dict[str, s
     if interval % align:
         raise Unproven(f"buckets of {align} positions do not divide the interval ({interval}): a bucket would "
                        "straddle two intervals")
-    return BatchChoice("bounds", _bounds_reason(proof, align), align)
+    return BatchChoice("bounds", _bounds_reason(proof, align), align,
+                       needs_whole_hour_zone=any("date_trunc('HOUR')" in a for a in proof.assumptions))
 
 
 def _bounds_reason(proof: Proof, align: int) -> str:

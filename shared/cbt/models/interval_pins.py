@@ -460,7 +460,8 @@ def _need_pin(keys: list[exp.Expr], pins: dict[str, Pin], single: bool, what: st
             proof.groupings.append(shown(_unalias(key).sql("spark")) + (
                 f" (buckets of {pin.width})" if pin.width > 1 else ""))
             if pin.is_local_hour:
-                proof.assumptions.add("the Spark session's time zone is whole hours from UTC (date_trunc('HOUR'))")
+                proof.assumptions.add("the Spark session's time zone is whole hours from UTC (date_trunc('HOUR'); the "
+                                      "worker asks its session and runs a batch as union when it is not)")
             return pin
     listed = ", ".join(shown(_unalias(k).sql("spark")) for k in keys)
     hint = "".join(f"; date_trunc('{n.text('unit').upper()}') follows the session's time zone and daylight saving"

@@ -118,11 +118,42 @@ class BatchChoice:
     ``union`` otherwise. 1: every batch."""
     is_declared: bool = False
     """The model's own ``batch.mode``, not ``auto``'s choice (only ``auto``'s choices are checked per batch)."""
+    needs_whole_hour_zone: bool = False
+    """Proven over ``date_trunc('HOUR', …)``, whose hours are the Spark session's time zone's: aligned with the
+    position's hours only when that zone is whole hours from UTC (the worker asks its session; a batch runs as
+    ``union`` when it is not, or not known)."""
 
-    def runs_whole(self, start: int, step: int) -> bool:
-        """Whether a batch of intervals of ``step`` from ``start`` runs as one run over its range (mode bounds)."""
+    def runs_whole(self, start: int, step: int, is_whole_hour_zone: bool = True) -> bool:
+        """Whether a batch of intervals of ``step`` from ``start`` runs as one run over its range (mode bounds), in a
+        session whose time zone is (``is_whole_hour_zone``) or is not whole hours from UTC."""
+        if self.needs_whole_hour_zone and not is_whole_hour_zone:
+            return False
         return self.mode == "bounds" and (self.align <= 1 or (start >= 0 and start % self.align == 0
                                                               and step % self.align == 0))
+
+
+_UTC_OFFSET = re.compile(r"^(?:UTC|GMT|UT)?([+-])(\d{1,2})(?::?(\d{2}))?$")
+
+
+def is_whole_hour_zone(zone: str, year: int) -> bool:
+    """Whether the time zone a Spark session names (a region such as ``Europe/Berlin``, ``UTC``, or an offset such as
+    ``+05:30``) is a whole number of hours from UTC in January and July of ``year`` (standard and daylight time).
+    Unknown names are not (a batch then runs as ``union``)."""
+    import datetime as dt
+    import zoneinfo
+
+    name = zone.strip()
+    if name.upper() in ("UTC", "Z", "GMT", "UT"):
+        return True
+    offset = _UTC_OFFSET.match(name.upper())
+    if offset is not None:
+        return int(offset.group(3) or 0) == 0
+    try:
+        tz = zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    offsets = (dt.datetime(year, month, 1, tzinfo=tz).utcoffset() for month in (1, 7))
+    return all(o is not None and o.total_seconds() % 3600 == 0 for o in offsets)
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,9 @@ class RenderSettings:
     spark_conf: Mapping[str, str] = field(default_factory=dict)
     external_database: str | None = None
     transformation_database: str | None = None
+    is_whole_hour_zone: bool = True
+    """Whether the Spark session's time zone is whole hours from UTC (``BatchChoice.needs_whole_hour_zone``): the
+    worker sets what its session says; ``cbt render`` shows the batch as it runs in such a zone."""
 
     @classmethod
     def from_config(cls, config: Config) -> RenderSettings:

@@ -31,7 +31,7 @@ def task_statements(model: Transformation, task: TaskContext, settings: RenderSe
     if not isinstance(model, IncrementalModel) or not task.is_batch or task.start is None or task.step is None:
         return _one_run(model, task, settings)
     choice = model.batch_choice
-    if choice.runs_whole(task.start, task.step):
+    if choice.runs_whole(task.start, task.step, settings.is_whole_hour_zone):
         return _one_run(model, task, settings)
     intervals = run_order(task)
     runs = [render_statements(model, interval, settings) for interval in intervals]

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from cbt.models.spec import Batch, IncrementalModel, Write
+from cbt.models.spec import Batch, IncrementalModel, Write, is_whole_hour_zone
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
 from tests.unit.models.test_model_cmds import EXAMPLE_CONFIG, run
@@ -113,17 +113,21 @@ HOURLY = ("SELECT date_trunc('HOUR', ts) AS hour, count(*) AS n FROM src "
           "WHERE ts >= timestamp_seconds({{ bounds.start }}) AND ts < timestamp_seconds({{ bounds.end }}) GROUP BY 1")
 
 
-@pytest.mark.parametrize(("start", "is_whole"), [
-    pytest.param(7200, True, id="aligned-one-run"),
-    pytest.param(7200 + 1800, False, id="off-the-hour-as-union"),
+@pytest.mark.parametrize(("start", "is_whole_hour_zone", "is_whole"), [
+    pytest.param(7200, True, True, id="aligned-one-run"),
+    pytest.param(7200 + 1800, True, False, id="off-the-hour-as-union"),
+    pytest.param(7200, False, False, id="session-zone-not-whole-hours-as-union"),
 ])
-def test_bounds_over_buckets_runs_whole_only_when_the_intervals_start_on_a_bucket(start: int, is_whole: bool) -> None:
-    """Intervals that start at :30 split each hour between two runs one by one; one run over the range would not."""
+def test_bounds_over_buckets_runs_whole_only_when_the_intervals_start_on_a_bucket(
+        start: int, is_whole_hour_zone: bool, is_whole: bool) -> None:
+    """Intervals that start at :30 split each hour between two runs one by one; one run over the range would not.
+    Nor would it where the session's hours are not the position's (a session time zone of +05:30)."""
     model = replace(inc("an.out", imax=3600), sql=HOURLY, write=Write("replace", replace_where=(
         "hour >= timestamp_seconds({{ bounds.start }}) AND hour < timestamp_seconds({{ bounds.end }})")))
     assert model.batch_choice.mode == "bounds" and model.batch_choice.align == 3600
+    assert model.batch_choice.needs_whole_hour_zone
     (statement,) = task_statements(model, TaskContext("an.out", 1, start, start + 3 * 3600, step=3600),
-                                   RenderSettings())
+                                   RenderSettings(is_whole_hour_zone=is_whole_hour_zone))
     assert ("UNION ALL" not in statement) == is_whole
     whole_range = f"ts >= timestamp_seconds({start}) AND ts < timestamp_seconds({start + 3 * 3600})"
     assert (whole_range in statement) == is_whole
@@ -137,3 +141,16 @@ def test_only_a_model_whose_statements_are_our_writes_may_share_a_spark_session(
     assert not only_writes(model(view), batch(), RenderSettings())
     own = replace(model(), write=Write("sql"))
     assert not only_writes(own, batch(), RenderSettings())
+
+
+@pytest.mark.parametrize(("zone", "expected"), [
+    pytest.param("UTC", True, id="utc"),
+    pytest.param("Europe/Berlin", True, id="whole-hours-with-daylight-saving"),
+    pytest.param("+02:00", True, id="whole-hour-offset"),
+    pytest.param("Asia/Kolkata", False, id="half-hour-zone"),
+    pytest.param("America/St_Johns", False, id="half-hour-zone-with-daylight-saving"),
+    pytest.param("+05:45", False, id="quarter-hour-offset"),
+    pytest.param("Nowhere/Atlantis", False, id="unknown-zone-is-not-trusted"),
+])
+def test_which_session_time_zones_keep_date_trunc_hours_on_the_position_s_hours(zone: str, expected: bool) -> None:
+    assert is_whole_hour_zone(zone, 2026) is expected

@@ -14,7 +14,7 @@ import time
 from collections import defaultdict
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pyspark.sql import SparkSession
 
@@ -24,7 +24,7 @@ from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_t
 from cbt.concurrency.slots import PrioritySlots
 from cbt.errors import CbtError
 from cbt.models.render import exec_argv, exec_environment
-from cbt.models.spec import IncrementalModel, Transformation
+from cbt.models.spec import IncrementalModel, Transformation, is_whole_hour_zone
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
 from cbt.scheduling.admission import PRIORITIES, Admission, PriorityClass, task_priority
@@ -77,6 +77,8 @@ class SparkExecutor:
     admission: Admission | None = None
     _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     _session_keys: dict[str, str] = field(default_factory=dict)
+    _zones: dict[int, bool] = field(default_factory=dict)
+    """Per session (by identity): whether its time zone is whole hours from UTC."""
     _slots: PrioritySlots = field(init=False)
 
     def __post_init__(self) -> None:
@@ -118,7 +120,23 @@ class SparkExecutor:
             if key is None:  # decided once per model: its SQL keeps its shape from task to task
                 key = SHARED_SESSION if only_writes(model, task, self.settings) else model.id
                 self._session_keys[model.id] = key
-            await self._run_sql(model, key, task_statements(model, task, self.settings))
+            settings = self.settings
+            if isinstance(model, IncrementalModel) and task.is_batch and model.batch_choice.needs_whole_hour_zone:
+                settings = replace(settings, is_whole_hour_zone=await self._is_whole_hour_zone(key))
+            await self._run_sql(model, key, task_statements(model, task, settings))
+
+    async def _is_whole_hour_zone(self, session_key: str) -> bool:
+        """Whether the session's time zone is whole hours from UTC (asked once per session): a batch proven over
+        ``date_trunc('HOUR', …)`` runs over its whole range only then, else as ``union``."""
+        spark = await asyncio.to_thread(self.sessions.session, session_key)
+        known = self._zones.get(id(spark))
+        if known is None:
+            zone = str(await asyncio.to_thread(spark.conf.get, "spark.sql.session.timeZone"))
+            known = self._zones[id(spark)] = is_whole_hour_zone(zone, time.gmtime().tm_year)
+            if not known:
+                log.info("the Spark session's time zone is not whole hours from UTC: hour-bucketed batches run as "
+                         "union", extra={"zone": zone})
+        return known
 
     async def _run_sql(self, model: Transformation, session_key: str, statements: Sequence[str]) -> None:
         """Each statement under its own operation tag: when it outlives the query timeout, or the run is cancelled
