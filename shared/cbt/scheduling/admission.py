@@ -2,8 +2,10 @@
 
 Every process that runs statements on a Spark cluster (workers' tasks, the admin record's reads and writes) takes a
 *permit* first; at most ``limit`` permits are held at once, across all processes. The others wait in one queue,
-ordered by ``order_score``: first by priority class, then by the time each entered the queue (FIFO within a class,
-so a model's tasks keep the order they reached the queue in).
+ordered by ``order_score``: the admin record first, then the rest by the time each entered the queue, a re-run
+``HANDICAP_MS`` and backfill more behind forward fill (FIFO within a class, so a model's tasks keep the order they
+reached the queue in). Freshness comes first, and history is never starved: a backfill that has waited longer than
+its handicap goes ahead of forward work that arrived after that.
 
 Priority classes, most urgent first:
 
@@ -30,8 +32,12 @@ PriorityClass = Literal["admin", "forward", "rerun", "backfill"]
 PRIORITIES: tuple[PriorityClass, ...] = ("admin", "forward", "rerun", "backfill")
 """Most urgent first; a class's index is its rank in the queue."""
 PRIORITY_SPAN_MS = 10**13
-"""Each class owns a band of scores this wide (about 300 years of milliseconds): every score stays an integer
-below 2**53, exact as a Redis sorted-set score (a double)."""
+"""The admin record's band of scores is below everyone else's, this wide (about 300 years of milliseconds): every
+score stays an integer below 2**53, exact as a Redis sorted-set score (a double)."""
+HANDICAP_MS: dict[PriorityClass, int] = {"admin": 0, "forward": 0, "rerun": 10_000, "backfill": 30_000}
+"""How far behind forward fill each class queues: a waiter goes ahead of forward work that entered the queue more
+than its handicap after it (so a steady stream of forward tasks or bounds scans delays backfill by at most 30 s
+per permit, never forever)."""
 DEFAULT_PORT = 15002
 """Spark Connect's port when a remote names none."""
 
@@ -48,8 +54,11 @@ def task_priority(direction: str, is_scheduled: bool) -> PriorityClass:
 
 
 def order_score(priority: PriorityClass, enqueued_ms: int) -> int:
-    """The queue's sort key: the class first, then the time the waiter entered the queue."""
-    return PRIORITIES.index(priority) * PRIORITY_SPAN_MS + enqueued_ms
+    """The queue's sort key: the admin record's band first; then the time the waiter entered the queue plus its
+    class's handicap (``HANDICAP_MS``)."""
+    if priority == "admin":
+        return enqueued_ms
+    return PRIORITY_SPAN_MS + enqueued_ms + HANDICAP_MS[priority]
 
 
 def cluster_of(remote: str) -> str:

@@ -24,8 +24,19 @@ def test_the_class_orders_before_the_time_and_the_time_within_a_class() -> None:
     late_admin = rules.order_score("admin", 2_000_000_000_000)
     early_forward = rules.order_score("forward", 1_000_000_000_000)
     assert late_admin < early_forward < rules.order_score("forward", 1_000_000_000_001)
-    assert early_forward < rules.order_score("rerun", 0) < rules.order_score("backfill", 0)
+    t = 1_000_000_000_000
+    assert rules.order_score("forward", t) < rules.order_score("rerun", t) < rules.order_score("backfill", t)
     assert rules.order_score("backfill", 4_000_000_000_000) < 2**53  # exact as a Redis score (a double)
+
+
+def test_history_waits_behind_fresher_work_for_a_bounded_time_only() -> None:
+    """Issue 24: bounds scans every 2 s and forward tasks kept the permits from a backfill for as long as they came."""
+    t = 1_000_000_000_000
+    backfill = rules.order_score("backfill", t)
+    assert rules.order_score("forward", t + rules.HANDICAP_MS["backfill"] - 1) < backfill
+    assert backfill < rules.order_score("forward", t + rules.HANDICAP_MS["backfill"] + 1)
+    assert rules.order_score("rerun", t + 1) < rules.order_score("backfill", t)
+    assert rules.order_score("admin", t + 10**9) < rules.order_score("forward", t), "the admin record never waits"
 
 
 @pytest.mark.parametrize(("remote", "cluster"), [
