@@ -5,7 +5,7 @@ table: beacon_blocks
 interval:
   type: timestamp
 cache:
-  incremental_scan_interval: 2s
+  incremental_scan_interval: 5s
   full_scan_interval: 30s
 lag: 12
 ---

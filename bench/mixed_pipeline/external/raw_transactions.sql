@@ -4,7 +4,7 @@ table: raw_transactions
 interval:
   type: timestamp
 cache:
-  incremental_scan_interval: 2s
+  incremental_scan_interval: 5s
   full_scan_interval: 30s
 lag: 12
 ---
