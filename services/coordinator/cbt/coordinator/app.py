@@ -9,11 +9,11 @@ import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 from pydantic import ValidationError
-from redis import Redis
 
 from cbt.adapters import hot_index, runtime
 from cbt.adapters.admission import admission_from_config
@@ -23,6 +23,7 @@ from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, p
 from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
+from cbt.concurrency.admission import SparkAdmission
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
@@ -33,6 +34,9 @@ from cbt.observability import metrics, model_state
 from cbt.scheduling.cron import next_fire
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 log = logging.getLogger("cbt.coordinator")
 LEADER_LEASE = "coordinator-leader"
@@ -257,18 +261,21 @@ def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> 
     planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
                                   state.ledger, BrokerPublisher(broker))
     marks = RedisMarks(client, config.redis.key_prefix)
+    admission = admission_from_config(config, client, owner, lambda: _connect(config))
     return Coordinator(config, models, state, planner, marks, owner,
-                       functools.cache(lambda: _admin(config, client, owner)))
+                       functools.cache(lambda: _admin(config, admission)))
 
 
-def _admin(config: Config, client: Redis, owner: str) -> DeltaAdmin:
-    """The admin tables, each statement holding one of the Spark cluster's permits at the highest priority: the
-    rebuild, recovery and consolidation reads unblock every worker's tasks."""
+def _connect(config: Config) -> SparkSession:
     from cbt.adapters.spark import connect
 
-    admission = admission_from_config(config, client, owner, lambda: connect(config.spark.remote or ""))
-    admin = admin_from_config(connect(config.spark.remote or ""), config,
-                              permit=admission.admin_permit if admission else None)
+    return connect(config.spark.remote or "")
+
+
+def _admin(config: Config, admission: SparkAdmission | None) -> DeltaAdmin:
+    """The admin tables, each statement holding one of the Spark cluster's permits at the highest priority: the
+    rebuild, recovery and consolidation reads unblock every worker's tasks."""
+    admin = admin_from_config(_connect(config), config, permit=admission.admin_permit if admission else None)
     admin.ensure_tables()
     return admin
 
