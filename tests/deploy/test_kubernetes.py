@@ -196,10 +196,10 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
     (EX, lambda d: container(d, "cbt-api")["ports"][0].update(containerPort=8000), project_problems,
      "api: port 'http' is 8000"),
     # grace
-    (EX, lambda d: pod_spec(deployment(d, "cbt-worker")).update(terminationGracePeriodSeconds=60), project_problems,
-     "worker: terminationGracePeriodSeconds 60 < 100"),
+    (EX, lambda d: pod_spec(deployment(d, "cbt-worker")).update(terminationGracePeriodSeconds=40), project_problems,
+     "worker: terminationGracePeriodSeconds 40 < 44"),
     (EX, edit_config(lambda c: c["worker"].update(shutdown_timeout_s=300)), project_problems,
-     "terminationGracePeriodSeconds 120 < 370"),
+     "terminationGracePeriodSeconds 120 < 314"),
     # what the pods load
     (EX, drop_mount("models-scripts"), project_problems, "exec needs models/scripts/block_gas.py"),
     (EX, lambda d: models_cm(d, "transformations")["data"].update({"broken.sql": "---\ninterval: {max: x}\n---\n"}),
