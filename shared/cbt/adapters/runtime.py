@@ -26,7 +26,8 @@ from redis import Redis
 
 from cbt.adapters import admission, kafka_admin, kafka_consumers
 from cbt.adapters.health import CHECK_TIMEOUT_S, Check, HealthServer, Heartbeat, Probe
-from cbt.adapters.redis_state import RedisState
+from cbt.adapters.redis_client import redis_client as redis_client  # (re-exported: every service builds its own)
+from cbt.adapters.redis_client import redis_state as redis_state
 from cbt.config.settings import Config
 from cbt.contract.topics import Topics
 from cbt.observability.tracing import current_ids, log_fields
@@ -82,19 +83,6 @@ def instance_id(service: str) -> str:
     """A unique name for this process: lease owner, Kafka client id, log field."""
     return f"{service}-{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
 
-
-REDIS_TIMEOUT_S = 5.0
-"""A Redis call that gets no answer fails after this long instead of hanging the service (well below a task
-lease's renewal period, so a worker notices a lost Redis before its lease could expire unnoticed)."""
-
-
-def redis_client(config: Config) -> Redis:
-    return Redis.from_url(config.redis.url, health_check_interval=30, socket_timeout=REDIS_TIMEOUT_S,
-                          socket_connect_timeout=REDIS_TIMEOUT_S)
-
-
-def redis_state(config: Config) -> RedisState:
-    return RedisState(redis_client(config), config.redis.key_prefix)
 
 
 def topics(config: Config) -> Topics:

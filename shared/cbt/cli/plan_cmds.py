@@ -99,19 +99,12 @@ def _inputs(args: argparse.Namespace) -> tuple[Config, ModelSet, StateSnapshot]:
     return config, model_set, state
 
 
-REDIS_TIMEOUT_S = 5.0
-"""A Redis call that gets no answer fails after this long (as in the services' client)."""
-
-
 def redis_state(config: Config) -> RedisState:
-    """The Redis ports, built here rather than by ``cbt.adapters.runtime.redis_state``: that module imports the Kafka
-    and Spark clients at its top, a second of start-up these commands do not need."""
-    from redis import Redis  # noqa: TID251 -- an entry point, not the pure core; runtime.py is too heavy to import
+    """The Redis ports (``cbt.adapters.redis_client``: not ``runtime``, which imports the Kafka and Spark clients at
+    its top, a second of start-up these commands do not need)."""
+    from cbt.adapters.redis_client import redis_state as state_of
 
-    from cbt.adapters.redis_state import RedisState
-
-    client = Redis.from_url(config.redis.url, socket_timeout=REDIS_TIMEOUT_S, socket_connect_timeout=REDIS_TIMEOUT_S)
-    return RedisState(client, config.redis.key_prefix)
+    return state_of(config)
 
 
 def read_live_failures(config: Config, model_ids: list[ModelId]) -> dict[ModelId, list[TaskFailed]]:
