@@ -6,7 +6,9 @@ loader builds them from files, planners and workers only read them.
 
 from __future__ import annotations
 
+import datetime as dt
 import re
+import zoneinfo
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -139,9 +141,6 @@ def is_whole_hour_zone(zone: str, year: int) -> bool:
     """Whether the time zone a Spark session names (a region such as ``Europe/Berlin``, ``UTC``, or an offset such as
     ``+05:30``) is a whole number of hours from UTC in January and July of ``year`` (standard and daylight time).
     Unknown names are not (a batch then runs as ``union``)."""
-    import datetime as dt
-    import zoneinfo
-
     name = zone.strip()
     if name.upper() in ("UTC", "Z", "GMT", "UT"):
         return True
