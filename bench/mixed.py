@@ -45,6 +45,8 @@ from bench.mixed_probes import (
     Scrape,
     SparkUiRunningJobs,
     WorkerTasksRunning,
+    cpu_by_group,
+    cpu_used,
     histogram,
     read_spans,
     span_overlap,
@@ -221,7 +223,7 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
     cli = CliClient(cli_commands(), {**dep.procs.env()}, PROJECT)
     sampler = Sampler([WorkerTasksRunning(scrapes(workers)), AdmissionPermits.of(dep.config, dep.redis),
                        SparkUiRunningJobs()])
-    load_at_start = load_average()
+    load_at_start, cpu_at_start = load_average(), cpu_by_group()
     started, started_ms = time.monotonic(), now_ms()
     for name in ("coordinator", "worker", "bounds-cache", "invalidator"):
         dep.procs.start(name)
@@ -235,6 +237,9 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
         quiet_s = wait_quiet(dep, [dep.procs, python_pool], driver, started, timeout_s)
         left = {} if quiet_s is not None else pending(dep)
         metrics = [scrape() for scrape in scrapes(workers)]
+        others = [partial(dep.procs.metrics, name) for name in ("coordinator", "bounds-cache", "invalidator")]
+        service_metrics = [*metrics, *(scrape() for scrape in others)]
+        cpu = cpu_used(cpu_at_start, cpu_by_group(), time.monotonic() - started)
     finally:
         cli.stop()
         sampler.stop()
@@ -254,6 +259,7 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
         "load_average": {"at_start": load_at_start, "at_quiet_or_timeout": load_at_quiet,
                          "during_run": sampler.load},
         "cli": cli.report(),
+        "cpu_start_to_quiet": cpu,
         "max_concurrent_statements": {
             "probes": sampler.report(),
             "spans": span_overlap(spans := read_spans(traces_dir(tag)), {"spark job", "script"}),
@@ -263,6 +269,8 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
                          histogram(metrics, "cbt_admin_commit_duration_seconds").get("all"),
                          "spans": span_overlap(spans, {"admin commit"})["duration_ms"]},
         "spark_job_metric_by_model": histogram(metrics, "cbt_spark_job_duration_seconds", by="model"),
+        "admission_wait_by_priority": histogram(service_metrics, "cbt_spark_admission_wait_seconds", by="priority"),
+        "bounds_scan_by_model": histogram(service_metrics, "cbt_bounds_scan_duration_seconds", by="model"),
     }
     report["models"] = per_model(dep, events, tag, started_ms)
     report["targets"] = TARGETS
@@ -363,6 +371,11 @@ def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
     for name, s in report["cli"]["wall_ms"].items():
         out.append((f"(h) cbt {name} --json wall p50 / p90", f"{s.get('p50', 0):.0f} / {s.get('p90', 0):.0f} ms",
                     f"n={s.get('n', 0)}, failures {report['cli']['failures']}"))
+    cores = report.get("cpu_start_to_quiet", {}).get("cores", {})
+    if cores:
+        parts = sorted(((k, v) for k, v in cores.items() if k != "machine"), key=lambda kv: -kv[1])
+        out.append(("(h) CPU, start to quiet (cores)", f"{cores['machine']} of the machine",
+                    ", ".join(f"{k} {v}" for k, v in parts if v >= 0.01)))
     load = report["load_average"]
     out.append(("(h) load average", f"{load['at_start']} at start, {load['at_quiet_or_timeout']} at quiet",
                 f"max during run {max((v for _, v in load['during_run']), default=0)}"))

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import subprocess
 import threading
 import time
@@ -278,3 +279,42 @@ def span_overlap(spans: Iterable[dict[str, Any]], names: Collection[str]) -> dic
 
 def _instant(text: str) -> float:
     return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+CPU_GROUPS: tuple[tuple[str, str], ...] = (
+    ("spark", "SparkConnectServer"), ("kafka", "kafka.Kafka"), ("redis", "redis-server"),
+    ("coordinator", "run coordinator"), ("worker", "run worker"), ("bounds-cache", "run bounds-cache"),
+    ("invalidator", "run invalidator"),
+)
+"""Which processes' CPU time bench (h) reports, by a piece of their command line (first match names the group)."""
+
+
+def cpu_by_group(groups: Sequence[tuple[str, str]] = CPU_GROUPS) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by the live processes of each group, and by the whole machine
+    (``machine``, from ``/proc/stat``); ``cli client`` is this process's waited children (the client's commands) and
+    ``bench`` this process (the data writer, the probes). The difference of two readings is what each used in
+    between."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = dict.fromkeys((name for name, _ in groups), 0.0)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:  # the process ended while being read
+            continue
+        group = next((name for name, needle in groups if needle in cmdline), None)
+        if group is not None:
+            used[group] += (int(fields[11]) + int(fields[12])) / tick  # utime, stime (fields 14, 15 of stat)
+    cpu = Path("/proc/stat").read_text().splitlines()[0].split()[1:]
+    children, own = resource.getrusage(resource.RUSAGE_CHILDREN), resource.getrusage(resource.RUSAGE_SELF)
+    used["cli client"], used["bench"] = children.ru_utime + children.ru_stime, own.ru_utime + own.ru_stime
+    used["machine"] = (sum(int(v) for v in cpu) - int(cpu[3]) - int(cpu[4])) / tick  # all but idle and iowait
+    return used
+
+
+def cpu_used(before: Mapping[str, float], after: Mapping[str, float], elapsed_s: float) -> dict[str, Any]:
+    """CPU seconds per group between two ``cpu_by_group`` readings, and as cores on average over ``elapsed_s``."""
+    spent = {name: round(after[name] - before.get(name, 0.0), 1) for name in after}
+    return {"cpu_s": spent, "cores": {name: round(s / elapsed_s, 2) for name, s in spent.items()} if elapsed_s else {}}
