@@ -24,7 +24,7 @@ from redis import Redis
 
 from cbt.concurrency.admission import SparkAdmission
 from cbt.config.settings import Config
-from cbt.scheduling.admission import AdmissionStatus, cluster_of
+from cbt.scheduling.admission import AdmissionStatus, auto_limit, cluster_of
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -144,7 +144,7 @@ def admission_from_config(config: Config, client: Redis, owner: str,
         raise ValueError("spark.max_concurrent_statements: auto needs a Spark session to measure the cluster")
     else:
         session = spark
-        limit = lambda: measured_parallelism(session())  # noqa: E731 (measured on first use)
+        limit = lambda: auto_limit(measured_parallelism(session()))  # noqa: E731 (measured on first use)
     return SparkAdmission(RedisPermitStore(client, cluster_of(remote)), limit, owner)
 
 

@@ -119,8 +119,8 @@ class SparkConfig(Section):
     """Admission control: at most this many statements executing on the cluster at once, counted over every
     process that shares this Redis and names the cluster by the same ``remote`` host and port (workers' tasks, the
     admin record's reads and writes); the rest wait, the admin record first, then forward fill and scheduled runs,
-    then re-runs, then backfill. ``auto`` (or 0): the cluster's default parallelism, measured by each process on
-    first use; ``off``: no limit."""
+    then re-runs, then backfill. ``auto`` (or 0): half the cluster's default parallelism, at least 1
+    (``cbt.scheduling.admission.auto_limit``), measured by each process on first use; ``off``: no limit."""
 
     @field_validator("max_concurrent_statements", mode="before")
     @classmethod

@@ -48,6 +48,11 @@ def test_a_cluster_is_named_by_its_host_and_port(remote: str, cluster: str) -> N
     assert rules.cluster_of(remote) == cluster
 
 
+@pytest.mark.parametrize(("parallelism", "limit"), [(1, 1), (2, 1), (3, 1), (4, 2), (16, 8)])
+def test_auto_gives_half_the_cluster_s_parallelism_and_never_zero(parallelism: int, limit: int) -> None:
+    assert rules.auto_limit(parallelism) == limit
+
+
 def test_a_remote_without_a_host_is_refused() -> None:
     with pytest.raises(ValueError, match="sc://host:15002"):
         rules.cluster_of("sc://")
