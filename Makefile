@@ -48,13 +48,16 @@ test-unit: install
 	$(BIN)/pytest tests/unit
 
 # ruff; mypy --strict and basedpyright (every import resolves) over the tree as it is; deptry: each distribution
-# declares the third-party packages it imports (tests/unit/test_distributions.py checks the cbt namespace's portions).
+# declares the third-party packages it imports (tests/unit/test_distributions.py checks the cbt namespace's portions);
+# import-linter: the layer contract (.importlinter); the docs site (mkdocs.yml) builds with every link resolving.
 lint: install
 	$(BIN)/ruff check .
 	$(BIN)/mypy
 	$(BIN)/basedpyright
 	@for m in $(MEMBERS); do echo "deptry $$m"; (cd $$m && $(CURDIR)/$(BIN)/deptry .) || exit 1; done
 	$(BIN)/hadolint deploy/docker/*.Dockerfile deploy/docker/base/*.Dockerfile
+	$(BIN)/lint-imports
+	$(BIN)/mkdocs build --strict --quiet --site-dir var/site
 
 # Every image (cbt/<service>, cbt/spark, cbt/kafka, cbt/redis), offline from fetched wheels and jars; needs a Docker
 # engine (deploy/docker/engine.sh start). CBT_IMAGE_BASES=official builds on the registry's base images instead.
