@@ -12,12 +12,12 @@ from confluent_kafka import Producer
 
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
+from cbt.base.cron import next_fire
 from cbt.contract.messages import TaskRequested
 from cbt.dev.generator import SourceTables, write_blocks
 from cbt.dev.spark_cluster import alive_workers
 from cbt.models.spec import IncrementalModel, ScheduledModel
 from cbt.scheduling.coverage import covers
-from cbt.scheduling.cron import next_fire
 from cbt.state.admin_records import CONSOLIDATED
 from tests.e2e.cluster import BACKENDS, Crash, SparkBackend, StandaloneCluster
 from tests.e2e.harness import T0, Deployment, Oracle

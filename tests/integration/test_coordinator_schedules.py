@@ -19,12 +19,12 @@ from redis import Redis
 
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
+from cbt.base.cron import previous_fire
 from cbt.config.settings import load_config
 from cbt.contract.messages import Message, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import LEADER_LEASE, Coordinator
 from cbt.models.dag import ModelSet
-from cbt.scheduling.cron import previous_fire
 from cbt.state.admin_records import ScheduledRun
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner

@@ -9,9 +9,9 @@ from collections.abc import Iterator
 import pytest
 
 from cbt.adapters import kafka_admin, runtime
+from cbt.base.errors import InfraError
 from cbt.config.settings import Config, KafkaConfig
 from cbt.contract.topics import Topics
-from cbt.errors import InfraError
 from tests.conftest import Endpoints
 
 pytestmark = pytest.mark.integration

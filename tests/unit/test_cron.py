@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.scheduling.cron import (
+from cbt.base.cron import (
     ScheduleError,
     next_fire,
     parse_duration_s,

@@ -31,7 +31,7 @@ class Distribution:
 
     @property
     def portions(self) -> set[str]:
-        """The names directly under ``cbt`` this distribution ships (``worker``, ``models``, ``errors``, …)."""
+        """The names directly under ``cbt`` this distribution ships (``worker``, ``models``, ``base``, …)."""
         return {p.stem for p in (self.root / "cbt").iterdir() if p.suffix == ".py" or (p / "__init__.py").is_file()}
 
     def modules(self) -> list[Path]:

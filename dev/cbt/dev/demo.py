@@ -31,6 +31,7 @@ from redis import Redis
 from cbt.adapters.kafka_admin import ensure_topics
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
+from cbt.base.errors import CbtError
 from cbt.config.settings import Config, admin_database_overrides, load_config
 from cbt.contract.topics import Topics
 from cbt.dev import stack
@@ -41,7 +42,6 @@ from cbt.dev.feed import LiveFeed, Write
 from cbt.dev.generator import SourceTables, write_blocks, write_transactions, write_validator_entities
 from cbt.dev.layout import Layout, project_dir
 from cbt.dev.pipeline import ServiceProcesses, free_port, is_free
-from cbt.errors import CbtError
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
 from cbt.scheduling.status import model_status

@@ -13,12 +13,12 @@ from redis import Redis
 
 from cbt.adapters.kafka_admin import admin_client, delete_topics
 from cbt.adapters.spark import quote_identifier as q
+from cbt.base.errors import InfraError
 from cbt.config.settings import Config
 from cbt.contract.messages import IntervalCompleted, TaskFailed, decode
 from cbt.contract.topics import DEFAULT_POOL, Topics
 from cbt.dev.demo_view import TaskCounts
 from cbt.dev.process import wait_until
-from cbt.errors import InfraError
 
 TOPIC_GONE_TIMEOUT_S = 60.0
 

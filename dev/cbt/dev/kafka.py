@@ -10,10 +10,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cbt.adapters.kafka_admin import ensure_topics, is_reachable
+from cbt.base.errors import InfraError
 from cbt.contract.topics import Topics
 from cbt.dev.layout import HOST, Layout
 from cbt.dev.process import ManagedProcess
-from cbt.errors import InfraError
 
 HEAP = "-Xmx768m"
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cbt.errors import InfraError
+from cbt.base.errors import InfraError
 
 HOST = "127.0.0.1"
 SPARK_MODES = ("local", "cluster")

@@ -11,7 +11,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cbt.errors import InfraError
+from cbt.base.errors import InfraError
 
 _CHILDREN: dict[int, subprocess.Popen[bytes]] = {}
 """Handles of the processes started by this interpreter, kept so they can be reaped when stopped here."""

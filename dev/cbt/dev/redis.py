@@ -8,9 +8,9 @@ import subprocess
 
 import redis
 
+from cbt.base.errors import InfraError
 from cbt.dev.layout import HOST, Layout
 from cbt.dev.process import ManagedProcess
-from cbt.errors import InfraError
 
 
 class RedisServer:

@@ -7,10 +7,10 @@ import itertools
 import os
 from pathlib import Path
 
+from cbt.base.errors import InfraError
 from cbt.dev.layout import HOST, Layout
 from cbt.dev.process import ManagedProcess
 from cbt.dev.spark_cluster import spark_home
-from cbt.errors import InfraError
 
 DELTA_PACKAGE = "io.delta:delta-spark_2.13:4.0.1"
 """Delta release built against the pinned pyspark (4.0.x)."""

@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from cbt.base.errors import InfraError
 from cbt.dev.kafka import KafkaBroker
 from cbt.dev.layout import HOST, Layout
 from cbt.dev.process import ManagedProcess, require_free_port
 from cbt.dev.redis import RedisServer
 from cbt.dev.spark import SparkConnectServer
 from cbt.dev.spark_cluster import SparkMaster, SparkWorker
-from cbt.errors import InfraError
 
 READY_TIMEOUT_S = {"kafka": 90.0, "redis": 15.0, "spark-connect": 300.0, "spark-master": 90.0,
                    "spark-worker": 90.0}

@@ -27,9 +27,9 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType, Tim
 
 from cbt.adapters import delta_admin_sql as q
 from cbt.adapters.spark import connect, is_session_lost, quote_identifier
+from cbt.base.errors import CbtError
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskFailed
-from cbt.errors import CbtError
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import EMPTY, Coverage, Range, merge
 from cbt.state.admin_records import (

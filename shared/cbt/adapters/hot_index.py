@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Collection
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.state.ports import CoverageWriter, DurableRecord

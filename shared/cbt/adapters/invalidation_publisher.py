@@ -17,9 +17,9 @@ from typing import Any
 
 from confluent_kafka import KafkaException, Producer
 
+from cbt.base.errors import CbtError
 from cbt.contract.messages import Invalidation, MetadataValue
 from cbt.contract.topics import Topics
-from cbt.errors import CbtError
 
 
 class PublishError(CbtError):

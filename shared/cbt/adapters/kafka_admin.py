@@ -8,7 +8,7 @@ from typing import Any
 from confluent_kafka import KafkaException
 from confluent_kafka.admin import AdminClient, NewTopic
 
-from cbt.errors import InfraError
+from cbt.base.errors import InfraError
 
 TASK_TOPIC_PARTITIONS = 8
 """Task topics get several partitions so a pool's workers can share them; the others keep one partition each (the

@@ -15,7 +15,7 @@ from typing import Any
 from confluent_kafka import OFFSET_INVALID, Consumer, KafkaException, TopicPartition
 
 from cbt.adapters.health import Check, Probe
-from cbt.errors import InfraError
+from cbt.base.errors import InfraError
 
 LAG_TIMEOUT_S = 5.0
 

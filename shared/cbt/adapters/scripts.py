@@ -12,7 +12,7 @@ import signal
 import sys
 from collections.abc import Mapping, Sequence
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 
 STDERR_TAIL_CHARS = 2000
 INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV", "PYTHONPATH", "JAVA_HOME", "TMPDIR")

@@ -26,7 +26,7 @@ from typing import TypeVar
 from pyspark.sql import SparkSession
 from pyspark.sql.connect.client.retries import DefaultPolicy
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 from cbt.models.templates import quote_part as quote_identifier
 
 __all__ = ["QueryTimeout", "SessionPool", "connect", "delta_write_warm_up", "is_session_lost", "quote_identifier",

@@ -4,7 +4,7 @@ Every installed distribution adds its groups through the ``cbt.commands`` entry 
 exists only where the local-stack tooling (``cbt-dev``) is installed.
 
 Every command builds the whole parser, so a module that registers parsers imports only what parsing needs (the
-standard library, ``cbt.errors``, pure model modules); its commands import config, models, pydantic, Redis, Kafka,
+standard library, ``cbt.base.errors``, pure model modules); its commands import config, models, pydantic, Redis, Kafka,
 Spark or FastAPI in the function that runs. tests/unit/test_cli_imports.py holds ``cbt --help`` to that.
 """
 
@@ -16,7 +16,7 @@ import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 
 COMMAND_GROUP = "cbt.commands"
 """Entry-point group: each entry names a module exposing ``register(subparsers)``; sub-parsers set ``func(args)``."""

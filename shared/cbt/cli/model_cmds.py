@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from cbt.errors import CbtError, Problem
+from cbt.base.errors import CbtError, Problem
 from cbt.models.dag import ModelSet
 from cbt.models.dagformat import FORMATS, format_dag
 from cbt.models.spec import ExternalModel, IncrementalModel, Transformation, model_kind

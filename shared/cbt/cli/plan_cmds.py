@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 
 if TYPE_CHECKING:
     from cbt.adapters.redis_state import RedisState

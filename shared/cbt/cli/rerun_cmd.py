@@ -9,7 +9,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 
 SCHEMA_DIR = Path("docs") / "schemas"
 

@@ -19,7 +19,7 @@ from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 
 SERVICE_GROUP = "cbt.services"
 PORT_OFFSET = {"coordinator": 0, "worker": 1, "bounds-cache": 2, "invalidator": 3, "api": 4}

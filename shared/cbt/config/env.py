@@ -12,8 +12,8 @@ from typing import Any
 
 import yaml
 
-from cbt.errors import Problem
-from cbt.models.yamldoc import Loc, Located, SourceMap, format_loc
+from cbt.base.errors import Problem
+from cbt.base.yamldoc import Loc, Located, SourceMap, format_loc
 
 ENV_PREFIX = "CBT__"
 _REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")

@@ -27,12 +27,12 @@ from pydantic import (
 )
 from pydantic.alias_generators import to_camel
 
+from cbt.base.cron import parse_duration_s, parse_schedule
+from cbt.base.errors import ConfigError, Problem
+from cbt.base.problems import pydantic_problems
+from cbt.base.reserved_env import reserved_env_problem
+from cbt.base.yamldoc import SourceMap, parse_yaml
 from cbt.config.env import apply_env_overrides, expand_references
-from cbt.errors import ConfigError, Problem
-from cbt.models.crossfield import reserved_env_problem
-from cbt.models.problems import pydantic_problems
-from cbt.models.yamldoc import SourceMap, parse_yaml
-from cbt.scheduling.cron import parse_duration_s, parse_schedule
 
 DEFAULT_CONFIG_FILE = "config.yaml"
 CONFIG_ENV_VAR = "CBT_CONFIG"

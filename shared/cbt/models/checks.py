@@ -5,7 +5,7 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 
-from cbt.errors import Problem
+from cbt.base.errors import Problem
 from cbt.models.dag import find_cycles
 from cbt.models.discovery import UNSET_DATABASE
 from cbt.models.rules import Built

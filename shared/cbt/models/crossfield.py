@@ -10,24 +10,15 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cbt.errors import Problem
+from cbt.base.cron import ScheduleError, parse_duration_s
+from cbt.base.errors import Problem
+from cbt.base.reserved_env import reserved_env_problem
+from cbt.base.yamldoc import Loc
 from cbt.models.discovery import RawDoc
 from cbt.models.spec import Dependency
-from cbt.models.yamldoc import Loc
-from cbt.scheduling.cron import ScheduleError, parse_duration_s
 
 _ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\.[A-Za-z0-9_][A-Za-z0-9_-]*")
-RESERVED_ENV = {"SPARK_REMOTE", "SPARK_MASTER", "SPARK_CONF_JSON", "BOUNDS_START", "BOUNDS_END"}
-RESERVED_ENV_PREFIXES = ("TASK_", "SELF_", "CACHE_")
-_DEP_ENV = re.compile(r"DEP_.+_(DATABASE|TABLE)")
 Found = list[tuple[Loc, str]]
-
-
-def reserved_env_problem(name: str) -> str | None:
-    """Why ``name`` may not be set by users (cbt sets it for exec models), or None."""
-    if name in RESERVED_ENV or name.startswith(RESERVED_ENV_PREFIXES) or _DEP_ENV.fullmatch(name):
-        return f"{name} is set by cbt for exec models; choose another name"
-    return None
 
 
 def _int(value: Any) -> int | None:

@@ -10,7 +10,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-from cbt.errors import CbtError, Problem
+from cbt.base.errors import CbtError, Problem
 from cbt.models.spec import (
     ExternalModel,
     IncrementalModel,

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from cbt.errors import Problem
-from cbt.models.yamldoc import SourceMap, parse_yaml
+from cbt.base.errors import Problem
+from cbt.base.yamldoc import SourceMap, parse_yaml
 
 Kind = Literal["external", "transformation"]
 EXTENSIONS = (".sql", ".yml", ".yaml")

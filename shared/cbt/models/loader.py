@@ -10,8 +10,9 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from cbt.base.errors import ModelError, Problem
+from cbt.base.yamldoc import SourceMap
 from cbt.config.settings import Config, load_config
-from cbt.errors import ModelError, Problem
 from cbt.models.checks import cycle_problems, dependency_problems, duplicate_ids, graph_nodes
 from cbt.models.dag import ModelSet
 from cbt.models.discovery import Kind, RawDoc, Root, discover, read_doc
@@ -20,7 +21,6 @@ from cbt.models.render import NotRenderable, exec_argv, render_bounds_query, ren
 from cbt.models.rules import Built, Defaults, build
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId
 from cbt.models.templates import RenderSettings, ScanContext, TaskContext, TemplateRenderError, compile_problem
-from cbt.models.yamldoc import SourceMap
 
 _TABLE_LINE = re.compile(r"^table:\s*[\"']?([A-Za-z0-9_-]+)", re.MULTILINE)
 _DATABASE_LINE = re.compile(r"^database:\s*[\"']?([A-Za-z0-9_-]+)", re.MULTILINE)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from cbt.base.errors import Problem
+from cbt.base.yamldoc import Loc, SourceMap
 from cbt.config.settings import Config, Override
-from cbt.errors import Problem
 from cbt.models.discovery import RawDoc
 from cbt.models.rules import Defaults, model_identity
-from cbt.models.yamldoc import Loc, SourceMap
 
 # Which override fields apply to which kind of model.
 APPLIES = {

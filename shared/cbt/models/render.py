@@ -9,7 +9,7 @@ import json
 import re
 import shlex
 
-from cbt.errors import CbtError, Problem
+from cbt.base.errors import CbtError, Problem
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, Transformation, all_dependency_ids
 from cbt.models.sqlsplit import SqlSplitError, split_sql
 from cbt.models.templates import (

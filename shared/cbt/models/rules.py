@@ -10,10 +10,10 @@ from typing import Any, cast
 
 from pydantic import BaseModel, ValidationError
 
-from cbt.errors import Problem
+from cbt.base.errors import Problem
+from cbt.base.problems import pydantic_problems
 from cbt.models.crossfield import body_rules, field_rules, parse_dependencies
 from cbt.models.discovery import RawDoc
-from cbt.models.problems import pydantic_problems
 from cbt.models.schema import ExternalFields, Fields, IncrementalFields, ScheduledFields
 from cbt.models.spec import (
     Batch,

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from cbt.scheduling.cron import parse_duration_s, parse_schedule
+from cbt.base.cron import parse_duration_s, parse_schedule
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 
 
 class SqlSplitError(CbtError):

@@ -20,8 +20,8 @@ import jinja2.ext
 import jinja2.lexer
 from jinja2.utils import object_type_repr
 
+from cbt.base.errors import CbtError, Problem
 from cbt.config.settings import Config
-from cbt.errors import CbtError, Problem
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, all_dependency_ids, model_kind
 
 Direction = Literal["forward", "backfill", "rerun"]

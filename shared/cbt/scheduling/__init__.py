@@ -5,6 +5,6 @@
 - ``bounds``: what each dependency offers, the valid range, and interval readiness.
 - ``forward`` / ``backfill``: the two fill directions.
 - ``plan``: the whole-model planner the coordinator and ``cbt plan`` call; ``status``: coverage, gaps, lag.
-- ``cron``: schedules; ``scanning``: when to scan external bounds and how a result updates them;
+- ``scanning``: when to scan external bounds and how a result updates them;
   ``invalidation``: what an invalidation event removes, per model.
 """

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Range
 

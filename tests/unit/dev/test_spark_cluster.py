@@ -9,12 +9,12 @@ from typing import cast
 
 import pytest
 
+from cbt.base.errors import InfraError
 from cbt.dev import stack
 from cbt.dev.layout import Layout, SparkCluster
 from cbt.dev.spark import SparkConnectServer, master_in
 from cbt.dev.spark_cluster import MASTER_CLASS, WORKER_CLASS, daemon_env, master_argv, worker_argv
 from cbt.dev.stack import spark_components
-from cbt.errors import InfraError
 
 HOME = Path("/opt/pyspark")
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 import yaml
 
+from cbt.base.errors import ModelError
 from cbt.config.settings import Config, load_config
-from cbt.errors import ModelError
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
 

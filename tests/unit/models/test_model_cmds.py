@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from conftest import Project
 
+from cbt.base.errors import CbtError
 from cbt.cli import model_cmds
-from cbt.errors import CbtError
 from cbt.models.sqlsplit import split_sql
 
 REPO = Path(__file__).resolve().parents[3]

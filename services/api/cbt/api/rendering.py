@@ -5,8 +5,8 @@ from __future__ import annotations
 from cbt.api.common import check_range
 from cbt.api.problems import bad_request
 from cbt.api.schemas import Rendered
+from cbt.base.errors import CbtError
 from cbt.config.settings import Config
-from cbt.errors import CbtError
 from cbt.models.render import (
     exec_argv,
     exec_environment,

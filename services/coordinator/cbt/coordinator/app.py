@@ -23,15 +23,15 @@ from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, p
 from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
+from cbt.base.cron import next_fire
+from cbt.base.errors import InfraError
 from cbt.concurrency.admission import SparkAdmission
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
-from cbt.errors import InfraError
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.observability import metrics, model_state
-from cbt.scheduling.cron import next_fire
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
 

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cbt.base.cron import next_fire, previous_fire
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
-from cbt.scheduling.cron import next_fire, previous_fire
 
 Fill = Literal["forward", "backfill"]
 Kind = Literal[Fill, "scheduled"]

@@ -21,8 +21,8 @@ from pyspark.sql import SparkSession
 from cbt.adapters.delta_admin import is_conflict
 from cbt.adapters.scripts import ScriptError, run_script
 from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_tagged
+from cbt.base.errors import CbtError
 from cbt.concurrency.slots import PrioritySlots
-from cbt.errors import CbtError
 from cbt.models.render import exec_argv, exec_environment
 from cbt.models.spec import IncrementalModel, Transformation, is_whole_hour_zone
 from cbt.models.templates import RenderSettings, TaskContext

@@ -11,7 +11,7 @@ from typing import Any
 
 import yaml
 
-from cbt.errors import Problem
+from cbt.base.errors import Problem
 
 Loc = tuple[str | int, ...]
 """A path into a parsed document: mapping keys and sequence indexes."""

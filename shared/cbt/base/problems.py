@@ -9,8 +9,8 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from cbt.errors import Problem
-from cbt.models.yamldoc import Loc, SourceMap, format_loc
+from cbt.base.errors import Problem
+from cbt.base.yamldoc import Loc, SourceMap, format_loc
 
 
 def pydantic_problems(

@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 
 from croniter import croniter
 
-from cbt.errors import CbtError
+from cbt.base.errors import CbtError
 
 DESCRIPTORS = {
     "@yearly": "0 0 1 1 *",
