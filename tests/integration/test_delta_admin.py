@@ -14,9 +14,9 @@ from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.delta_admin_sql import INCREMENTAL_COLUMNS
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
+from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import DurableRecord
-from cbt.state.protocol import UNKNOWN_STEP, Piece
 from cbt.testing.memory_record import MemoryRecord
 from cbt.testing.memory_state import MemoryCoverage
 from tests.conftest import Endpoints

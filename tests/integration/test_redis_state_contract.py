@@ -118,7 +118,7 @@ def test_record_completed_against_invalidations(
     state: StatePorts, invalidated: Range, model: ModelId, done: Range, observed_after: bool, added: Coverage
 ) -> None:
     """A task that read the sequence before an overlapping invalidation may not mark what it overlaps covered
-    (§8); the rest of its range it computed from valid data (``cbt.state.protocol.accepted_part``)."""
+    (§8); the rest of its range it computed from valid data (``cbt.scheduling.protocol.accepted_part``)."""
     observed = state.coverage.invalidation_seq(model)
     state.coverage.apply_invalidation(1, {A: [invalidated]})
     if observed_after:

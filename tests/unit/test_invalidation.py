@@ -14,7 +14,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import Model
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.invalidation import impact, reach, snap, why_rejected
-from cbt.state.protocol import UNKNOWN_STEP, Piece
+from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
 from tests.unit.scheduling.factories import ext, inc, models_of, sched
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"

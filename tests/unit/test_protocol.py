@@ -1,4 +1,4 @@
-"""The coverage protocol's pure rules (``cbt.state.protocol``); the stores' adherence is tested in
+"""The coverage protocol's pure rules (``cbt.scheduling.protocol``); the stores' adherence is tested in
 ``tests/integration/test_protocol_stores.py`` and ``tests/unit/test_protocol_interleavings.py``."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.state.protocol import (
+from cbt.scheduling.protocol import (
     UNKNOWN_STEP,
     Completion,
     Mark,

@@ -4,7 +4,7 @@ Hypothesis drives the two stores' twins (``MemoryRecord``, ``MemoryState``) the 
 reading the sequence, appending durable rows and recording in the hot index; the invalidator recording then
 applying events (and seeing them redelivered); consolidation; Redis emptied; rebuilds whose read and write are
 split so anything can happen in between — and checks, after every step, properties stated in logical time rather
-than in the protocol's own terms (so a wrong rule in ``cbt.state.protocol`` fails them too):
+than in the protocol's own terms (so a wrong rule in ``cbt.scheduling.protocol`` fails them too):
 
 * nothing invalidated stays covered: a covered position has a row whose task started after the latest event over
   that position was recorded (the hot index: of the events applied to it so far);

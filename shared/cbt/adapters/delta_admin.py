@@ -6,7 +6,7 @@ Everything goes through Spark Connect with SQL and the DataFrame API. Each publi
 appends are blind (they never conflict); ``consolidate`` reads and rewrites one model's partition in one
 transaction and ``record_invalidation`` reads the invalidations table to allocate the next epoch; both are retried
 when a concurrent commit makes Delta refuse theirs. Coverage is read as merged half-open ranges of the rows' *live
-parts* (``cbt.state.protocol.live_part``): an invalidation hides exactly the ranges it names, from the rows written
+parts* (``cbt.scheduling.protocol.live_part``): an invalidation hides exactly the ranges it names, from the rows written
 before it, the moment it is recorded.
 """
 
@@ -32,6 +32,7 @@ from cbt.config.settings import Config
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import EMPTY, Coverage, Range, merge
+from cbt.scheduling.protocol import Piece
 from cbt.state.admin_records import (
     CompletedInterval,
     Consolidation,
@@ -45,7 +46,6 @@ from cbt.state.admin_records import (
     encode_ranges,
     split_model_id,
 )
-from cbt.state.protocol import Piece
 
 log = logging.getLogger("cbt.admin")
 TableName = tuple[str, str]

@@ -3,8 +3,8 @@
 Table names arrive back-quoted (``quote_identifier``); values are always bound as named parameters (``:name``),
 never spliced into the text. Ranges are half-open ``[position, position + interval)``.
 
-The live-part rule (``cbt.state.protocol``) lives here once, in ``_live``: what an invalidation recorded for a model
-under an epoch above a row's ``invalidation_seq`` overlaps is not covered by that row; the rest of the row is.
+The live-part rule (``cbt.scheduling.protocol``) lives here once, in ``_live``: what an invalidation recorded for a
+model under an epoch above a row's ``invalidation_seq`` overlaps is not covered by that row; the rest of the row is.
 Coverage and consolidation both start from the live parts, so they cannot disagree.
 """
 
@@ -173,7 +173,7 @@ inv_ranges AS (
 
 
 def _live(incremental: str, invalidations: str, where: str) -> str:
-    """CTEs ending in ``live``: every row's live pieces (``cbt.state.protocol.live_pieces``) as rows with the
+    """CTEs ending in ``live``: every row's live pieces (``cbt.scheduling.protocol.live_pieces``) as rows with the
     columns ``database, table, position, interval, invalidation_seq, duration_ms, step``.
 
     A row no newer invalidation overlaps is live whole. A row that some do overlap is cut at its own ends and at
@@ -246,7 +246,7 @@ islands AS (
 )"""
 
 
-# Runs (``cbt.state.protocol.runs``): equal pieces count once; a piece joins the run of the one before it when it
+# Runs (``cbt.scheduling.protocol.runs``): equal pieces count once; a piece joins the run of the one before it when it
 # starts where that one ends and has the same (known) step.
 _RUNS = """units AS (
   SELECT `database`, `table`, position, `interval`, step, min(invalidation_seq) AS invalidation_seq,
@@ -323,7 +323,7 @@ FROM runs i CROSS JOIN seq_floor f"""
 
 
 def live_pieces_query(incremental: str, invalidations: str, where: str) -> str:
-    """The live pieces (``cbt.state.protocol.Piece``) of the rows ``where`` selects that overlap ``[:lo, :hi)``:
+    """The live pieces (``cbt.scheduling.protocol.Piece``) of the rows ``where`` selects that overlap ``[:lo, :hi)``:
     columns ``database, table, position, interval, step``."""
     rows = f"({where}) AND position < :hi AND position + `interval` > :lo"
     return f"""WITH {_live(incremental, invalidations, rows)}

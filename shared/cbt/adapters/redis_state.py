@@ -2,7 +2,7 @@
 
 Implements the ports of ``cbt.state.ports`` with the same contract as ``cbt.testing.memory_state`` (one contract
 test suite runs against both). The invalidation bookkeeping — sequence, log of marks, floor, version, fail-closed
-rules — follows ``cbt.state.protocol``; the Lua below is that module's rules, made atomic.
+rules — follows ``cbt.scheduling.protocol``; the Lua below is that module's rules, made atomic.
 Every check-and-write is one Lua script, so it is atomic and costs one round trip; multi-model reads are one
 round trip too. Everything lives under ``prefix`` (``{m}`` is a model id, ``{n}`` a lease name)::
 
@@ -94,8 +94,8 @@ end
 """
 
 # KEYS: cov, seq, inv, floor, ver, rerun[, lease, lease token]. ARGV: start, end, observed_seq[, owner, token].
-# Adds the live part of [start, end) (cbt.state.protocol.accepted_part) and drops the re-runs now covered; returns 1
-# when all of it was added.
+# Adds the live part of [start, end) (cbt.scheduling.protocol.accepted_part) and drops the re-runs now covered;
+# returns 1 when all of it was added.
 _RECORD_COMPLETED = (
     _LUA_RANGES
     + """
@@ -132,7 +132,7 @@ return 0
 
 # KEYS: cov, seq, inv, floor, ver, rebuilt, rerun per model. ARGV: keep, epoch, then per model: n, start1, end1, ...
 # A model that already reflects the epoch (logged, or at or below what the last rebuild read) is skipped:
-# cbt.state.protocol.is_applied.
+# cbt.scheduling.protocol.is_applied.
 _APPLY_INVALIDATION = (
     _LUA_RANGES
     + """

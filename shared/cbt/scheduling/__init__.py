@@ -1,6 +1,8 @@
 """The scheduling core (SPEC §5), pure: values in, values out, no I/O and no clock.
 
 - ``coverage``: merged half-open ranges (add, remove, gaps, frontier).
+- ``protocol``: the coverage and invalidation protocol (epochs, live parts, the hot index's marks) both stores
+  follow.
 - ``state``: the ``StateSnapshot`` planning reads, its ``StateReader`` port, and its JSON form.
 - ``bounds``: what each dependency offers, the valid range, and interval readiness.
 - ``forward`` / ``backfill``: the two fill directions.

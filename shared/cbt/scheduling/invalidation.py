@@ -9,7 +9,7 @@ The rule, per incremental model M (the named one, then with ``cascade`` every de
 * M's *input* is the invalidated range if M is the named model, plus the input and the re-run tasks of every
   affected dependency of M (a dependency re-run over a task counts as changed over all of it);
 * M re-runs exactly the tasks that ran over its input — the live pieces of its completion rows, cut at their own
-  task boundaries (``cbt.state.protocol.Piece``) — and every in-flight task of M that overlaps it (so that task's
+  task boundaries (``cbt.scheduling.protocol.Piece``) — and every in-flight task of M that overlaps it (so that task's
   completion is refused). Positions nothing ran over need no re-run. A task that only overlaps a re-run one (rows
   overlap where a short gap was widened to ``interval.min``) read no changed data: it keeps what the re-run does
   not rewrite.
@@ -31,7 +31,7 @@ from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet, UnknownModel
 from cbt.models.spec import ExternalModel, IncrementalModel, ModelId
 from cbt.scheduling.coverage import Coverage, Range, merge
-from cbt.state.protocol import UNKNOWN_STEP, Piece
+from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ class CompletedInterval:
     """One completed task of an incremental model: ``[position, position + interval)`` is covered.
 
     ``invalidation_seq`` is the model's invalidation sequence the worker read before running the task; the parts
-    of the row that an invalidation recorded under a higher epoch overlaps are stale (``cbt.state.protocol``).
+    of the row that an invalidation recorded under a higher epoch overlaps are stale (``cbt.scheduling.protocol``).
     ``task_interval``: the length of each task the row records (``None``: one task, the whole row; a consolidated
     row is a run of touching tasks of one length).
     """
@@ -117,7 +117,7 @@ class InvalidationRecord:
 
     ``affected`` holds per model the tasks it re-runs (the named model and, with cascade, its descendants: the
     intervals that ran over the range, or were running); ``seqs`` maps each of those models to the event's epoch,
-    allocated by the durable record when it records the event (``cbt.state.protocol``).
+    allocated by the durable record when it records the event (``cbt.scheduling.protocol``).
     """
 
     id: str

@@ -3,7 +3,7 @@
 Ranges are half-open ``[start, end)``. Coverage is kept as merged ranges (``cbt.scheduling.coverage``).
 
 Invalidation wins over in-flight work (SPEC §8). The rules — epochs, sequences, live parts, the fail-closed cases —
-are ``cbt.state.protocol`` and ``docs/protocol.md``: a worker reads the model's sequence before it runs a task and
+are ``cbt.scheduling.protocol`` and ``docs/protocol.md``: a worker reads the model's sequence before it runs a task and
 passes it to ``record_completed``, which adds only what no newer invalidation overlaps. Check-and-add is atomic.
 """
 
@@ -16,9 +16,9 @@ from typing import Protocol
 from cbt.contract.messages import Message, TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.protocol import Piece
 from cbt.scheduling.state import RawBounds
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
-from cbt.state.protocol import Piece
 
 DEFAULT_KEEP_INVALIDATIONS = 1000
 """How many of a model's latest invalidation sequences are kept to check completions against."""
@@ -107,11 +107,11 @@ class DurableRecord(Protocol):
 
     def record_completed(self, rows: Iterable[CompletedInterval]) -> None: ...
     def coverage(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, Coverage]:
-        """Live coverage per model (``cbt.state.protocol.live_coverage``)."""
+        """Live coverage per model (``cbt.scheduling.protocol.live_coverage``)."""
         ...
 
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
-        """The live pieces of each model's rows that overlap ``window`` (``cbt.state.protocol.live_pieces``):
+        """The live pieces of each model's rows that overlap ``window`` (``cbt.scheduling.protocol.live_pieces``):
         which tasks ran there."""
         ...
 

@@ -1,7 +1,7 @@
 """An in-process durable record (``cbt.state.ports.DurableRecord``), for tests only: the Delta admin tables' twin.
 
-It follows ``cbt.state.protocol`` with plain Python where the Delta adapter (``cbt.adapters.delta_admin``) uses SQL;
-the protocol tests run against both.
+It follows ``cbt.scheduling.protocol`` with plain Python where the Delta adapter (``cbt.adapters.delta_admin``) uses
+SQL; the protocol tests run against both.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from collections.abc import Callable, Collection, Iterable
 
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
+from cbt.scheduling import protocol
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.state import protocol
+from cbt.scheduling.protocol import UNKNOWN_STEP, Completion, Mark, Piece
 from cbt.state.admin_records import CONSOLIDATED, CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
-from cbt.state.protocol import UNKNOWN_STEP, Completion, Mark, Piece
 
 
 class MemoryRecord:

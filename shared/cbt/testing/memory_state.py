@@ -4,7 +4,7 @@ They follow the same contract as the Redis adapter (``cbt.adapters.redis_state``
 suite run against both, so a service tested against these behaves the same against Redis.
 
 The invalidation bookkeeping (sequence, log of marks, floor, version, generation; the fail-closed rules) is
-``cbt.state.protocol``; the log is pruned to the latest ``keep_invalidations`` marks (the floor rises with it).
+``cbt.scheduling.protocol``; the log is pruned to the latest ``keep_invalidations`` marks (the floor rises with it).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from dataclasses import dataclass, field
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
+from cbt.scheduling import protocol
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
+from cbt.scheduling.protocol import Mark
 from cbt.scheduling.state import RawBounds
-from cbt.state import protocol
 from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, InFlightTask
-from cbt.state.protocol import Mark
 
 
 def _monotonic_ms() -> int:

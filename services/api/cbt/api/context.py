@@ -15,9 +15,9 @@ from cbt.contract.messages import Invalidation, TaskFailed
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
 from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.protocol import Piece
 from cbt.scheduling.state import RawBounds, StateSnapshot
 from cbt.state.admin_records import InvalidationRecord, RetriedAttempt, ScheduledRun
-from cbt.state.protocol import Piece
 
 
 class HotState(Protocol):
