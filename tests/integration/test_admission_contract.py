@@ -16,7 +16,7 @@ import pytest
 
 from cbt.concurrency.admission import PermitStore, SparkAdmission, Ticket
 from cbt.scheduling.admission import AdmissionStatus, PriorityClass
-from cbt.testing.memory_admission import MemoryPermitStore
+from tests.twins.memory_admission import MemoryPermitStore
 
 TTL_S, WAITER_TTL_S = 0.6, 0.4
 MakeAdmission = Callable[..., SparkAdmission]

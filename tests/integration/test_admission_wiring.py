@@ -26,9 +26,9 @@ from cbt.models.spec import Transformation
 from cbt.models.templates import Direction, RenderSettings, TaskContext
 from cbt.scheduling.admission import cluster_of
 from cbt.state.admin_records import CompletedInterval
-from cbt.testing.memory_admission import MemoryPermitStore
 from cbt.worker.executor import SparkExecutor
 from tests.conftest import Endpoints
+from tests.twins.memory_admission import MemoryPermitStore
 from tests.unit.scheduling.factories import inc, sched
 
 pytestmark = pytest.mark.integration

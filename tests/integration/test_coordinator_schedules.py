@@ -28,8 +28,8 @@ from cbt.models.dag import ModelSet
 from cbt.state.admin_records import ScheduledRun
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
-from cbt.testing.memory_record import MemoryRecord
 from tests.e2e.harness import CONFIG
+from tests.twins.memory_record import MemoryRecord
 from tests.unit.scheduling.factories import sched
 
 pytestmark = pytest.mark.integration

@@ -23,9 +23,9 @@ from cbt.coordinator.app import LEADER_LEASE, Coordinator
 from cbt.models.dag import ModelSet
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
-from cbt.testing.memory_record import MemoryRecord
 from tests.e2e.harness import CONFIG
 from tests.integration.test_coordinator_schedules import Publisher
+from tests.twins.memory_record import MemoryRecord
 from tests.unit.scheduling.factories import inc
 
 pytestmark = pytest.mark.integration

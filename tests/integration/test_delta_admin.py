@@ -17,9 +17,9 @@ from cbt.contract.messages import TaskFailed
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import DurableRecord
-from cbt.testing.memory_record import MemoryRecord
-from cbt.testing.memory_state import MemoryCoverage
 from tests.conftest import Endpoints
+from tests.twins.memory_record import MemoryRecord
+from tests.twins.memory_state import MemoryCoverage
 
 M = "an.hourly"
 OTHER = "an.daily"

@@ -32,9 +32,9 @@ from cbt.scheduling.state import RawBounds
 from cbt.state.admin_records import CompletedInterval, RetriedAttempt
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import Planner
-from cbt.testing.memory_record import MemoryRecord
 from cbt.worker.runner import CompletionRow, TaskRunner, WorkerPorts
 from tests.conftest import Endpoints
+from tests.twins.memory_record import MemoryRecord
 from tests.unit.scheduling.factories import ext, inc, models_of
 from tests.unit.test_invalidation_handler import FakeSeen
 

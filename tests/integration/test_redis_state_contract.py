@@ -30,7 +30,7 @@ from cbt.state.ports import (
     SkippedRanges,
     TaskLedger,
 )
-from cbt.testing.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
+from tests.twins.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
 
 A, B, C = "db.a", "db.b", "db.c"
 

@@ -2,7 +2,7 @@
 
 Third-party imports are deptry's (``make lint``); deptry counts every ``cbt.*`` import as first party, so this test
 checks those: a module of ``cbt-worker`` may import ``cbt.models`` (cbt-core, declared) but not ``cbt.dev``. Production
-code never imports the test doubles in ``cbt.testing``.
+code never imports the test doubles (the in-memory twins in ``tests.twins``), which no distribution ships.
 """
 
 from __future__ import annotations
@@ -50,8 +50,8 @@ def load_distribution(member: Path) -> Distribution:
                         frozenset(_requirement_name(d) for d in project.get("dependencies", [])))
 
 
-def cbt_imports(path: Path) -> list[tuple[int, str]]:
-    """Every ``cbt.<portion>`` a module imports (at any depth, type-checking imports included), with its line."""
+def absolute_imports(path: Path) -> list[tuple[int, str]]:
+    """Every module a module imports (at any depth, type-checking imports included), with its line."""
     found: list[tuple[int, str]] = []
     for node in ast.walk(ast.parse(path.read_text(), str(path))):
         if isinstance(node, ast.Import):
@@ -61,7 +61,12 @@ def cbt_imports(path: Path) -> list[tuple[int, str]]:
                 found += [(node.lineno, f"cbt.{alias.name}") for alias in node.names]
             else:
                 found.append((node.lineno, node.module))
-    return [(line, name.split(".")[1]) for line, name in found if name.startswith("cbt.")]
+    return found
+
+
+def cbt_imports(path: Path) -> list[tuple[int, str]]:
+    """Every ``cbt.<portion>`` a module imports, with its line."""
+    return [(line, name.split(".")[1]) for line, name in absolute_imports(path) if name.startswith("cbt.")]
 
 
 def undeclared_imports(dist: Distribution, providers: dict[str, str]) -> list[str]:
@@ -74,8 +79,10 @@ def undeclared_imports(dist: Distribution, providers: dict[str, str]) -> list[st
                 problems.append(f"{where}: cbt.{portion} is in no distribution")
             elif provider != dist.name and provider not in dist.requires:
                 problems.append(f"{where}: cbt.{portion} is {provider}'s, which {dist.name} does not declare")
-            elif portion == "testing" and "testing" not in module.relative_to(dist.root).parts:
-                problems.append(f"{where}: production code imports the test doubles in cbt.testing")
+        for line, name in absolute_imports(module):
+            if name == "tests" or name.startswith("tests."):
+                problems.append(f"{module.relative_to(dist.root)}:{line}: production code imports {name}, which "
+                                f"no distribution ships (the test doubles live in tests/)")
     return problems
 
 
@@ -103,11 +110,12 @@ def test_the_check_catches_an_undeclared_portion_and_the_test_doubles(tmp_path: 
     (tmp_path / "cbt" / "lonely").mkdir(parents=True)
     (tmp_path / "cbt" / "lonely" / "__init__.py").write_text("")
     (tmp_path / "cbt" / "lonely" / "app.py").write_text(
-        "from cbt.models.spec import ModelId\nimport cbt.dev.stack\nfrom cbt import testing\n")
+        "from cbt.models.spec import ModelId\nimport cbt.dev.stack\nfrom tests.twins import memory_state\n")
     lonely = Distribution("cbt-lonely", tmp_path, frozenset({"cbt-core"}))
     assert undeclared_imports(lonely, {**PROVIDERS, "lonely": "cbt-lonely"}) == [
         "cbt/lonely/app.py:2: cbt.dev is cbt-dev's, which cbt-lonely does not declare",
-        "cbt/lonely/app.py:3: production code imports the test doubles in cbt.testing",
+        "cbt/lonely/app.py:3: production code imports tests.twins, which no distribution ships (the test doubles "
+        "live in tests/)",
     ]
 
 

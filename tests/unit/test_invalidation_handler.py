@@ -16,8 +16,8 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord
 from cbt.state.ports import InFlightTask
-from cbt.testing.memory_record import MemoryRecord
-from cbt.testing.memory_state import MemoryState
+from tests.twins.memory_record import MemoryRecord
+from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc, models_of
 
 TOPICS = Topics("t.")

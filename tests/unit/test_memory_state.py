@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from cbt.state.ports import Fence
-from cbt.testing.memory_state import MemoryCoverage, MemoryLeases
+from tests.twins.memory_state import MemoryCoverage, MemoryLeases
 
 
 class FakeClock:

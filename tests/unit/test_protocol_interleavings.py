@@ -30,8 +30,8 @@ from cbt.adapters import hot_index
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord
-from cbt.testing.memory_record import MemoryRecord
-from cbt.testing.memory_state import MemoryState
+from tests.twins.memory_record import MemoryRecord
+from tests.twins.memory_state import MemoryState
 
 M = "db.m"
 SLOT = 10

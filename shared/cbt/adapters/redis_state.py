@@ -1,6 +1,6 @@
 """The hot state in Redis: coverage index, invalidation sequences, bounds cache, task ledger and leases.
 
-Implements the ports of ``cbt.state.ports`` with the same contract as ``cbt.testing.memory_state`` (one contract
+Implements the ports of ``cbt.state.ports`` with the same contract as ``tests.twins.memory_state`` (one contract
 test suite runs against both). The invalidation bookkeeping — sequence, log of marks, floor, version, fail-closed
 rules — follows ``cbt.scheduling.protocol``; the Lua below is that module's rules, made atomic.
 Every check-and-write is one Lua script, so it is atomic and costs one round trip; multi-model reads are one

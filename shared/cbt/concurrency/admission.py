@@ -1,7 +1,7 @@
 """Holding a Spark cluster's permits from a process: wait your turn, keep the permit alive, give it back.
 
 ``SparkAdmission`` drives a ``PermitStore`` (Redis in the services: ``cbt.adapters.admission``; in memory for
-tests: ``cbt.testing.memory_admission``) under the rules of ``cbt.scheduling.admission``. A waiter polls the store:
+tests: ``tests.twins.memory_admission``) under the rules of ``cbt.scheduling.admission``. A waiter polls the store:
 every ``poll_s`` while it is near the head of the queue, less often further back (each poll also keeps its place
 alive). A thread renews every permit the process holds every third of ``ttl_s``, so a permit outlives a statement
 of any length while its process lives, and comes back ``ttl_s`` after the process died.

@@ -18,7 +18,7 @@ Priority classes, most urgent first:
 A holder keeps its permit by renewing it before ``expires_ms``; a waiter keeps its place by polling before its own
 expiry. A process that dies therefore gives its permits back, and stops blocking the queue, once they expire.
 ``Board`` and ``attempt`` are those rules over plain values: the Redis adapter (``cbt.adapters.admission``) runs
-the same rules atomically in Lua; the in-memory twin (``cbt.testing.memory_admission``) runs these.
+the same rules atomically in Lua; the in-memory twin (``tests.twins.memory_admission``) runs these.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ from cbt.contract.topics import Topics
 from cbt.models.spec import ExternalModel
 from cbt.models.templates import ScanContext
 from cbt.scheduling.scanning import ScanResult
-from cbt.testing.memory_state import MemoryState
+from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext
 from tests.unit.services.test_runner import Published
 

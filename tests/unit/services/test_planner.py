@@ -17,7 +17,7 @@ from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.state import RawBounds
 from cbt.state.live import LiveStateReader
 from cbt.state.planner import PUBLISH_GRACE_MS, Planner
-from cbt.testing.memory_state import MemoryState
+from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc
 
 SRC, MODEL = "src.blocks", "out.minute"

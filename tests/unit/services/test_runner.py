@@ -17,8 +17,8 @@ from cbt.models.templates import TaskContext
 from cbt.scheduling.state import RawBounds
 from cbt.state.admin_records import RetriedAttempt
 from cbt.state.ports import InFlightTask
-from cbt.testing.memory_state import MemoryState
 from cbt.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
+from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc, sched
 
 SRC, MODEL, REF = "src.blocks", "out.minute", "out.entities"
