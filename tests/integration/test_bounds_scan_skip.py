@@ -72,7 +72,7 @@ def test_a_source_without_delta_state_is_scanned_every_time(
     query = SparkBoundsQuery(spark_sessions, RenderSettings())
 
     assert scan(query, model, ScanContext()) == ScanResult(10, 20)
-    assert scan(query, model, incremental(10, 20)) == ScanResult(None, None), "nothing outside the bounds, found by a query"
+    assert scan(query, model, incremental(10, 20)) == ScanResult(None, None), "nothing outside, found by a query"
 
     # through the scan's own session: another one would not see a Parquet table's new files before a REFRESH
     spark_sessions.session(model.id).sql(f"INSERT INTO {database}.blocks_parquet VALUES (30)")

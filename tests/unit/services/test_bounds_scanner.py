@@ -81,14 +81,14 @@ def test_a_skipped_scan_stores_and_publishes_nothing_and_counts_as_a_scan() -> N
             self.scans += 1
             return ScanResult(0, 100) if not scan.is_incremental_scan else ScanResult(None, None, is_skipped=True)
 
-    async def scenario() -> tuple[list[object], list[object], Unchanged, BoundsScanner]:
+    async def scenario() -> tuple[list[object], list[object], BoundsScanner]:
         query, published = Unchanged(), Published()
         scans = BoundsScanner([ext(QUICK)], MemoryState().bounds, query, published, Topics("t."))
         first = await scans.scan_one(ext(QUICK), "full", now_s=1000)
         again = await scans.scan_one(ext(QUICK), "incremental", now_s=1000 + SECOND)
-        return [first, again], published.messages, query, scans
+        return [first, again], published.messages, scans
 
-    results, messages, query, scans = asyncio.run(scenario())
+    results, messages, scans = asyncio.run(scenario())
     assert results == [True, "skipped"] and len(messages) == 1
     assert scans.store.bounds([QUICK])[QUICK].max == 100
     assert scans.start_due(now_s=1000 + SECOND + 1) == [], "a skipped scan counts as done: the next is due later"
