@@ -42,7 +42,7 @@ def sole_source_table(statements: list[str]) -> str | None:
     return tables.pop() if len(tables) == 1 and None not in tables else None
 
 
-def _is_volatile(tree: exp.Expression) -> bool:
+def _is_volatile(tree: exp.Query) -> bool:
     return any(isinstance(node, VOLATILE_EXPRESSIONS)
                or (isinstance(node, exp.Anonymous) and node.name.lower() in VOLATILE_NAMES)
                for node in tree.find_all(exp.Func))
