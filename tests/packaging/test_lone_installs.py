@@ -85,7 +85,7 @@ def lone_env(request: pytest.FixtureRequest, lock_constraints: Path, tmp_path_fa
 
 
 def _record_size(env: LoneEnv) -> None:
-    """Sizes go to var/reports/lone-install-sizes.json (the README quotes them); nothing is asserted on them."""
+    """Sizes go to var/reports/lone-install-sizes.json (docs/benchmarks.md quotes them); nothing is asserted on them."""
     report = ROOT / "var" / "reports" / "lone-install-sizes.json"
     report.parent.mkdir(parents=True, exist_ok=True)
     sizes = json.loads(report.read_text()) if report.exists() else {}
