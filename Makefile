@@ -57,7 +57,7 @@ lint: install
 	@for m in $(MEMBERS); do echo "deptry $$m"; (cd $$m && $(CURDIR)/$(BIN)/deptry .) || exit 1; done
 	$(BIN)/hadolint deploy/docker/*.Dockerfile deploy/docker/base/*.Dockerfile
 	$(BIN)/lint-imports
-	$(BIN)/mkdocs build --strict --quiet --site-dir var/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir var/site
 
 # Every image (cbt/<service>, cbt/spark, cbt/kafka, cbt/redis), offline from fetched wheels and jars; needs a Docker
 # engine (deploy/docker/engine.sh start). CBT_IMAGE_BASES=official builds on the registry's base images instead.
