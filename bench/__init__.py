@@ -1,1 +1,3 @@
-"""Benchmarks on the real local stack (ARCHITECTURE.md, performance targets): numbers and ratios, never timed tests."""
+"""Benchmarks on the real local stack: numbers and ratios, never timed tests.
+
+The targets: docs/design/index.md#performance-targets."""

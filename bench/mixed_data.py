@@ -7,7 +7,8 @@ Before the services start, a 35-minute backlog exists in every source. Then, tim
   arrives one step late (inside the external's ``lag`` of 12 s, so the pipeline never sees a half-written slot);
 - ``raw_transactions`` stalls at the backlog's end, then catches up to the head in one late batch and follows it;
 - older history (``HISTORY_S`` before the backlog) lands last, transactions first: a model reading both externals
-  takes the lower of their minimums (SPEC §5.1), so blocks without their transactions would be computed too early.
+  takes the lower of their minimums (docs/design/scheduling.md#dependency-bounds), so blocks without their transactions
+  would be computed too early.
 
 Every write is one Delta commit (``INSERT``), so a bounds scan never sees a step half-written.
 """

@@ -88,7 +88,7 @@ def _unique(kind: str) -> str:
 
 @pytest.fixture
 def topic_prefix(endpoints: Endpoints) -> Iterator[str]:
-    """A fresh topic prefix with every SPEC §6 topic created under it; deleted afterwards."""
+    """A fresh topic prefix with every topic (docs/design/services.md#topics) created under it; deleted afterwards."""
     from cbt.adapters.kafka_admin import delete_topics, ensure_topics
     from cbt.contract.topics import Topics
 

@@ -1,7 +1,8 @@
-"""A reorg on real services (SPEC §8): a block range of the source is rewritten upstream, one invalidation event is
-published, and every derived table equals the oracle again — with exactly the tasks that had run over the range
-re-run, each once, at their own offsets (issue 10, scenario 10). Then another system announces a second rewrite
-with a plain Kafka client (kcat), not cbt's publisher, as docs/asyncapi.yaml tells it to (issue 15)."""
+"""A reorg on real services (docs/design/invalidations.md#invalidation-events): a block range of the source is rewritten
+upstream, one invalidation event is published, and every derived table equals the oracle again — with exactly the tasks
+that had run over the range re-run, each once, at their own offsets (issue 10, scenario 10). Then another system
+announces a second rewrite with a plain Kafka client (kcat), not cbt's publisher, as docs/asyncapi.yaml tells it to
+(issue 15)."""
 
 from __future__ import annotations
 

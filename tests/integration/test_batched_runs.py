@@ -1,7 +1,7 @@
-"""A batch on a real Spark Connect server (SPEC §5.6): a backlog's intervals run as one job and one Delta commit,
-and the table equals running them one by one — for a model whose SQL aggregates over its whole bounds, where
-simply widening the bounds would not; for an append model whose keys repeat across and within intervals; and for
-each kind of SQL ``auto`` proves may run over the whole range (row-wise, grouped by an hour bucket)."""
+"""A batch on a real Spark Connect server (docs/design/scheduling.md#batched-runs): a backlog's intervals run as one job
+and one Delta commit, and the table equals running them one by one — for a model whose SQL aggregates over its whole
+bounds, where simply widening the bounds would not; for an append model whose keys repeat across and within intervals;
+and for each kind of SQL ``auto`` proves may run over the whole range (row-wise, grouped by an hour bucket)."""
 
 from __future__ import annotations
 

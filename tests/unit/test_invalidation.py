@@ -1,4 +1,5 @@
-"""The invalidation mapping (SPEC §8): which tasks each model re-runs, and the event schemas."""
+"""The invalidation mapping (docs/design/invalidations.md#what-an-invalidation-re-runs): which tasks each model re-runs,
+and the event schemas."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""The Delta admin tables (SPEC §7): the durable, SQL-queryable record of completed intervals, scheduled runs,
-invalidations, failed tasks and retried attempts, and the source the Redis hot index is rebuilt from.
+"""The Delta admin tables (docs/design/state.md#admin-tables): the durable, SQL-queryable record of completed intervals,
+scheduled runs, invalidations, failed tasks and retried attempts, and the source the Redis hot index is rebuilt from.
 
 Implements ``cbt.state.ports.DurableRecord``: the authority of the coverage protocol (``docs/protocol.md``).
 Everything goes through Spark Connect with SQL and the DataFrame API. Each public write is one Delta commit:

@@ -1,4 +1,5 @@
-"""For other systems: publish one invalidation event (SPEC §8) and wait until Kafka has it.
+"""For other systems: publish one invalidation event and wait until Kafka has it
+(docs/design/invalidations.md#publishing).
 
     from cbt.adapters.invalidation_publisher import publish_invalidation
 

@@ -1,5 +1,5 @@
-"""The environment names cbt sets for exec models (SPEC §4.2, §7): neither a model's ``env`` nor the config's may
-set them."""
+"""The environment names cbt sets for exec models (docs/design/models.md#exec-models): neither a model's ``env`` nor the
+config's may set them."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
-"""``cbt rerun MODEL --start S --end E`` publishes an invalidation event (SPEC §8), exactly what another system
-would publish; ``cbt schema`` writes the JSON Schemas of every topic's message bodies (``docs/asyncapi.yaml`` refers
-to them)."""
+"""``cbt rerun MODEL --start S --end E`` publishes an invalidation event
+(docs/design/invalidations.md#invalidation-events), exactly what another system would publish; ``cbt schema`` writes
+the JSON Schemas of every topic's message bodies (``docs/asyncapi.yaml`` refers to them)."""
 
 from __future__ import annotations
 

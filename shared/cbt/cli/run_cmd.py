@@ -45,7 +45,8 @@ def add_run_options(p: argparse.ArgumentParser) -> None:
 
 def service_main(service: str, argv: Sequence[str] | None = None) -> int:
     """``cbt-<service> [--config FILE] [--health-addr HOST:PORT]``: the service's own command."""
-    parser = argparse.ArgumentParser(prog=f"cbt-{service}", description=f"Run the {service} service (SPEC §6).")
+    parser = argparse.ArgumentParser(prog=f"cbt-{service}",
+                                     description=f"Run the {service} service (docs/design/services.md#services).")
     add_run_options(parser)
     args = parser.parse_args(argv)
     args.service = service

@@ -1,1 +1,2 @@
-"""``config.yaml`` (SPEC §3): ``settings`` parses and validates it, ``env`` applies the environment to it."""
+"""``config.yaml`` (docs/design/index.md#configuration): ``settings`` parses and validates it, ``env`` applies the
+environment to it."""

@@ -1,4 +1,4 @@
-"""``config.yaml``: one file for every service (SPEC §3).
+"""``config.yaml``: one file for every service (docs/design/index.md#configuration).
 
 Every key has a default, so an empty file is a working local setup. Keys are documented in snake_case; the original
 CBT's camelCase spellings (``defaultDatabase``, ``metricsAddr``…) are accepted as aliases. Unknown keys are errors
@@ -195,8 +195,9 @@ def admin_database_overrides(database: str) -> dict[str, str]:
 
 
 class BatchConfig(Section):
-    """Batched runs of a backlog (SPEC §5.6): a model's batch size is the most intervals whose measured run time fits
-    ``job_budget``, at most ``max_intervals`` (a model's ``batch.max_intervals`` caps it further)."""
+    """Batched runs of a backlog (docs/design/scheduling.md#batched-runs): a model's batch size is the most intervals
+    whose measured run time fits ``job_budget``, at most ``max_intervals`` (a model's ``batch.max_intervals`` caps it
+    further)."""
 
     max_intervals: int = Field(default=1024, gt=0)
     job_budget_s: DurationS = Field(default=60, gt=0)
@@ -313,7 +314,8 @@ class OverrideCache(Section):
 
 
 class OverrideFields(Section):
-    """What an override may change; checked against the model's own rules when applied (SPEC §4.6)."""
+    """What an override may change; checked against the model's own rules when applied
+    (docs/design/models.md#overrides)."""
 
     interval: OverrideInterval | None = None
     schedules: OverrideSchedules | None = None

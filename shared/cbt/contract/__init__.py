@@ -1,1 +1,2 @@
-"""The message contract between services (SPEC §6): ``messages`` (bodies) and ``topics`` (names). Pure."""
+"""The message contract between services (docs/design/services.md#messages): ``messages`` (bodies) and ``topics``
+(names). Pure."""

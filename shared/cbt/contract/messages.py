@@ -1,4 +1,5 @@
-"""Message bodies on the Kafka topics (SPEC §6): JSON, validated by pydantic, each with a ``kind`` and version.
+"""Message bodies on the Kafka topics (docs/design/services.md#messages): JSON, validated by pydantic, each with a
+``kind`` and version.
 
 Every message is frozen and forbids unknown fields, so a malformed or foreign body is rejected by name instead of
 half-understood. ``decode`` picks the class from the ``kind`` field, never by guessing from the shape.
@@ -51,8 +52,8 @@ class TaskRequested(Message):
     pool: str = "default"
     enqueued_at_ms: int = Field(default_factory=now_ms)
     step: Annotated[int, Field(gt=0)] | None = None
-    """A batch (SPEC §5.6): ``[position, position + interval)`` is ``interval / step`` intervals of ``step``, run as
-    one job and recorded per interval; ``None``: one interval."""
+    """A batch (docs/design/scheduling.md#batched-runs): ``[position, position + interval)`` is ``interval / step``
+    intervals of ``step``, run as one job and recorded per interval; ``None``: one interval."""
 
     @model_validator(mode="after")
     def _one_shape(self) -> TaskRequested:
@@ -132,7 +133,8 @@ def decode(raw: bytes | str) -> TaskRequested | IntervalCompleted | TaskFailed |
     return message
 
 
-# -- invalidations (SPEC §8): their own topic, decoded on their own (``decode_invalidation``) --------------------
+# -- invalidations (docs/design/invalidations.md#invalidation-events) ----------------------------------------------
+# Their own topic, decoded on their own (``decode_invalidation``).
 
 MAX_POSITION = 2**53
 """Positions above this are not exact through Redis's Lua scripts (doubles); no real position domain needs them."""

@@ -1,4 +1,4 @@
-"""Kafka topic names (SPEC §6). Pure: the prefix and pool names come from configuration."""
+"""Kafka topic names (docs/design/services.md#topics). Pure: the prefix and pool names come from configuration."""
 
 from __future__ import annotations
 

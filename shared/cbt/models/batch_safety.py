@@ -1,6 +1,6 @@
 """Whether ``auto`` may run a backlog of a SQL model's intervals as one run over their whole range (batch mode
-``bounds``), proven from the model's SQL; if not, ``union`` (SPEC §5.6). Pure: the SQL is rendered and parsed, never
-run.
+``bounds``), proven from the model's SQL; if not, ``union`` (docs/design/scheduling.md#batched-runs). Pure: the SQL is
+rendered and parsed, never run.
 
 One run over ``[s_0, s_n)`` writes what the runs over ``[s_0, s_1) … [s_{n-1}, s_n)`` one by one write when:
 

@@ -1,4 +1,5 @@
-"""Rules across models (SPEC §4.2): unique ids, dependencies exist, matching interval types, no cycles."""
+"""Rules across models (docs/design/models.md#rules-across-models): unique ids, dependencies exist, matching interval
+types, no cycles."""
 
 from __future__ import annotations
 

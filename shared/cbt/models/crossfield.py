@@ -1,4 +1,4 @@
-"""Rules that tie a model's fields together (SPEC §4.2, §7), checked on the raw fields.
+"""Rules that tie a model's fields together (docs/design/models.md#field-rules), checked on the raw fields.
 
 They run on the raw YAML values, not on the validated schema, so they are reported even when another field of the
 same file is broken: one run lists every problem. A rule only compares values that are individually well-formed;

@@ -1,7 +1,7 @@
 """Load every model under the configured paths into a validated ModelSet, or report every problem at once.
 
-Order (SPEC §4.6): discover files → parse → apply overrides → validate each model → drop disabled models →
-check ids, dependencies, interval types and cycles → compile and trial-render every template.
+Order (docs/design/models.md#loading-order): discover files → parse → apply overrides → validate each model → drop
+disabled models → check ids, dependencies, interval types and cycles → compile and trial-render every template.
 """
 
 from __future__ import annotations

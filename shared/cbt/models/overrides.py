@@ -1,4 +1,5 @@
-"""``models.overrides`` (SPEC §4.6): per-environment changes applied to model fields before validation.
+"""``models.overrides`` (docs/design/models.md#overrides): per-environment changes applied to model fields before
+validation.
 
 An override is keyed by ``database.table`` or by bare ``table`` (the kind's default database); the full id wins.
 ``enabled: false`` removes the model. Changed fields keep pointing at the config's lines, so a bad override value is

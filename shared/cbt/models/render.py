@@ -1,4 +1,5 @@
-"""What a worker runs for one task: the rendered SQL statements, or an exec command and its environment (§4.5).
+"""What a worker runs for one task: the rendered SQL statements, or an exec command and its environment
+(docs/design/models.md#exec-models).
 
 Pure functions of the model, the task and the settings, so ``cbt render`` shows exactly what a worker will run.
 """
@@ -83,8 +84,9 @@ def env_key(model_id: str) -> str:
 
 
 def exec_environment(model: Transformation, task: TaskContext, settings: RenderSettings) -> dict[str, str]:
-    """The variables an exec transformation gets on top of the worker's own environment, in SPEC §4.5 order:
-    Spark, bounds (incremental), task, self, dependencies, then global env, then model env."""
+    """The variables an exec transformation gets on top of the worker's own environment, in the order of
+    docs/design/models.md#exec-models: Spark, bounds (incremental), task, self, dependencies, then global env, then
+    model env."""
     _check_task(model, task)
     env = _spark_env(settings)
     if isinstance(model, IncrementalModel):

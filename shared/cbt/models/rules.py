@@ -1,4 +1,5 @@
-"""Build one model from its parsed file: field schema, then the rules that tie fields together (SPEC §4.2).
+"""Build one model from its parsed file: field schema, then the rules that tie fields together
+(docs/design/models.md#field-rules).
 
 Every rule reports at the key it is about, and every rule runs: a file with three mistakes gets three lines.
 """

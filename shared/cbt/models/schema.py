@@ -1,4 +1,5 @@
-"""The fields a model file may contain (SPEC §4.2), as strict pydantic schemas: unknown fields are errors.
+"""The fields a model file may contain (docs/design/models.md#fields), as strict pydantic schemas: unknown fields are
+errors.
 
 These check each field on its own; rules that tie fields together (``interval.min <= interval.max``, ``append``
 needs ``unique_key``…) are in ``rules.py`` so each can point at the exact key it is about.

@@ -68,7 +68,7 @@ class Schedules:
 
 @dataclass(frozen=True)
 class Write:
-    """How a SQL transformation writes an interval (SPEC §7)."""
+    """How a SQL transformation writes an interval (docs/design/state.md#write-strategies)."""
 
     strategy: Literal["sql", "replace", "append"] = "sql"
     unique_key: tuple[str, ...] = ()
@@ -86,7 +86,7 @@ _READS_SELF = re.compile(r"\{\{[^}]*\bself\b")
 
 @dataclass(frozen=True)
 class Batch:
-    """How a backlog of ready intervals may run as one job and one commit (SPEC §5.6).
+    """How a backlog of ready intervals may run as one job and one commit (docs/design/scheduling.md#batched-runs).
 
     - ``union``: one SELECT rendered per interval, all in one statement — the same table as the runs one by one,
       whatever the SQL does with its bounds. Write strategy ``replace``: the SELECTs ``UNION ALL``-ed under one

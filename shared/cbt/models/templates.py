@@ -1,4 +1,5 @@
-"""Jinja2 templates for model SQL (SPEC §4.4). Undefined variables are errors naming the variable and the file.
+"""Jinja2 templates for model SQL (docs/design/models.md#templates). Undefined variables are errors naming the variable
+and the file.
 
 Variables: ``self`` (database, table, id, type, tags, interval, interval_type, from), ``bounds.{start, end}``
 (incremental), ``task.{id, model, start, direction, attempt}`` (transformations), ``dep[db][table].{database, table,
@@ -74,7 +75,8 @@ class TaskContext:
     direction: Direction = "forward"
     attempt: int = 1
     step: int | None = None
-    """A batch: ``[start, end)`` is intervals of ``step`` run as one task (SPEC §5.6); ``None``: one interval."""
+    """A batch: ``[start, end)`` is intervals of ``step`` run as one task (docs/design/scheduling.md#batched-runs);
+    ``None``: one interval."""
 
     @property
     def interval(self) -> int | None:

@@ -1,13 +1,14 @@
-"""The exact statements a worker runs for one task, with the model's write strategy applied (SPEC §7).
+"""The exact statements a worker runs for one task, with the model's write strategy applied
+(docs/design/state.md#write-strategies).
 
 - ``sql``: the rendered statements as written (the author owns idempotency, e.g. ``INSERT INTO … REPLACE WHERE``);
 - ``replace``: the last statement is a SELECT, written as ``INSERT INTO target REPLACE WHERE <predicate> <select>``,
   one Delta commit, so a re-run replaces exactly the interval's rows;
 - ``append`` + ``unique_key``: ``MERGE INTO target USING (<select>) ON keys WHEN NOT MATCHED THEN INSERT *``,
   one Delta commit in which rows whose key exists are not inserted again (keys compared null-safe, ``<=>``).
-Earlier statements (temporary views, settings) run before the write. A batch of intervals (SPEC §5.6) is written by
-its batch mode (``Batch``): one run over its range, one statement of every interval's SELECT, or the intervals in
-turn. Pure, so ``cbt render`` shows the same SQL.
+Earlier statements (temporary views, settings) run before the write. A batch of intervals
+(docs/design/scheduling.md#batched-runs) is written by its batch mode (``Batch``): one run over its range, one statement
+of every interval's SELECT, or the intervals in turn. Pure, so ``cbt render`` shows the same SQL.
 """
 
 from __future__ import annotations
@@ -20,13 +21,13 @@ from cbt.models.templates import RenderSettings, TaskContext, quote_part
 def task_statements(model: Transformation, task: TaskContext, settings: RenderSettings) -> list[str]:
     """Every statement for one task, in order; the write strategy wraps the last one.
 
-    A batch (``task.step``, SPEC §5.6) in batch mode ``bounds`` is one run over its whole range (a mode ``auto``
-    chose over buckets of the position only when the batch's intervals start on a bucket: ``BatchChoice.align``).
-    In mode ``union`` it is one write of every interval's SELECT: for ``replace`` ``UNION ALL``-ed under one ``REPLACE
-    WHERE`` of the intervals' own predicates, for ``append`` one ``MERGE`` of the rows the runs one by one would
-    insert (``first_runs``) — the table the runs one by one give, in one Delta commit. When its intervals' earlier
-    statements differ (a temporary view of the bounds), or in mode ``off``, each interval's statements follow one
-    another in run order: still the same result, in one task but several commits.
+    A batch (``task.step``, docs/design/scheduling.md#batched-runs) in batch mode ``bounds`` is one run over its whole
+    range (a mode ``auto`` chose over buckets of the position only when the batch's intervals start on a bucket:
+    ``BatchChoice.align``). In mode ``union`` it is one write of every interval's SELECT: for ``replace`` ``UNION
+    ALL``-ed under one ``REPLACE WHERE`` of the intervals' own predicates, for ``append`` one ``MERGE`` of the rows the
+    runs one by one would insert (``first_runs``) — the table the runs one by one give, in one Delta commit. When its
+    intervals' earlier statements differ (a temporary view of the bounds), or in mode ``off``, each interval's
+    statements follow one another in run order: still the same result, in one task but several commits.
     """
     if not isinstance(model, IncrementalModel) or not task.is_batch or task.start is None or task.step is None:
         return _one_run(model, task, settings)
@@ -46,8 +47,9 @@ def task_statements(model: Transformation, task: TaskContext, settings: RenderSe
 
 
 def run_order(task: TaskContext) -> list[TaskContext]:
-    """A batch's intervals in the order its runs one by one would take: newest first for a backfill (SPEC §5.3),
-    ascending positions otherwise (forward fill, reruns, and a backlog joined to the head's interval)."""
+    """A batch's intervals in the order its runs one by one would take: newest first for a backfill
+    (docs/design/scheduling.md#backfill), ascending positions otherwise (forward fill, reruns, and a backlog joined to
+    the head's interval)."""
     intervals = task.intervals()
     return intervals[::-1] if task.direction == "backfill" else intervals
 

@@ -1,4 +1,4 @@
-"""The scheduling core (SPEC §5), pure: values in, values out, no I/O and no clock.
+"""The scheduling core (docs/design/scheduling.md), pure: values in, values out, no I/O and no clock.
 
 - ``coverage``: merged half-open ranges (add, remove, gaps, frontier).
 - ``protocol``: the coverage and invalidation protocol (epochs, live parts, the hot index's marks) both stores

@@ -1,4 +1,4 @@
-"""Backfill (SPEC §5.3): every gap inside the valid range, newest first, many tasks per tick.
+"""Backfill (docs/design/scheduling.md#backfill): every gap inside the valid range, newest first, many tasks per tick.
 
 Rules, all on half-open ranges:
 

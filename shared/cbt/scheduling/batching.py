@@ -1,4 +1,5 @@
-"""Batched runs of a backlog (SPEC §5.6): how many ready intervals one task may hold, and which ones it holds.
+"""Batched runs of a backlog (docs/design/scheduling.md#batched-runs): how many ready intervals one task may hold, and
+which ones it holds.
 
 A backlog (backfill, catch-up after downtime) of a model whose batching is on runs as few Spark jobs: touching
 full-length intervals (``interval.max`` each) are grouped into one task of up to ``size`` intervals. At the head only

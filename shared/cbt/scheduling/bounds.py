@@ -1,4 +1,5 @@
-"""Dependency bounds (SPEC §5.1): what each dependency offers, the valid range, and interval readiness.
+"""Dependency bounds (docs/design/scheduling.md#dependency-bounds): what each dependency offers, the valid range, and
+interval readiness.
 
 Everything is half-open: a dependency offering ``[lo, hi)`` has data at ``lo`` but not at ``hi``, and an
 interval ``[p, p + i)`` is inside a valid range ``[min, max)`` when ``p >= min`` and ``p + i <= max``.
@@ -148,7 +149,8 @@ def dependency_range(dep: Dependency, models: Mapping[ModelId, Model], state: St
 
 
 def valid_range(deps: Sequence[Available | Unbounded], limits: Limits, buffer: int) -> tuple[Range | None, str | None]:
-    """SPEC §5.1's formula over dependencies that all have data: ``(range, None)`` or ``(None, why)``."""
+    """The valid-range formula (docs/design/scheduling.md#dependency-bounds) over dependencies that all have data:
+    ``(range, None)`` or ``(None, why)``."""
     ext_mins = [d.span[0] for d in deps if isinstance(d, Available) and d.kind == "external"]
     trans_mins = [d.span[0] if isinstance(d, Available) else 0 for d in deps if _is_transformation_like(d)]
     lower_bounds = ([min(ext_mins)] if ext_mins else []) + ([max(trans_mins)] if trans_mins else [])
@@ -236,10 +238,11 @@ def ready_parts(ready: Readiness, window: Range) -> list[Range]:
 
 def start_floor(model: IncrementalModel, models: Mapping[ModelId, Model], state: StateSnapshot) -> int | None:
     """The lowest start ``model``'s valid range can reach once every transformation upstream has filled backward as
-    far as its own dependencies let it: SPEC §5.1's ``min_valid`` over the sources' scanned minimums instead of the
-    transformations' coverage. ``None`` when ``state`` cannot tell: a source not scanned (or not in the snapshot), or
-    an upstream transformation that does not backfill and is not in the snapshot (one that is stays where it
-    began). A valid range starting above its floor still moves down as upstream backfills complete."""
+    far as its own dependencies let it: the valid range's start (docs/design/scheduling.md#dependency-bounds) over
+    the sources' scanned minimums instead of the transformations' coverage. ``None`` when ``state`` cannot tell: a
+    source not scanned (or not in the snapshot), or an upstream transformation that does not backfill and is not in
+    the snapshot (one that is stays where it began). A valid range starting above its floor still moves down as
+    upstream backfills complete."""
     return _floor_of_model(model, models, state, {})
 
 

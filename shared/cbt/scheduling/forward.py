@@ -1,4 +1,5 @@
-"""Forward fill (SPEC §5.2): consecutive intervals from the coverage frontier toward the valid range's end.
+"""Forward fill (docs/design/scheduling.md#forward-fill): consecutive intervals from the coverage frontier toward the
+valid range's end.
 
 Rules, all on half-open ranges:
 

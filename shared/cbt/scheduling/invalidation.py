@@ -1,4 +1,5 @@
-"""What an invalidation re-runs (SPEC §8): per model, the tasks to remove from coverage and run again. Pure.
+"""What an invalidation re-runs (docs/design/invalidations.md#what-an-invalidation-re-runs): per model, the tasks to
+remove from coverage and run again. Pure.
 
 Ranges are half-open ``[start, end)``. Every model of a pipeline shares one position domain (the loader checks that
 a model's ``interval.type`` equals its dependencies'), so positions ``[s, e)`` of a dependency feed positions

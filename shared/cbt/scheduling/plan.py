@@ -62,7 +62,7 @@ class Task:
 
     @property
     def id(self) -> str:
-        """``model_id:position:interval``, unique among in-flight tasks (SPEC §2)."""
+        """``model_id:position:interval``, unique among in-flight tasks (docs/design/index.md#tasks)."""
         return f"{self.model_id}:{self.position}:{self.interval}"
 
 

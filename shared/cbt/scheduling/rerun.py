@@ -1,4 +1,5 @@
-"""Re-runs (SPEC §8): the tasks an invalidation removed, each run again whole and once, as soon as it is ready.
+"""Re-runs (docs/design/invalidations.md#re-runs): the tasks an invalidation removed, each run again whole and once, as
+soon as it is ready.
 
 Rules, all on half-open ranges:
 

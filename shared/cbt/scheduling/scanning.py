@@ -1,4 +1,5 @@
-"""Rules for external bounds scans (SPEC §4.2, §5.1): when to scan, and how a result updates cached bounds.
+"""Rules for external bounds scans (docs/design/scheduling.md#external-bounds-scans): when to scan, and how a result
+updates cached bounds.
 
 Bounds are raw ``[min, max)`` (lag is applied by planning). An incremental scan only looks for data outside the
 known bounds, so its result is merged: bounds never shrink on an incremental scan. A full scan may shrink them

@@ -1,5 +1,5 @@
 """Explain position P: the worker's verdict on [P, P + interval.max) and each dependency's range, holes and reason,
-recursively (SPEC §5.1's worked example: valid range [2000, 4000))."""
+recursively (docs/design/scheduling.md#dependency-bounds, its example: valid range [2000, 4000))."""
 
 from __future__ import annotations
 

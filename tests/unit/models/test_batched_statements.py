@@ -1,4 +1,5 @@
-"""What a worker runs for a batch (SPEC §5.6), by the model's batch mode — the same functions ``cbt render`` prints."""
+"""What a worker runs for a batch (docs/design/scheduling.md#batched-runs), by the model's batch mode — the same
+functions ``cbt render`` prints."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""One named case per field rule of SPEC §4.2: each broken file yields exactly one precise problem."""
+"""One named case per field rule (docs/design/models.md#field-rules): each broken file yields exactly one precise
+problem."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Template variables of SPEC §4.4, undefined variables as located errors, and what render/exec produce."""
+"""Template variables (docs/design/models.md#templates), undefined variables as located errors, and what render/exec
+produce."""
 
 from __future__ import annotations
 

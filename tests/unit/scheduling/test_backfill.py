@@ -1,4 +1,5 @@
-"""Backfill (SPEC §5.3): every gap, aligned cutting, interval.min widening, newest first, many per tick."""
+"""Backfill (docs/design/scheduling.md#backfill): every gap, aligned cutting, interval.min widening, newest first, many
+per tick."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Batched runs of a backlog (SPEC §5.6): which intervals one task holds, and how big a batch the measurements allow."""
+"""Batched runs of a backlog (docs/design/scheduling.md#batched-runs): which intervals one task holds, and how big a
+batch the measurements allow."""
 
 from __future__ import annotations
 

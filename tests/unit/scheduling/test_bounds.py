@@ -1,4 +1,5 @@
-"""Dependency bounds and readiness (SPEC §5.1), from the spec's worked example and the edge cases."""
+"""Dependency bounds and readiness (docs/design/scheduling.md#dependency-bounds), from its worked example and the edge
+cases."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from cbt.scheduling.coverage import Range
 from cbt.scheduling.state import RawBounds, StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
-# SPEC §5.1: externals blocks (1000, 5000, lag 100) and transactions (900, 4900); transformations hourly
-# [1500, 4500] and daily [2000, 4000] → valid range [2000, 4000].
+# docs/design/scheduling.md#dependency-bounds: externals blocks (1000, 5000, lag 100) and transactions (900, 4900);
+# transformations hourly [1500, 4500] and daily [2000, 4000] → valid range [2000, 4000].
 SPEC_MODELS: list[Model] = [
     ext("eth.blocks", lag=100),
     ext("eth.transactions"),

@@ -1,4 +1,5 @@
-"""Forward fill (SPEC §5.2): start position, full/partial intervals, limits, holes in dependencies."""
+"""Forward fill (docs/design/scheduling.md#forward-fill): start position, full/partial intervals, limits, holes in
+dependencies."""
 
 from __future__ import annotations
 

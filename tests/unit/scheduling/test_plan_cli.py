@@ -96,7 +96,7 @@ SELECT 1
 
 
 def _project(tmp_path: Path, state: dict[str, object]) -> tuple[str, str]:
-    """A config, the spec's models (§5.1 and §5.2 examples) and a state file; returns their paths."""
+    """A config, the models of the examples in docs/design/scheduling.md and a state file; returns their paths."""
     (tmp_path / "config.yaml").write_text(
         "models:\n  external:\n    default_database: eth\n  transformations:\n    default_database: an\n",
         encoding="utf-8",

@@ -1,4 +1,4 @@
-"""Response and request bodies of ``/api/v1`` (the shapes of ``notes/api-contract.md``, published in OpenAPI).
+"""Response and request bodies of ``/api/v1`` (docs/design/interfaces.md#rest-api, published in OpenAPI).
 
 Ranges are half-open ``[start, end)`` written as two-item arrays; times are unix milliseconds (``*_ms``).
 """
