@@ -184,8 +184,8 @@ class NoRecorder:
 
 
 def test_invalidation_wins_over_a_task_running_when_it_arrives(redis_client: Redis, redis_prefix: str) -> None:
-    """ARCHITECTURE invariant 4 on the real Redis adapter: the running task's completion is refused, and the
-    task is requeued at once and runs again on the new data."""
+    """Invariant "invalidation wins" (docs/design/index.md#invalidation-wins) on the real Redis adapter: the running
+    task's completion is refused, and the task is requeued at once and runs again on the new data."""
     models = ModelSet(models_of(ext("ext.blocks"), inc("an.minute", ["ext.blocks"], imax=60)))
     state = RedisState(redis_client, redis_prefix)
     state.coverage.mark_built(0, state.coverage.generation())  # as after the start-up rebuild (empty admin tables)

@@ -118,7 +118,8 @@ def test_record_completed_against_invalidations(
     state: StatePorts, invalidated: Range, model: ModelId, done: Range, observed_after: bool, added: Coverage
 ) -> None:
     """A task that read the sequence before an overlapping invalidation may not mark what it overlaps covered
-    (§8); the rest of its range it computed from valid data (``cbt.scheduling.protocol.accepted_part``)."""
+    (docs/protocol.md#re-runs); the rest of its range it computed from valid data
+    (``cbt.scheduling.protocol.accepted_part``)."""
     observed = state.coverage.invalidation_seq(model)
     state.coverage.apply_invalidation(1, {A: [invalidated]})
     if observed_after:
@@ -430,7 +431,8 @@ Attempt = tuple[ModelId, Range, int, bool]
 
 
 def test_invalidation_wins_over_racing_completions(state: StatePorts) -> None:
-    """Workers record while an invalidator removes random ranges; the result equals a serial oracle (§8)."""
+    """Workers record while an invalidator removes random ranges; the result equals a serial oracle
+    (docs/design/invalidations.md#invalidation-wins-over-in-flight-tasks)."""
     models = (A, B)
     attempts: list[Attempt] = []
     invalidations: list[tuple[int, dict[ModelId, Range]]] = []
