@@ -61,9 +61,9 @@ from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables
 from cbt.dev.pipeline import ServiceProcesses
 from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
+from cbt.planning.live import LiveStateReader
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.plan import plan_model
-from cbt.state.live import LiveStateReader
 from tests.e2e.harness import CONFIG, PROJECT, Deployment, overrides_for, traces_dir
 
 PIPELINE = Path(__file__).resolve().parent / "mixed_pipeline"

@@ -20,10 +20,10 @@ from redis import Redis
 
 from bench.report import load_average
 from bench.stack import Endpoints
-from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import admin_database_overrides, load_config
+from cbt.planning import hot_index
 from tests.e2e.harness import CONFIG
 
 MODELS = 100

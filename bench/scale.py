@@ -37,10 +37,10 @@ from bench.report import load_average, summary
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.contract.messages import Message
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 from cbt.scheduling.invalidation import impact, reach
 from cbt.scheduling.protocol import Piece
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
 
 TARGETS = {"steady_tick_ms": 1000.0, "cascade_p50_ms": 10.0, "invalidation_p50_ms": 50.0, "peak_rss_mb": 2048.0,
            "interval_ratio_max": 1.25}

@@ -34,9 +34,9 @@ from cbt.models.render import exec_argv, exec_environment
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
+from cbt.planning.live import LiveStateReader
 from cbt.scheduling.coverage import Coverage
 from cbt.scheduling.plan import plan_model
-from cbt.state.live import LiveStateReader
 
 PROJECT = Path(__file__).resolve().parents[2]
 CONFIG = PROJECT / "config.yaml"

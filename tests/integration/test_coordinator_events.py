@@ -22,8 +22,8 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, Write
 from cbt.observability import metrics, model_state
 from cbt.observability.metrics import Labels
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 from cbt.state.ports import KEEP_FAILURES
 from tests.e2e.harness import CONFIG
 from tests.integration.test_coordinator_schedules import Publisher

@@ -25,9 +25,9 @@ from cbt.contract.messages import Message, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import LEADER_LEASE, Coordinator
 from cbt.models.dag import ModelSet
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 from cbt.state.admin_records import ScheduledRun
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
 from tests.e2e.harness import CONFIG
 from tests.twins.memory_record import MemoryRecord
 from tests.unit.scheduling.factories import sched

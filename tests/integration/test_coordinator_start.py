@@ -21,8 +21,8 @@ from cbt.config.settings import load_config
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import LEADER_LEASE, Coordinator
 from cbt.models.dag import ModelSet
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 from tests.e2e.harness import CONFIG
 from tests.integration.test_coordinator_schedules import Publisher
 from tests.twins.memory_record import MemoryRecord

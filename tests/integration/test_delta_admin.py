@@ -9,11 +9,11 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from pyspark.sql import SparkSession
 
-from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.delta_admin_sql import INCREMENTAL_COLUMNS
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
+from cbt.planning import hot_index
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import DurableRecord

@@ -28,10 +28,10 @@ from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 from cbt.scheduling.state import RawBounds
 from cbt.state.admin_records import CompletedInterval, RetriedAttempt
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
 from cbt.worker.runner import CompletionRow, TaskRunner, WorkerPorts
 from tests.conftest import Endpoints
 from tests.twins.memory_record import MemoryRecord

@@ -14,13 +14,13 @@ import pytest
 from pyspark.sql import SparkSession
 from redis import Redis
 
-from cbt.adapters import hot_index
 from cbt.adapters.delta_admin import DeltaAdmin
 from cbt.adapters.redis_state import RedisState
 from cbt.contract.topics import Topics
 from cbt.invalidator.handler import InvalidationHandler
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId
+from cbt.planning import hot_index
 from cbt.scheduling.coverage import Coverage
 from cbt.state.admin_records import CompletedInterval
 from tests.integration.test_invalidator import CapturingPublisher

@@ -11,7 +11,6 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
-from typing import Protocol
 
 import pytest
 
@@ -20,36 +19,10 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.state import RawBounds
-from cbt.state.ports import (
-    BoundsStore,
-    CoverageReader,
-    CoverageWriter,
-    Fence,
-    InFlightTask,
-    Leases,
-    SkippedRanges,
-    TaskLedger,
-)
+from cbt.state.ports import Fence, InFlightTask, StatePorts
 from tests.twins.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
 
 A, B, C = "db.a", "db.b", "db.c"
-
-
-class CoverageStore(CoverageReader, CoverageWriter, Protocol):
-    pass
-
-
-class StatePorts(Protocol):
-    @property
-    def coverage(self) -> CoverageStore: ...
-    @property
-    def bounds(self) -> BoundsStore: ...
-    @property
-    def ledger(self) -> TaskLedger: ...
-    @property
-    def leases(self) -> Leases: ...
-    @property
-    def skips(self) -> SkippedRanges: ...
 
 
 MakeState = Callable[..., StatePorts]

@@ -26,7 +26,7 @@ import hypothesis.strategies as st
 from hypothesis import HealthCheck, settings
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from cbt.adapters import hot_index
+from cbt.planning import hot_index
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord

@@ -44,8 +44,8 @@ from cbt.dev.layout import Layout, project_dir
 from cbt.dev.pipeline import ServiceProcesses, free_port, is_free
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
+from cbt.planning.live import LiveStateReader
 from cbt.scheduling.status import model_status
-from cbt.state.live import LiveStateReader
 
 SERVICES = ("bounds-cache", "coordinator", "worker", "invalidator", "api")
 FEED_STEP_S = 4.0

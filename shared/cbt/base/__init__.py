@@ -18,7 +18,8 @@ checks it:
     cbt.contract
     cbt.scheduling
     cbt.observability
-    cbt.state | cbt.concurrency
+    cbt.state
+    cbt.planning | cbt.concurrency
     cbt.adapters
     cbt.cli
     cbt.coordinator | cbt.worker | cbt.bounds_cache | cbt.invalidator | cbt.api    (the services, one distribution each)

@@ -50,9 +50,9 @@ def _consolidate(args: argparse.Namespace) -> int:
 
 
 def _rebuild(args: argparse.Namespace) -> int:
-    from cbt.adapters import hot_index
     from cbt.adapters.runtime import redis_state
     from cbt.models.loader import load_models
+    from cbt.planning import hot_index
 
     config, admin = _open(args)
     models = load_models(config)

@@ -117,7 +117,7 @@ def read_live_failures(config: Config, model_ids: list[ModelId]) -> dict[ModelId
 
 def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
     """What the services see now: bounds cache, hot coverage index and in-flight tasks in Redis."""
-    from cbt.state.live import LiveStateReader
+    from cbt.planning.live import LiveStateReader
 
     state = redis_state(config)
     reader = LiveStateReader.of(model_set, state)

@@ -102,6 +102,11 @@ class CoverageWriter(Protocol):
         ...
 
 
+class HotIndex(CoverageReader, CoverageWriter, Protocol):
+    """The hot coverage index, read and written (``RedisCoverage``, ``MemoryCoverage``): the worker records its
+    completions in it, the invalidator applies events to it, a rebuild overwrites it."""
+
+
 class DurableRecord(Protocol):
     """The authoritative record of coverage and invalidations (``cbt.adapters.delta_admin.DeltaAdmin``)."""
 
@@ -207,6 +212,15 @@ class SkippedRanges(Protocol):
         ...
 
 
+class RefreshRequests(Protocol):
+    """Models an operator asked the bounds-cache to scan now (``POST /api/v1/bounds/{id}/refresh``;
+    ``cbt.adapters.bounds_refresh``)."""
+
+    def request(self, model_id: ModelId) -> None: ...
+    def requested(self) -> set[ModelId]: ...
+    def taken(self, model_id: ModelId) -> None: ...
+
+
 KEEP_FAILURES = 20
 """How many failing tasks the failure log keeps per model (the newest)."""
 
@@ -223,3 +237,20 @@ class FailureLog(Protocol):
     def recent_failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]:
         """At most ``KEEP_FAILURES`` per model, newest first; models without failures are left out."""
         ...
+
+
+class StatePorts(Protocol):
+    """The hot state's ports together (``RedisState``, ``MemoryState``)."""
+
+    @property
+    def coverage(self) -> HotIndex: ...
+    @property
+    def bounds(self) -> BoundsStore: ...
+    @property
+    def ledger(self) -> TaskLedger: ...
+    @property
+    def leases(self) -> Leases: ...
+    @property
+    def skips(self) -> SkippedRanges: ...
+    @property
+    def failures(self) -> FailureLog: ...

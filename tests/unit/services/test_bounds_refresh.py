@@ -22,6 +22,9 @@ A, B = "src.a", "src.b"
 class Requests:
     pending: set[ModelId] = field(default_factory=set)
 
+    def request(self, model_id: ModelId) -> None:
+        self.pending.add(model_id)
+
     def requested(self) -> set[ModelId]:
         return set(self.pending)
 

@@ -13,10 +13,10 @@ from cbt.contract.messages import Message, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import PUBLISH_GRACE_MS, Planner
 from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.state import RawBounds
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import PUBLISH_GRACE_MS, Planner
 from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc
 

@@ -25,15 +25,14 @@ from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub, decode_event, event_names
-from cbt.api.hot_state import RedisReads
 from cbt.api.records import ApiRecords, records_from_config
 from cbt.api.web import create_app
 from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ScheduledModel
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 
 log = logging.getLogger("cbt.api")
 SHUTDOWN_GRACE_S = 3
@@ -71,8 +70,8 @@ def build_context(config: Config, models: ModelSet, broker: KafkaBroker, events:
     state = RedisState(client, config.redis.key_prefix)
     planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
                                   state.ledger, BrokerPublisher(broker))
-    return ApiContext(config=config, models=models,
-                      hot=RedisReads(models, state, RedisRefreshRequests(client, config.redis.key_prefix)),
+    return ApiContext(config=config, models=models, hot=state,
+                      refresh=RedisRefreshRequests(client, config.redis.key_prefix),
                       admin=admin, commands=KafkaCommands(config, planner), events=events)
 
 

@@ -1,9 +1,11 @@
-"""What the routes work with: the config, the models, and ports to the hot state, the admin tables and the
-commands that go out over Kafka — declared here (the API consumes them), implemented by ``hot_state``, ``records``
-and ``app``. The app is built from one ``ApiContext``, so tests can build it with real adapters or stand-ins."""
+"""What the routes work with: the config, the models, and ports to the hot state (``cbt.state.ports``, read through
+``cbt.planning.live``), the admin tables and the commands that go out over Kafka — the last two declared here (the
+API consumes them), implemented by ``records`` and ``app``. The app is built from one ``ApiContext``, so tests can
+build it with real adapters or stand-ins."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
@@ -14,21 +16,11 @@ from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation, TaskFailed
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
-from cbt.scheduling.coverage import Coverage, Range
+from cbt.planning.live import LiveStateReader
+from cbt.scheduling.coverage import Range
 from cbt.scheduling.protocol import Piece
-from cbt.scheduling.state import RawBounds, StateSnapshot
 from cbt.state.admin_records import InvalidationRecord, RetriedAttempt, ScheduledRun
-
-
-class HotState(Protocol):
-    """Redis: blocking calls of a few milliseconds."""
-
-    def snapshot(self, model_ids: Collection[ModelId]) -> StateSnapshot: ...
-    def failures(self, model_ids: Collection[ModelId]) -> dict[ModelId, list[TaskFailed]]: ...
-    def bounds(self, model_ids: Collection[ModelId]) -> dict[ModelId, RawBounds]: ...
-    def request_refresh(self, model_id: ModelId) -> None: ...
-    def skip(self, model_id: ModelId, r: Range) -> Coverage: ...
-    def unskip(self, model_id: ModelId, r: Range) -> Coverage: ...
+from cbt.state.ports import RefreshRequests, StatePorts
 
 
 class AdminRecords(Protocol):
@@ -57,7 +49,14 @@ class Commands(Protocol):
 class ApiContext:
     config: Config
     models: ModelSet
-    hot: HotState
+    hot: StatePorts
+    """Redis: blocking calls of a few milliseconds."""
+    refresh: RefreshRequests
     admin: AdminRecords
     commands: Commands
     events: EventHub
+
+    @functools.cached_property
+    def live(self) -> LiveStateReader:
+        """The snapshots the pages show, read from ``hot``."""
+        return LiveStateReader.of(self.models, self.hot)

@@ -25,5 +25,5 @@ class Offline:
 
 
 def offline_app() -> FastAPI:
-    return create_app(ApiContext(config=Config(), models=ModelSet({}), hot=Offline(), admin=Offline(),
-                                 commands=Offline(), events=EventHub()))
+    return create_app(ApiContext(config=Config(), models=ModelSet({}), hot=Offline(), refresh=Offline(),
+                                 admin=Offline(), commands=Offline(), events=EventHub()))

@@ -68,7 +68,7 @@ async def preview(ctx: ApiContext, model_id: ModelId, rng: Range, cascade: bool)
     admin table's live pieces), without publishing anything."""
     chain = (model_id, *ctx.models.descendants(model_id)) if cascade else (model_id,)
     involved = [m for m in chain if isinstance(ctx.models.models[m], IncrementalModel)]
-    state = await blocking(ctx.hot.snapshot, involved)
+    state = await blocking(ctx.live.read_shown, involved)
     ran = await blocking(ctx.admin.live_pieces, involved, reach(ctx.models, model_id, rng, cascade=cascade))
     return impact(ctx.models, model_id, rng, cascade=cascade, in_flight=state.in_flight, ran=ran)
 
@@ -117,7 +117,7 @@ def _skippable(ctx: ApiContext, model_id: str, body: SkipRequest) -> Incremental
                      "broken source rows); it shows as skipped and stays a gap to dependents")
 async def skip(ctx: Ctx, who: Who, model_id: str, body: SkipRequest) -> SkippedRanges:
     model = _skippable(ctx, model_id, body)
-    after = await blocking(ctx.hot.skip, model.id, (body.start, body.end))
+    after = await blocking(ctx.hot.skips.skip, model.id, (body.start, body.end))
     await _record(ctx, who, "skip", model.id, {"start": body.start, "end": body.end, "reason": body.reason})
     return SkippedRanges(model=model.id, skipped=list(after))
 
@@ -126,7 +126,7 @@ async def skip(ctx: Ctx, who: Who, model_id: str, body: SkipRequest) -> SkippedR
              summary="Try [start, end) again: the parts of skipped ranges inside it are planned as usual")
 async def unskip(ctx: Ctx, who: Who, model_id: str, body: SkipRequest) -> SkippedRanges:
     model = _skippable(ctx, model_id, body)
-    after = await blocking(ctx.hot.unskip, model.id, (body.start, body.end))
+    after = await blocking(ctx.hot.skips.unskip, model.id, (body.start, body.end))
     await _record(ctx, who, "unskip", model.id, {"start": body.start, "end": body.end, "reason": body.reason})
     return SkippedRanges(model=model.id, skipped=list(after))
 
@@ -153,6 +153,6 @@ async def refresh_bounds(ctx: Ctx, who: Who, model_id: str) -> RefreshAccepted:
     model = model_of(ctx, model_id)
     if not isinstance(model, ExternalModel):
         raise bad_request(f"{model_id} is not an external model: only external models have scanned bounds")
-    await blocking(ctx.hot.request_refresh, model.id)
+    await blocking(ctx.refresh.request, model.id)
     await _record(ctx, who, "bounds-refresh", model.id, {})
     return RefreshAccepted(model=model.id)

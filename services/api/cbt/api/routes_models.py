@@ -62,8 +62,8 @@ async def list_models(ctx: Ctx, type: ModelType | None = None, database: str | N
                       search: str | None = None) -> ModelList:
     chosen = [m for m in ctx.models if catalog.matches(m, type, database, tag, search)]
     ids = list(dict.fromkeys(i for m in chosen for i in _involved(ctx, m.id)))
-    state = await blocking(ctx.hot.snapshot, ids)
-    failed = catalog.failed_counts(await blocking(ctx.hot.failures, [m.id for m in chosen]))
+    state = await blocking(ctx.live.read_shown, ids)
+    failed = catalog.failed_counts(await blocking(ctx.hot.failures.recent_failures, [m.id for m in chosen]))
     return ModelList(models=[_item(ctx, m, state, failed.get(m.id, 0)) for m in chosen])
 
 
@@ -104,13 +104,13 @@ async def get_coverage(ctx: Ctx, model_id: str, from_: Annotated[int | None, Que
     model = model_of(ctx, model_id)
     if isinstance(model, ScheduledModel):
         raise bad_request(f"{model_id} is a scheduled model: it runs at times, it has no positions to cover")
-    state = await blocking(ctx.hot.snapshot, _involved(ctx, model_id))
+    state = await blocking(ctx.live.read_shown, _involved(ctx, model_id))
     if isinstance(model, ExternalModel):
         data = bnd.external_range(state.bounds.get(model.id), model.lag)
         layers: dict[Status, Coverage] = {"covered": layer([data] if data else [])}
         valid, imax, lag, frontier = data, None, None, None
     else:
-        failures = (await blocking(ctx.hot.failures, [model_id])).get(model_id, [])
+        failures = (await blocking(ctx.hot.failures.recent_failures, [model_id])).get(model_id, [])
         status = model_status(model, ctx.models.models, state)
         layers = {"covered": status.coverage, "in_flight": layer(status.in_flight),
                   "failed": layer((f.position, f.position + f.interval) for f in failures
@@ -151,7 +151,7 @@ async def get_gaps(ctx: Ctx, model_id: str) -> GapsBody:
     model = model_of(ctx, model_id)
     if isinstance(model, ScheduledModel):
         raise bad_request(f"{model_id} is a scheduled model: it has no positions, so no gaps")
-    state = await blocking(ctx.hot.snapshot, _involved(ctx, model_id))
+    state = await blocking(ctx.live.read_shown, _involved(ctx, model_id))
     if isinstance(model, ExternalModel):
         return GapsBody(model=model_id, gaps=[], valid_range=bnd.external_range(state.bounds.get(model_id), model.lag))
     status = model_status(model, ctx.models.models, state)
@@ -162,7 +162,7 @@ async def get_gaps(ctx: Ctx, model_id: str) -> GapsBody:
             summary="Why [position, position + interval.max) can or cannot run: the dependency tree")
 async def get_explain(ctx: Ctx, model_id: str, position: PositionParam) -> ExplainBody:
     model = incremental_of(ctx, model_id, "explain")
-    state = await blocking(ctx.hot.snapshot, _involved(ctx, model_id))
+    state = await blocking(ctx.live.read_shown, _involved(ctx, model_id))
     return explanation_body(explain(model, ctx.models.models, state, position))
 
 

@@ -41,7 +41,7 @@ Limit = Annotated[int, Query(ge=1, le=1000)]
 async def get_failures(ctx: Ctx, model: str | None = None, limit: Limit = 100) -> FailureList:
     ids = None if model is None else [model_of(ctx, model).id]
     recorded, hot = await asyncio.gather(blocking(ctx.admin.failures, ids, limit),
-                                         blocking(ctx.hot.failures, ids or [m.id for m in ctx.models]))
+                                         blocking(ctx.hot.failures.recent_failures, ids or [m.id for m in ctx.models]))
     known = failures_known(recorded, (f for fs in hot.values() for f in fs), limit)
     return FailureList(failures=[failure_item(f) for f in known])
 
@@ -58,7 +58,7 @@ async def get_invalidations(ctx: Ctx, model: str | None = None, limit: Limit = 1
 @router.get("/bounds", response_model=BoundsList, summary="Every external model's scanned bounds")
 async def get_bounds(ctx: Ctx) -> BoundsList:
     externals = ctx.models.externals
-    raw = await blocking(ctx.hot.bounds, [m.id for m in externals])
+    raw = await blocking(ctx.hot.bounds.bounds, [m.id for m in externals])
     items = []
     for model in externals:
         scanned = raw.get(model.id)
@@ -80,8 +80,8 @@ async def get_scheduled(ctx: Ctx, limit: Annotated[int, Query(ge=1, le=100)] = 2
 @router.get("/dag", response_model=DagBody, summary="Models and their dependency edges, with a rank and a status")
 async def get_dag(ctx: Ctx) -> DagBody:
     ids = [m.id for m in ctx.models]
-    state = await blocking(ctx.hot.snapshot, ids)
-    failed = catalog.failed_counts(await blocking(ctx.hot.failures, ids))
+    state = await blocking(ctx.live.read_shown, ids)
+    failed = catalog.failed_counts(await blocking(ctx.hot.failures.recent_failures, ids))
     ranks = catalog.ranks(ctx.models)
     nodes = [DagNode(id=m.id, type=model_kind(m), rank=ranks.get(m.id, 0),
                      status=catalog.node_status(m, catalog.summarize(m, ctx.models, state, failed.get(m.id, 0))))

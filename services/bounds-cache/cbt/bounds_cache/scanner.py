@@ -16,20 +16,13 @@ from cbt.models.spec import ExternalModel, ModelId
 from cbt.models.templates import ScanContext
 from cbt.observability import metrics
 from cbt.scheduling.scanning import ScanKind, ScanResult, merge_scan, scan_kind_due
-from cbt.state.ports import BoundsStore, Publisher
+from cbt.state.ports import BoundsStore, Publisher, RefreshRequests
 
 log = logging.getLogger("cbt.bounds_cache")
 
 
 class BoundsQuery(Protocol):
     async def scan(self, model: ExternalModel, scan: ScanContext) -> ScanResult: ...
-
-
-class RefreshRequests(Protocol):
-    """Models an operator asked to scan now (``cbt.adapters.bounds_refresh``)."""
-
-    def requested(self) -> set[ModelId]: ...
-    def taken(self, model_id: ModelId) -> None: ...
 
 
 @dataclass

@@ -15,7 +15,7 @@ from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
 from pydantic import ValidationError
 
-from cbt.adapters import hot_index, runtime
+from cbt.adapters import runtime
 from cbt.adapters.admission import admission_from_config
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
@@ -32,8 +32,9 @@ from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.observability import metrics, model_state
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
+from cbt.planning import hot_index
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

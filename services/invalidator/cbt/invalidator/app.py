@@ -23,8 +23,8 @@ from cbt.adapters.spark import connect
 from cbt.config.settings import Config
 from cbt.invalidator.handler import InvalidationHandler
 from cbt.models.dag import ModelSet
-from cbt.state.live import LiveStateReader
-from cbt.state.planner import Planner
+from cbt.planning.live import LiveStateReader
+from cbt.planning.planner import Planner
 from cbt.state.ports import DurableRecord
 
 log = logging.getLogger("cbt.invalidator")

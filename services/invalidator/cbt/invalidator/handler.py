@@ -48,15 +48,11 @@ from cbt.models.spec import IncrementalModel, ModelId
 from cbt.observability import metrics
 from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
 from cbt.state.admin_records import InvalidationRecord
-from cbt.state.ports import CoverageReader, CoverageWriter, DurableRecord, Publisher, TaskLedger
+from cbt.state.ports import DurableRecord, HotIndex, Publisher, TaskLedger
 
 log = logging.getLogger("cbt.invalidator")
 
 Outcome = Literal["applied", "duplicate", "rejected"]
-
-
-class HotIndex(CoverageReader, CoverageWriter, Protocol):
-    pass
 
 
 class SeenEvents(Protocol):

@@ -34,12 +34,12 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
 from cbt.models.templates import TaskContext
 from cbt.observability import metrics, tracing
+from cbt.planning.live import LiveStateReader
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range, covers
 from cbt.scheduling.state import StateSnapshot
 from cbt.state.admin_records import RetriedAttempt
-from cbt.state.live import read_models_state
-from cbt.state.ports import BoundsStore, CoverageReader, CoverageWriter, Fence, Leases, Publisher, TaskLedger
+from cbt.state.ports import BoundsStore, Fence, HotIndex, Leases, Publisher, TaskLedger
 
 log = logging.getLogger("cbt.worker")
 
@@ -108,10 +108,6 @@ class CompletionRecorder(Protocol):
         ...
 
 
-class CoverageStore(CoverageReader, CoverageWriter, Protocol):
-    pass
-
-
 @dataclass(frozen=True)
 class RetryPolicy:
     max_attempts: int = 3
@@ -125,7 +121,7 @@ class RetryPolicy:
 
 @dataclass(frozen=True)
 class WorkerPorts:
-    coverage: CoverageStore
+    coverage: HotIndex
     bounds: BoundsStore
     ledger: TaskLedger
     leases: Leases
@@ -326,7 +322,8 @@ class TaskRunner:
 
     def _dependency_state(self, model: IncrementalModel) -> StateSnapshot:
         deps = self.models.dependencies(model.id)
-        return read_models_state(self.models, deps, self.ports.coverage, self.ports.bounds)
+        reader = LiveStateReader(self.models, self.ports.coverage, self.ports.bounds, self.ports.ledger)
+        return reader.read_offers(deps)
 
     async def _wait_for_index(self) -> None:
         """Hold the task (its offset uncommitted) until the coordinator has rebuilt the hot index."""

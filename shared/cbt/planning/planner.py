@@ -1,5 +1,5 @@
 """Plan models now and enqueue exactly the tasks the plan allows: the coordinator's cascade and ticks, and the
-invalidator's re-plan after an event (its log lines keep the logger name ``cbt.coordinator``).
+invalidator's re-plan after an event, the api's scheduled runs (its log lines use the logger ``cbt.planning``).
 
 Planning itself is pure (``cbt.scheduling.plan``); this module reads a live snapshot, claims each task id in the
 ledger (dedup among in-flight tasks, across coordinators) and publishes the claimed ones to their pool's topic.
@@ -25,7 +25,7 @@ from cbt.scheduling.plan import DIRECTIONS, Direction, Task, plan_model
 from cbt.scheduling.state import StateReader
 from cbt.state.ports import InFlightTask, Publisher, TaskLedger
 
-log = logging.getLogger("cbt.coordinator")
+log = logging.getLogger("cbt.planning")
 PUBLISH_GRACE_MS = 30_000
 """How long a task claimed but not yet published blocks its interval (a coordinator dying in between)."""
 

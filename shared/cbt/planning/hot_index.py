@@ -21,7 +21,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.state.ports import CoverageWriter, DurableRecord
 
-log = logging.getLogger("cbt.admin")
+log = logging.getLogger("cbt.planning")
 REBUILD_ROUNDS = 5
 """How many times models written to during a rebuild are read again before the rebuild gives up."""
 
