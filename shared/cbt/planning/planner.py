@@ -15,7 +15,7 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
 from cbt.config.settings import Config
-from cbt.contract.messages import TaskRequested
+from cbt.contract.messages import MessageRejected, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
@@ -125,6 +125,18 @@ class Planner:
         request = TaskRequested(task_id=f"{model.id}:@{fire_unix}", model=model.id, scheduled_unix=fire_unix,
                                 pool=self.pool_for(model.tags))
         return len(await self._claim_and_publish([(model.id, request)])) == 1
+
+    def observe_run(self, model_id: ModelId, intervals: int, duration_ms: int) -> None:
+        """A task of ``intervals`` intervals of the model ran in ``duration_ms``: its batch size follows."""
+        self.batch.observe(model_id, intervals, duration_ms)
+
+    def observe_failure(self, model_id: ModelId, intervals: int) -> None:
+        """A task of ``intervals`` intervals of the model failed its last attempt: its next batches are smaller."""
+        self.batch.failed(model_id, intervals)
+
+    async def publish_rejected(self, message: MessageRejected) -> None:
+        """A body the rejecting service cannot use, to ``message-rejected`` (keyed by that service)."""
+        await self.publisher.publish(self.topics.message_rejected, message, key=message.service)
 
     def _request(self, model: IncrementalModel, task: Task) -> TaskRequested:
         return TaskRequested(task_id=task.id, model=model.id, position=task.position, interval=task.interval,

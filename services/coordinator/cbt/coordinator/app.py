@@ -72,7 +72,7 @@ class Coordinator:
             self.state.failures.clear_failure(message.model, message.task_id)
             if message.interval is not None:  # the batch sizes follow the measured run times
                 intervals = message.interval // message.step if message.step else 1
-                self.planner.batch.observe(message.model, intervals, message.duration_ms)
+                self.planner.observe_run(message.model, intervals, message.duration_ms)
         if isinstance(message, IntervalCompleted | BoundsUpdated):
             cascaded = await self.planner.replan_dependents(message.model)
             if cascaded and isinstance(message, IntervalCompleted) and message.model in self.models:
@@ -82,15 +82,14 @@ class Coordinator:
             self.state.failures.record_failure(message)
             model = self.models.models.get(message.model)
             if isinstance(model, IncrementalModel) and message.interval is not None:  # a batch: smaller ones next
-                self.planner.batch.failed(message.model, message.interval // model.interval.max)
+                self.planner.observe_failure(message.model, message.interval // model.interval.max)
         else:
             await self._reject(raw, topic, f"kind: expected 'interval-completed', 'bounds-updated' or 'task-failed', "
                                            f"got {message.kind!r}")
 
     async def _reject(self, raw: bytes, topic: str, reason: str) -> None:
         log.error("rejecting an event", extra={"topic": topic, "reason": reason[:500]})
-        await self.planner.publisher.publish(self.planner.topics.message_rejected,
-                                             rejected(topic, "coordinator", raw, reason), key="coordinator")
+        await self.planner.publish_rejected(rejected(topic, "coordinator", raw, reason))
         metrics.count_rejected(topic, "coordinator", reason)
 
     async def tick(self) -> None:
@@ -150,7 +149,7 @@ class Coordinator:
         return model_state.tables(self.models, snapshot)
 
     def _read_consumer_lag(self) -> dict[str, int]:
-        topics = self.planner.topics
+        topics = runtime.topics(self.config)
         return {pool: self.group_lag.behind(topics.worker_group(pool), topics.task_requested(pool))
                 for pool in ("default", *self.config.worker.pools)}
 
