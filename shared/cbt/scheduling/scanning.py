@@ -21,9 +21,6 @@ ScanKind = Literal["full", "incremental"]
 class ScanResult:
     min: int | None
     max: int | None
-    is_skipped: bool = False
-    """No query ran: an incremental scan whose source table had not changed since the last scan (nothing can lie
-    outside the known bounds that did not before); ``min`` and ``max`` are then ``None``."""
 
     @property
     def has_data(self) -> bool:

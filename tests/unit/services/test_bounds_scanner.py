@@ -70,25 +70,3 @@ def test_a_failed_scan_is_logged_and_the_next_one_is_due_again() -> None:
         return query.scans
 
     assert asyncio.run(scenario()).count(HUNG) == 2
-
-
-def test_a_skipped_scan_stores_and_publishes_nothing_and_counts_as_a_scan() -> None:
-    @dataclass
-    class Unchanged:
-        scans: int = 0
-
-        async def scan(self, model: ExternalModel, scan: ScanContext) -> ScanResult:
-            self.scans += 1
-            return ScanResult(0, 100) if not scan.is_incremental_scan else ScanResult(None, None, is_skipped=True)
-
-    async def scenario() -> tuple[list[object], list[object], BoundsScanner]:
-        query, published = Unchanged(), Published()
-        scans = BoundsScanner([ext(QUICK)], MemoryState().bounds, query, published, Topics("t."))
-        first = await scans.scan_one(ext(QUICK), "full", now_s=1000)
-        again = await scans.scan_one(ext(QUICK), "incremental", now_s=1000 + SECOND)
-        return [first, again], published.messages, scans
-
-    results, messages, scans = asyncio.run(scenario())
-    assert results == [True, "skipped"] and len(messages) == 1
-    assert scans.store.bounds([QUICK])[QUICK].max == 100
-    assert scans.start_due(now_s=1000 + SECOND + 1) == [], "a skipped scan counts as done: the next is due later"

@@ -8,7 +8,7 @@ import json
 import logging
 import time
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 from cbt.contract.messages import BoundsUpdated
 from cbt.contract.topics import Topics
@@ -80,21 +80,19 @@ class BoundsScanner:
     async def _scan_logged(self, model: ExternalModel, kind: ScanKind, now: float) -> bool:
         started = time.monotonic()
         try:
-            scanned = await self.scan_one(model, kind, now)
+            changed = await self.scan_one(model, kind, now)
         except Exception as e:
             log.warning("bounds scan failed; keeping cached bounds", extra={"model": model.id, "error": str(e)[:500]})
             changed, result = False, "failed"
         else:
-            changed = scanned is True
-            result = "changed" if changed else "skipped" if scanned == "skipped" else "unchanged"
+            result = "changed" if changed else "unchanged"
         metrics.bounds_scans.add(1, {"model": model.id, "scan": kind, "result": result})
         metrics.bounds_scan_duration.record(time.monotonic() - started, {"model": model.id})
         return changed
 
-    async def scan_one(self, model: ExternalModel, kind: ScanKind,
-                       now_s: float | None = None) -> bool | Literal["skipped"]:
+    async def scan_one(self, model: ExternalModel, kind: ScanKind, now_s: float | None = None) -> bool:
         """Scan one model (at ``now_s``, default now); True when its stored bounds changed (and ``bounds-updated``
-        was published), ``"skipped"`` when the query did not run because its source had not changed."""
+        was published)."""
         previous = self.store.bounds([model.id]).get(model.id)
         context = ScanContext(is_incremental_scan=kind == "incremental" and previous is not None,
                               previous_min=previous.min if previous else None,
@@ -104,8 +102,6 @@ class BoundsScanner:
         self._last_any[model.id] = started
         if kind == "full":
             self._last_full[model.id] = started
-        if result.is_skipped:
-            return "skipped"
         merged = merge_scan(previous, result, "incremental" if context.is_incremental_scan else "full")
         if merged is None or merged == previous:
             return False
