@@ -29,13 +29,7 @@ OUTSIDE = re.compile(
 """Citations of documents kept outside the repository: "SPEC §5.3", "§8", ``SPEC.md``, ``ARCHITECTURE.md``,
 ``notes/api-contract.md``."""
 
-KNOWN_OUTSIDE = {
-    # shared/cbt/state/ is being reorganised by another change of issue 28; its two citations become
-    # docs/design/state.md#admin-tables (admin_records.py) and
-    # docs/design/invalidations.md#invalidation-wins-over-in-flight-tasks (ports.py). Remove these entries then.
-    "shared/cbt/state/admin_records.py",
-    "shared/cbt/state/ports.py",
-}
+KNOWN_OUTSIDE: set[str] = set()
 
 POINTER = re.compile(r"docs/([A-Za-z0-9_./-]+\.md)(?:#([A-Za-z0-9_-]+))?")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")

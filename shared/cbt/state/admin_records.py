@@ -1,4 +1,5 @@
-"""Rows of the admin tables (SPEC §7) as values, and the JSON forms some of their columns hold.
+"""Rows of the admin tables (docs/design/state.md#admin-tables) as values, and the JSON forms some of their
+columns hold.
 
 Ranges are half-open ``[start, end)``. Times are unix milliseconds (UTC), like the messages. These are plain
 values: the Delta adapter (``cbt.adapters.delta_admin``) reads and writes them, services build them.

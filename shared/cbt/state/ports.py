@@ -2,8 +2,9 @@
 
 Ranges are half-open ``[start, end)``. Coverage is kept as merged ranges (``cbt.scheduling.coverage``).
 
-Invalidation wins over in-flight work (SPEC §8). The rules — epochs, sequences, live parts, the fail-closed cases —
-are ``cbt.scheduling.protocol`` and ``docs/protocol.md``: a worker reads the model's sequence before it runs a task and
+Invalidation wins over in-flight work (docs/design/invalidations.md#invalidation-wins-over-in-flight-tasks). The
+rules — epochs, sequences, live parts, the fail-closed cases — are ``cbt.scheduling.protocol`` and
+``docs/protocol.md``: a worker reads the model's sequence before it runs a task and
 passes it to ``record_completed``, which adds only what no newer invalidation overlaps. Check-and-add is atomic.
 """
 
