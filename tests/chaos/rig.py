@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from confluent_kafka import Consumer, Producer
 from pyspark.sql import SparkSession
 
-from cbt.adapters.delta_admin import admin_from_config
+from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed, TaskRequested, decode
@@ -293,7 +293,7 @@ def verdict(dep: Deployment) -> Verdict:
     coverage = {table: sum(hi - lo for lo, hi in dep.coverage(f"{dep.output_db}.{table}"))
                 for table in (HUNG, FAILING)}
     admin, misbehaving = admin_from_config(dep.spark, dep.config), [f"{dep.output_db}.{t}" for t in (HUNG, FAILING)]
-    recorded = Counter(f.model.split(".")[-1] for f in admin.failures(misbehaving))
+    recorded = Counter(f.model.split(".")[-1] for f in failures_recorded(admin, misbehaving))
     retried = Counter(r.model.split(".")[-1] for r in admin.retries(misbehaving))
     return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, status_failures(dep),
                    {t: recorded[t] for t in (HUNG, FAILING)}, {t: retried[t] for t in (HUNG, FAILING)},
@@ -321,23 +321,41 @@ def status_failures(dep: Deployment) -> dict[str, int]:
     return {m["id"].split(".")[-1]: len(m["failures"]) for m in json.loads(run.stdout)["models"] if m["failures"]}
 
 
-def failures_published(dep: Deployment, timeout_s: float = 20.0) -> list[TaskFailed]:
-    """Every ``task-failed`` message of the deployment, read from the topic's beginning."""
+def failures_published(dep: Deployment, timeout_s: float = 180.0) -> list[TaskFailed]:
+    """The deployment's ``task-failed`` messages, read from the topic's beginning until both misbehaving models have
+    one and the hung one's says it timed out, or ``timeout_s`` passed. The pipeline is quiet when the healthy models
+    have caught up; a misbehaving model's last attempts (waiting for a Spark permit, then its timeout, the retry's
+    delay and a second attempt) may still be running then."""
     consumer = Consumer({"bootstrap.servers": dep.config.kafka.bootstrap_servers,
                          "group.id": f"chaos-{uuid.uuid4().hex[:8]}", "auto.offset.reset": "earliest",
                          "enable.auto.commit": False})
     consumer.subscribe([Topics(dep.config.kafka.topic_prefix).task_failed])
     found: list[TaskFailed] = []
-    deadline, idle_since = time.monotonic() + timeout_s, time.monotonic()
+    deadline = time.monotonic() + timeout_s
     try:
-        while time.monotonic() < deadline and time.monotonic() - idle_since < 5.0:
+        while time.monotonic() < deadline and not _every_failure_seen(found):
             message = consumer.poll(0.5)
             if message is None or message.error():
                 continue
-            idle_since = time.monotonic()
             event = decode(message.value() or b"")
             if isinstance(event, TaskFailed):
                 found.append(event)
     finally:
         consumer.close()
     return found
+
+
+def _every_failure_seen(failed: list[TaskFailed]) -> bool:
+    tables = {f.model.split(".")[-1] for f in failed}
+    return {HUNG, FAILING} <= tables and any(f.model.endswith(HUNG) and "timed out" in f.error for f in failed)
+
+
+def failures_recorded(admin: DeltaAdmin, models: list[str], timeout_s: float = 60.0) -> list[TaskFailed]:
+    """The misbehaving models' failures in the admin tables, waiting (up to ``timeout_s``) until each has one: a
+    failure is recorded just after it is published."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        recorded = admin.failures(models)
+        if {f.model for f in recorded} >= set(models) or time.monotonic() > deadline:
+            return recorded
+        time.sleep(2)
