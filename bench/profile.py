@@ -22,6 +22,7 @@ from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.kafka_admin import ensure_topics
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.spark import SessionPool
+from cbt.base.tasks import incremental_task_id
 from cbt.contract.messages import TaskRequested
 from cbt.dev.generator import SourceTables, write_blocks
 from cbt.models.templates import RenderSettings
@@ -105,8 +106,8 @@ async def _profile(bd: BenchDeployment, spark: SparkSession, scenario: Scenario)
         outcomes: list[str] = []
         began = time.perf_counter()
         for start, end in scenario.ranges():
-            task = TaskRequested(task_id=f"{model_id}:{start}:{end - start}", model=model_id, position=start,
-                                 interval=end - start, direction="backfill")
+            task = TaskRequested(task_id=incremental_task_id(model_id, start, end - start), model=model_id,
+                                 position=start, interval=end - start, direction="backfill")
             handle_began = time.perf_counter()
             outcomes.append(await runner.handle(task))
             timings.add("handle (total)", time.perf_counter() - handle_began)

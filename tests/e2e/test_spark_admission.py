@@ -20,9 +20,10 @@ from redis import Redis
 
 from cbt.adapters.admission import RedisPermitStore, admission_keys
 from cbt.adapters.spark import SessionPool
+from cbt.base.tasks import TaskDirection
 from cbt.concurrency.admission import SparkAdmission
 from cbt.models.spec import IncrementalModel
-from cbt.models.templates import Direction, RenderSettings, TaskContext
+from cbt.models.templates import RenderSettings, TaskContext
 from cbt.scheduling.admission import cluster_of
 from cbt.worker.executor import SparkExecutor
 from tests.conftest import Endpoints
@@ -59,7 +60,7 @@ def models(worker: int) -> list[IncrementalModel]:
     return [replace(inc(f"w{worker}.m{n}", imax=60), sql=STATEMENT) for n in range(MODELS_PER_WORKER)]
 
 
-def tasks(model: IncrementalModel, directions: Iterator[Direction]) -> list[TaskContext]:
+def tasks(model: IncrementalModel, directions: Iterator[TaskDirection]) -> list[TaskContext]:
     return [TaskContext(model_id=model.id, task_start_unix=int(time.time()), start=k * 60, end=(k + 1) * 60,
                         direction=next(directions)) for k in range(TASKS_PER_MODEL)]
 
@@ -70,7 +71,7 @@ def run_pipeline(remote: str, redis_url: str, cluster: str, is_admitted: bool) -
     handles = [SparkAdmission(RedisPermitStore(Redis.from_url(redis_url), cluster), LIMIT, f"worker-{w}")
                for w in range(WORKERS + 1)] if is_admitted else []
     pools = [SessionPool(remote) for _ in range(WORKERS + 1)]
-    directions: Iterator[Direction] = itertools.cycle(("forward", "backfill", "rerun"))
+    directions: Iterator[TaskDirection] = itertools.cycle(("forward", "backfill", "rerun"))
     work = [(w, model, task) for w in range(WORKERS) for model in models(w) for task in tasks(model, directions)]
     for w, model, _ in work:  # sessions made beforehand: only statements run in the measured window
         pools[w].session(model.id)

@@ -20,10 +20,11 @@ from cbt.adapters.admission import RedisPermitStore, admission_keys
 from cbt.adapters.delta_admin import DeltaAdmin
 from cbt.adapters.kafka_bus import make_broker
 from cbt.adapters.spark import SessionPool
+from cbt.base.tasks import TaskDirection
 from cbt.concurrency.admission import SparkAdmission
 from cbt.config.settings import Config, SparkConfig
 from cbt.models.spec import Transformation
-from cbt.models.templates import Direction, RenderSettings, TaskContext
+from cbt.models.templates import RenderSettings, TaskContext
 from cbt.scheduling.admission import cluster_of
 from cbt.state.admin_records import CompletedInterval
 from cbt.worker.executor import SparkExecutor
@@ -55,7 +56,7 @@ def sessions(endpoints: Endpoints) -> Iterator[SessionPool]:
     pool.close()
 
 
-def task(model: Transformation, direction: Direction = "forward") -> TaskContext:
+def task(model: Transformation, direction: TaskDirection = "forward") -> TaskContext:
     if model.id.endswith("scheduled"):
         return TaskContext(model_id=model.id, task_start_unix=1_700_000_000, direction=direction)
     return TaskContext(model_id=model.id, task_start_unix=int(time.time()), start=0, end=60, direction=direction)
@@ -65,7 +66,7 @@ def test_a_worker_s_waiting_tasks_take_permits_freshness_first(sessions: Session
     store = RecordingStore()
     worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
     executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=4, admission=worker)
-    arrivals: list[tuple[Transformation, Direction]] = [
+    arrivals: list[tuple[Transformation, TaskDirection]] = [
         (replace(inc("an.backfilled", imax=60), sql="SELECT 1"), "backfill"),
         (replace(inc("an.rerun", imax=60), sql="SELECT 1"), "rerun"),
         (replace(inc("an.forward", imax=60), sql="SELECT 1"), "forward"),

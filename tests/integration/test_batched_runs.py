@@ -13,9 +13,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from cbt.adapters.spark import SessionPool, connect
+from cbt.base.tasks import TaskDirection
 from cbt.models.spec import Batch, IncrementalModel, Write
 from cbt.models.spec import is_whole_hour_zone as is_whole_hour_zone_of
-from cbt.models.templates import Direction, RenderSettings, TaskContext
+from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import first_runs, run_order
 from cbt.worker.executor import SparkExecutor
 from tests.conftest import Endpoints
@@ -35,7 +36,7 @@ def per_bounds_total(database: str, table: str, mode: str = "auto") -> Increment
 
 
 def run(executor: SparkExecutor, model: IncrementalModel, start: int, end: int, step: int | None = None,
-        direction: Direction = "forward") -> None:
+        direction: TaskDirection = "forward") -> None:
     asyncio.run(executor.run(model, TaskContext(model.id, int(time.time()), start, end, direction, step=step)))
 
 
@@ -102,7 +103,7 @@ def keyed_rows(spark: SparkSession, table: str) -> list[tuple[int, str | None, i
 
 @pytest.mark.parametrize("direction", ["forward", "backfill"])
 def test_an_append_batch_inserts_what_the_merges_one_by_one_insert_in_one_commit(
-        spark: SparkSession, spark_database: str, endpoints: Endpoints, direction: Direction) -> None:
+        spark: SparkSession, spark_database: str, endpoints: Endpoints, direction: TaskDirection) -> None:
     """Keys repeat across intervals, within one interval, as NULL, and exist in the target before: each interval's
     MERGE inserts its rows with a key not there yet (duplicates within it included), so the run order decides which
     rows of a repeated key are kept — ascending positions forward, newest first for a backfill."""

@@ -14,7 +14,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling import protocol
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.scheduling.protocol import UNKNOWN_STEP, Completion, Mark, Piece
+from cbt.scheduling.protocol import UNKNOWN_STEP, CompletedRange, Mark, Piece
 from cbt.state.admin_records import CONSOLIDATED, CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
 
 
@@ -105,7 +105,7 @@ class MemoryRecord:
     def _pieces(self, model: ModelId) -> list[Piece]:
         marks = self._marks(model)
         return [piece for r in self.rows if r.model == model
-                for piece in protocol.live_pieces(Completion(r.range, r.invalidation_seq, _step(r)), marks)]
+                for piece in protocol.live_pieces(CompletedRange(r.range, r.invalidation_seq, _step(r)), marks)]
 
     def _live(self, model: ModelId) -> Coverage:
         return cov.merge(p.range for p in self._pieces(model))

@@ -8,7 +8,7 @@ import pytest
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import (
     UNKNOWN_STEP,
-    Completion,
+    CompletedRange,
     Mark,
     Piece,
     accepted_part,
@@ -24,21 +24,21 @@ from cbt.scheduling.protocol import (
 @pytest.mark.parametrize(
     ("row", "marks", "expected"),
     [
-        pytest.param(Completion((0, 100), 0), [], ((0, 100),), id="no-marks"),
-        pytest.param(Completion((0, 100), 0), [Mark(1, (40, 60))], ((0, 40), (60, 100)), id="only-the-range-goes"),
-        pytest.param(Completion((0, 100), 1), [Mark(1, (40, 60))], ((0, 100),), id="same-epoch-was-read"),
-        pytest.param(Completion((0, 100), 1), [Mark(2, (0, 100))], (), id="all-of-it"),
-        pytest.param(Completion((0, 100), 0), [Mark(1, (100, 200))], ((0, 100),), id="touching-is-not-overlap"),
-        pytest.param(Completion((0, 100), 0), [Mark(3, (10, 20)), Mark(1, (15, 30)), Mark(2, (90, 120))],
+        pytest.param(CompletedRange((0, 100), 0), [], ((0, 100),), id="no-marks"),
+        pytest.param(CompletedRange((0, 100), 0), [Mark(1, (40, 60))], ((0, 40), (60, 100)), id="only-the-range-goes"),
+        pytest.param(CompletedRange((0, 100), 1), [Mark(1, (40, 60))], ((0, 100),), id="same-epoch-was-read"),
+        pytest.param(CompletedRange((0, 100), 1), [Mark(2, (0, 100))], (), id="all-of-it"),
+        pytest.param(CompletedRange((0, 100), 0), [Mark(1, (100, 200))], ((0, 100),), id="touching-is-not-overlap"),
+        pytest.param(CompletedRange((0, 100), 0), [Mark(3, (10, 20)), Mark(1, (15, 30)), Mark(2, (90, 120))],
                      ((0, 10), (30, 90)), id="several"),
     ],
 )
-def test_a_row_keeps_what_no_newer_mark_overlaps(row: Completion, marks: list[Mark], expected: Coverage) -> None:
+def test_a_row_keeps_what_no_newer_mark_overlaps(row: CompletedRange, marks: list[Mark], expected: Coverage) -> None:
     assert live_part(row, marks) == expected
 
 
 def test_live_coverage_is_the_union_of_live_parts() -> None:
-    rows = [Completion((0, 100), 0), Completion((40, 60), 1), Completion((200, 300), 0)]
+    rows = [CompletedRange((0, 100), 0), CompletedRange((40, 60), 1), CompletedRange((200, 300), 0)]
     assert live_coverage(rows, [Mark(1, (30, 70)), Mark(2, (250, 260))]) == ((0, 30), (40, 60), (70, 100),
                                                                            (200, 250), (260, 300))
 
@@ -72,17 +72,17 @@ def test_an_epoch_is_applied_once() -> None:
 
 
 def test_a_live_piece_keeps_its_rows_tasks_when_the_marks_follow_them() -> None:
-    row = Completion((17, 917), 0, step=300)
+    row = CompletedRange((17, 917), 0, step=300)
     assert live_pieces(row, [Mark(1, (317, 617))]) == [Piece((17, 317), 300), Piece((617, 917), 300)]
 
 
 def test_a_piece_cut_off_its_rows_task_boundaries_is_one_task_of_its_own() -> None:
-    row = Completion((0, 600), 0, step=300)
+    row = CompletedRange((0, 600), 0, step=300)
     assert live_pieces(row, [Mark(1, (250, 350))]) == [Piece((0, 250), 250), Piece((350, 600), 250)]
 
 
 def test_a_row_without_a_step_is_one_task() -> None:
-    assert live_pieces(Completion((10, 70), 0), []) == [Piece((10, 70), 60)]
+    assert live_pieces(CompletedRange((10, 70), 0), []) == [Piece((10, 70), 60)]
 
 
 def test_a_piece_lists_the_tasks_it_holds_over_a_range() -> None:

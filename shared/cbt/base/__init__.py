@@ -5,6 +5,7 @@
 - ``problems``: pydantic validation errors as ``Problem`` lines;
 - ``cron``: schedules and durations;
 - ``reserved_env``: the environment names cbt sets for exec models, which users may not set.
+- ``tasks``: the task vocabulary — task ids, why a task runs (``TaskDirection``), which fill plans it.
 
 This package stays import-light: importing it imports none of its modules (``cbt --help`` imports only ``errors``).
 

@@ -12,9 +12,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
+from cbt.base.tasks import TaskDirection, incremental_task_id, scheduled_task_id
 from cbt.models.spec import ModelId
 
-Direction = Literal["forward", "backfill", "rerun"]
 Position = Annotated[int, Field(ge=0)]
 
 
@@ -31,14 +31,6 @@ class Message(BaseModel):
         return self.model_dump_json().encode()
 
 
-def incremental_task_id(model: ModelId, position: int, interval: int) -> str:
-    return f"{model}:{position}:{interval}"
-
-
-def scheduled_task_id(model: ModelId, scheduled_unix: int) -> str:
-    return f"{model}:@{scheduled_unix}"
-
-
 class TaskRequested(Message):
     """Run one model for one interval (incremental) or one scheduled time (scheduled)."""
 
@@ -48,7 +40,7 @@ class TaskRequested(Message):
     position: Position | None = None
     interval: Annotated[int, Field(gt=0)] | None = None
     scheduled_unix: Position | None = None
-    direction: Direction = "forward"
+    direction: TaskDirection = "forward"
     pool: str = "default"
     enqueued_at_ms: int = Field(default_factory=now_ms)
     step: Annotated[int, Field(gt=0)] | None = None
@@ -85,7 +77,7 @@ class IntervalCompleted(Message):
     position: Position | None = None
     interval: int | None = None
     scheduled_unix: int | None = None
-    direction: Direction = "forward"
+    direction: TaskDirection = "forward"
     attempt: int = 1
     duration_ms: int = 0
     enqueued_at_ms: int = 0

@@ -14,7 +14,7 @@ import functools
 import traceback
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any
 
 import jinja2
 import jinja2.ext
@@ -22,10 +22,10 @@ import jinja2.lexer
 from jinja2.utils import object_type_repr
 
 from cbt.base.errors import CbtError, Problem
+from cbt.base.tasks import TaskDirection, incremental_task_id, scheduled_task_id
 from cbt.config.settings import Config
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, all_dependency_ids, model_kind
 
-Direction = Literal["forward", "backfill", "rerun"]
 _TEMPLATE_FILE = "<template>"
 SELF_VAR = "cbt_self_model"
 
@@ -72,7 +72,7 @@ class TaskContext:
     task_start_unix: int
     start: int | None = None
     end: int | None = None
-    direction: Direction = "forward"
+    direction: TaskDirection = "forward"
     attempt: int = 1
     step: int | None = None
     """A batch: ``[start, end)`` is intervals of ``step`` run as one task (docs/design/scheduling.md#batched-runs);
@@ -96,9 +96,9 @@ class TaskContext:
     @property
     def task_id(self) -> str:
         """``model:position:interval`` for incremental tasks, ``model:@scheduled_unix`` for scheduled ones."""
-        if self.start is None:
-            return f"{self.model_id}:@{self.task_start_unix}"
-        return f"{self.model_id}:{self.start}:{self.interval}"
+        if self.start is None or self.end is None:
+            return scheduled_task_id(self.model_id, self.task_start_unix)
+        return incremental_task_id(self.model_id, self.start, self.end - self.start)
 
 
 @dataclass(frozen=True)

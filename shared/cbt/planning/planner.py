@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, field
 
+from cbt.base.tasks import FILL_DIRECTIONS, FillDirection, scheduled_task_id
 from cbt.config.settings import Config
 from cbt.contract.messages import MessageRejected, TaskRequested
 from cbt.contract.topics import Topics
@@ -21,7 +22,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.observability import metrics, tracing
 from cbt.scheduling.batching import BatchSizer
-from cbt.scheduling.plan import DIRECTIONS, Direction, Task, plan_model
+from cbt.scheduling.plan import Task, plan_model
 from cbt.scheduling.state import StateReader
 from cbt.state.ports import InFlightTask, Publisher, TaskLedger
 
@@ -62,11 +63,12 @@ class Planner:
                    int(config.worker.task_timeout_s * config.worker.retry.max_attempts * 1000),
                    BatchSizer(batch.max_intervals, batch.job_budget_s, batch.first_intervals))
 
-    async def replan(self, model_ids: Iterable[ModelId], directions: Collection[Direction] = DIRECTIONS) -> int:
+    async def replan(self, model_ids: Iterable[ModelId],
+                     directions: Collection[FillDirection] = FILL_DIRECTIONS) -> int:
         """Plan the given incremental models and enqueue what is ready; returns how many tasks were published."""
         return len(await self._replan(model_ids, directions))
 
-    async def _replan(self, model_ids: Iterable[ModelId], directions: Collection[Direction]) -> list[Published]:
+    async def _replan(self, model_ids: Iterable[ModelId], directions: Collection[FillDirection]) -> list[Published]:
         wanted = [m for m in dict.fromkeys(model_ids) if isinstance(self.models.models.get(m), IncrementalModel)]
         if not wanted:
             return []
@@ -75,7 +77,7 @@ class Planner:
             span.set_attribute("cbt.tasks_published", len(published))
         return published
 
-    async def _plan_and_enqueue(self, wanted: list[ModelId], directions: Collection[Direction]) -> list[Published]:
+    async def _plan_and_enqueue(self, wanted: list[ModelId], directions: Collection[FillDirection]) -> list[Published]:
         snapshot = self.reader.read_snapshot(self._with_upstream(wanted))
         planned: list[tuple[IncrementalModel, Task]] = []
         unplannable: list[Exception] = []
@@ -117,13 +119,13 @@ class Planner:
         how many of the published tasks are its dependents'."""
         if model_id not in self.models:
             return 0
-        published = await self._replan([model_id, *self.models.dependents(model_id)], DIRECTIONS)
+        published = await self._replan([model_id, *self.models.dependents(model_id)], FILL_DIRECTIONS)
         return sum(1 for published_for, _ in published if published_for != model_id)
 
     async def run_scheduled(self, model: ScheduledModel, fire_unix: int) -> bool:
         """Enqueue one scheduled run for ``fire_unix`` unless that run is already in flight."""
-        request = TaskRequested(task_id=f"{model.id}:@{fire_unix}", model=model.id, scheduled_unix=fire_unix,
-                                pool=self.pool_for(model.tags))
+        request = TaskRequested(task_id=scheduled_task_id(model.id, fire_unix), model=model.id,
+                                scheduled_unix=fire_unix, pool=self.pool_for(model.tags))
         return len(await self._claim_and_publish([(model.id, request)])) == 1
 
     def observe_run(self, model_id: ModelId, intervals: int, duration_ms: int) -> None:

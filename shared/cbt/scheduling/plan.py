@@ -27,8 +27,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Literal
 
+from cbt.base.tasks import FILL_DIRECTIONS, FillDirection, TaskDirection, incremental_task_id
 from cbt.models.spec import IncrementalModel, Model, ModelId
 from cbt.scheduling import batching
 from cbt.scheduling import bounds as bnd
@@ -39,9 +39,6 @@ from cbt.scheduling.forward import FillPlan, plan_forward
 from cbt.scheduling.rerun import plan_reruns
 from cbt.scheduling.state import StateSnapshot
 
-Direction = Literal["forward", "backfill"]
-DIRECTIONS: tuple[Direction, ...] = ("forward", "backfill")
-TaskDirection = Literal["forward", "backfill", "rerun"]
 COVERAGE_UNKNOWN = "the coverage index is being rebuilt from the admin tables; planning resumes after it"
 
 
@@ -63,7 +60,7 @@ class Task:
     @property
     def id(self) -> str:
         """``model_id:position:interval``, unique among in-flight tasks (docs/design/index.md#tasks)."""
-        return f"{self.model_id}:{self.position}:{self.interval}"
+        return incremental_task_id(self.model_id, self.position, self.interval)
 
 
 @dataclass(frozen=True)
@@ -82,7 +79,7 @@ def plan_model(
     state: StateSnapshot,
     *,
     concurrency: int,
-    directions: Collection[Direction] = DIRECTIONS,
+    directions: Collection[FillDirection] = FILL_DIRECTIONS,
     batch_size: int = 1,
 ) -> ModelPlan:
     """Plan ``model`` in ``state`` with at most ``concurrency`` tasks in flight for it (existing ones included),
@@ -162,7 +159,7 @@ def plan_all(
     state: StateSnapshot,
     *,
     concurrency: int,
-    directions: Collection[Direction] = DIRECTIONS,
+    directions: Collection[FillDirection] = FILL_DIRECTIONS,
 ) -> list[ModelPlan]:
     """``plan_model`` for every incremental transformation, sorted by model id."""
     return [

@@ -8,8 +8,9 @@ hot path, and that is rebuilt from the durable record whenever it is lost.
   by the same commit that records the event: the durable record serialises concurrent allocations, so epochs
   never go backwards, survive any loss of the hot index, and a redelivered event keeps its first epoch.
 * A model's **sequence** is the highest epoch applied to it (0 when never invalidated).
-* **Completion rows** carry the sequence their task read before it ran. A row's *live part* is its range minus
-  every range invalidated for its model under a higher epoch — exactly those ranges, never the whole row.
+* **Completion rows** (``CompletedRange``) carry the sequence their task read before it ran. A row's *live part* is
+  its range minus every range invalidated for its model under a higher epoch — exactly those ranges, never the
+  whole row.
   Coverage is the union of the live parts (``live_coverage``).
 * **The hot index** keeps per model its coverage, its sequence, the log of applied ``(epoch, range)`` marks
   above a *floor*, and a version. A completion adds its live part against the log (``accepted_part``), and
@@ -45,7 +46,7 @@ UNKNOWN_STEP = 0
 
 
 @dataclass(frozen=True)
-class Completion:
+class CompletedRange:
     """One completion row: ``range`` computed by tasks of length ``step`` (``None``: one task, the whole row) that
     read sequence ``seq`` before running."""
 
@@ -85,12 +86,12 @@ def subtract(r: Range, holes: Iterable[Range]) -> Coverage:
     return parts
 
 
-def live_part(row: Completion, marks: Iterable[Mark]) -> Coverage:
+def live_part(row: CompletedRange, marks: Iterable[Mark]) -> Coverage:
     """What ``row`` still covers: its range minus the ranges invalidated under a higher epoch."""
     return subtract(row.range, (m.range for m in marks if m.epoch > row.seq))
 
 
-def live_pieces(row: Completion, marks: Iterable[Mark]) -> list[Piece]:
+def live_pieces(row: CompletedRange, marks: Iterable[Mark]) -> list[Piece]:
     """``live_part`` as pieces: a piece that starts and ends on the row's task boundaries keeps its step; one that
     does not (a mark that did not follow them) counts as one task of its own length."""
     step = row.task_step
@@ -115,7 +116,7 @@ def runs(pieces: Iterable[Piece]) -> list[Piece]:
     return out
 
 
-def live_coverage(rows: Iterable[Completion], marks: Iterable[Mark]) -> Coverage:
+def live_coverage(rows: Iterable[CompletedRange], marks: Iterable[Mark]) -> Coverage:
     """One model's coverage in the durable record: the union of its rows' live parts."""
     held = tuple(marks)
     return cov.merge(part for row in rows for part in live_part(row, held))
@@ -130,7 +131,7 @@ def accepted_part(done: Range, observed: int, seq: int, floor: int, log: Iterabl
     """What the hot index adds for a completion of ``done`` by a task that read sequence ``observed``."""
     if observed > seq or observed < floor:
         return EMPTY
-    return live_part(Completion(done, observed), log)
+    return live_part(CompletedRange(done, observed), log)
 
 
 def is_applied(epoch: int, rebuilt_at: int, log: Iterable[Mark]) -> bool:

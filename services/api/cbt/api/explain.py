@@ -20,7 +20,7 @@ from cbt.scheduling.state import StateSnapshot
 
 MAX_DEPTH = 12
 """Deeper dependencies are not expanded (their own entry still says whether they cover the interval)."""
-DependencyKind = Literal["required", "or_group_member"]
+DependencyRole = Literal["required", "or_group_member"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class DependencyExplanation:
     id: ModelId
     type: str
     """``external``, ``incremental``, ``scheduled``, or ``unknown`` for an id that names no loaded model."""
-    kind: DependencyKind
+    kind: DependencyRole
     group: int | None
     """For an OR-group member: the group's index among the model's dependencies."""
     range: Range | None
@@ -81,7 +81,7 @@ def _dependencies(deps: tuple[Dependency, ...], models: Mapping[ModelId, Model],
     return tuple(out)
 
 
-def _one(model_id: ModelId, kind: DependencyKind, group: int | None, models: Mapping[ModelId, Model],
+def _one(model_id: ModelId, kind: DependencyRole, group: int | None, models: Mapping[ModelId, Model],
          state: StateSnapshot, interval: Range, depth: int) -> DependencyExplanation:
     model = models.get(model_id)
     offered = bnd.model_range(model_id, models, state)
