@@ -222,6 +222,14 @@ class RefreshRequests(Protocol):
     def taken(self, model_id: ModelId) -> None: ...
 
 
+class SeenEvents(Protocol):
+    """Ids of invalidation events already applied, kept for a long time, not forever (the invalidator's
+    ``RedisSeenEvents``): a redelivered event is recognised and not applied twice."""
+
+    def is_seen(self, event_id: str) -> bool: ...
+    def mark_seen(self, event_id: str) -> None: ...
+
+
 KEEP_FAILURES = 20
 """How many failing tasks the failure log keeps per model (the newest)."""
 

@@ -30,7 +30,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Literal
 
 from pydantic import ValidationError
 
@@ -48,18 +48,11 @@ from cbt.models.spec import IncrementalModel, ModelId
 from cbt.observability import metrics
 from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
 from cbt.state.admin_records import InvalidationRecord
-from cbt.state.ports import DurableRecord, HotIndex, Publisher, TaskLedger
+from cbt.state.ports import DurableRecord, HotIndex, Publisher, SeenEvents, TaskLedger
 
 log = logging.getLogger("cbt.invalidator")
 
 Outcome = Literal["applied", "duplicate", "rejected"]
-
-
-class SeenEvents(Protocol):
-    """Ids of events already applied (kept for a long time, not forever)."""
-
-    def is_seen(self, event_id: str) -> bool: ...
-    def mark_seen(self, event_id: str) -> None: ...
 
 
 @dataclass
