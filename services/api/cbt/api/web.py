@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from cbt.api import routes_actions, routes_models, routes_state
+from cbt.api import routes_actions, routes_models, routes_pipeline
 from cbt.api.context import ApiContext
 from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
 from cbt.api.schemas import Problem
@@ -26,7 +26,7 @@ DESCRIPTION = (
     "Changes (POST) need `Authorization: Bearer <token>` with one of `api.auth.tokens`; none configured means "
     "changes are disabled."
 )
-ROUTERS = (routes_models.router, routes_state.router, routes_actions.router)
+ROUTERS = (routes_models.router, routes_pipeline.router, routes_actions.router)
 
 
 def create_app(ctx: ApiContext) -> FastAPI:

@@ -1,4 +1,5 @@
-"""``/api/v1``: failures, invalidations, external bounds, scheduled runs, the DAG, the audit log and live events."""
+"""``/api/v1`` across the pipeline: failures, invalidations, external bounds, scheduled runs, the DAG, the audit log and
+live events."""
 
 from __future__ import annotations
 
