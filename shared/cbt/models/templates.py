@@ -19,6 +19,7 @@ from typing import Any
 import jinja2
 import jinja2.ext
 import jinja2.lexer
+from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import object_type_repr
 
 from cbt.base.errors import CbtError, Problem
@@ -151,7 +152,10 @@ class _SelfIsTheModel(jinja2.ext.Extension):
 
 @functools.cache
 def _environment() -> jinja2.Environment:
-    return jinja2.Environment(
+    """Jinja's sandbox: a template reaches its documented variables and Jinja's own filters and tests, never Python
+    beyond them (no ``__class__``, ``__globals__``, ``__subclasses__``: a model's author writes SQL, and the api
+    process that renders it holds the tokens)."""
+    return SandboxedEnvironment(
         undefined=_StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,

@@ -114,6 +114,24 @@ def test_render_errors_name_file_line_and_variable(template: str, expected: str)
     assert expected in str(info.value)
 
 
+ESCAPES = [
+    pytest.param("{{ ''.__class__.__mro__[1].__subclasses__() }}", id="object-subclasses"),
+    pytest.param("{{ ref.__globals__['os'].getcwd() }}", id="function-globals"),
+    pytest.param("{{ cycler.__init__.__globals__.os.environ }}", id="jinja-global-globals"),
+    pytest.param("{{ self.__class__.__init__.__globals__ }}", id="variable-globals"),
+    pytest.param("{% set f = ''.format %}{{ f.__self__.__class__.__base__ }}", id="bound-method-self"),
+]
+
+
+@pytest.mark.parametrize("template", ESCAPES)
+def test_a_template_cannot_reach_python_outside_its_variables(template: str) -> None:
+    """A model's author writes SQL, not Python: templates render in Jinja's sandbox, so the api process that renders
+    them (and holds the tokens) gives a template its documented variables only."""
+    with pytest.raises(TemplateRenderError) as info:
+        render_statements(incremental(template), TASK, SETTINGS)
+    assert "m/hourly.sql:10: sql:" in str(info.value)
+
+
 def test_scheduled_models_have_no_bounds() -> None:
     model = ScheduledModel("ref", "rates", "@hourly", SourceRef("r.sql", 2, 5), sql="{{ bounds.start }}")
     with pytest.raises(TemplateRenderError, match="'bounds' is undefined"):
