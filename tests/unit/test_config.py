@@ -60,7 +60,7 @@ def test_camel_case_aliases_and_shorthands(tmp_path: Path) -> None:
         worker: {shutdownTimeout: 1m, pools: {batch: [batch, heavy]}}
         models:
           external: {defaultDatabase: ethereum}
-        api: {auth: {token: secret}}
+        api: {auth: {token: 7c1f3e9a0b2d4c6e8f1a3b5c7d9e0f2a}}
     """,
     )
     config = load_config(path, {})
@@ -69,7 +69,7 @@ def test_camel_case_aliases_and_shorthands(tmp_path: Path) -> None:
     assert config.spark.query_timeout_s == 30 and config.worker.shutdown_timeout_s == 60
     assert config.worker.pools["batch"].tags == ["batch", "heavy"]
     assert config.models.external.default_database == "ethereum"
-    assert config.api.auth.tokens == ["secret"]
+    assert config.api.auth.tokens == ["7c1f3e9a0b2d4c6e8f1a3b5c7d9e0f2a"]
 
 
 def test_variable_expansion(tmp_path: Path) -> None:
@@ -183,6 +183,11 @@ PROBLEM_CASES = [
         id="override-enabled",
     ),
     pytest.param("logging: {level: loud}\n", {}, "logging.level: expected 'debug'", id="log-level"),
+    pytest.param(
+        "api:\n  auth: {tokens: [s3cret]}\n", {},
+        "config.yaml:2: api.auth.tokens: a token of 6 characters is too easy to guess; use at least 32",
+        id="weak-token",
+    ),
 ]
 
 

@@ -349,9 +349,23 @@ class ModelsConfig(Section):
         return env
 
 
+MIN_TOKEN_LENGTH = 32
+"""A bearer token shorter than this is refused at start: it could be guessed (``openssl rand -hex 32`` makes one)."""
+
+
 class ApiAuth(Section):
     tokens: list[str] = []
-    """Bearer tokens accepted on mutating endpoints; empty means mutating endpoints are refused."""
+    """Bearer tokens accepted on mutating endpoints, each at least 32 characters; empty means mutating endpoints are
+    refused."""
+
+    @field_validator("tokens")
+    @classmethod
+    def _hard_to_guess(cls, tokens: list[str]) -> list[str]:
+        for token in tokens:
+            if len(token) < MIN_TOKEN_LENGTH:
+                raise ValueError(f"a token of {len(token)} characters is too easy to guess; use at least "
+                                 f"{MIN_TOKEN_LENGTH} (e.g. openssl rand -hex 32)")
+        return tokens
 
     @model_validator(mode="before")
     @classmethod
