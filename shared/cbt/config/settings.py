@@ -385,6 +385,12 @@ class ApiConfig(Section):
     addr: str = "127.0.0.1:8080"
     auth: ApiAuth = ApiAuth()
     cors_origins: list[str] = []
+    max_body_bytes: int = Field(default=65536, gt=0)
+    """A larger request body is refused with 413 before it is read."""
+    max_concurrent_requests: int = Field(default=32, gt=0)
+    """Requests handled at once (live event streams aside); more are answered 503 with ``Retry-After``."""
+    max_event_streams: int = Field(default=64, gt=0)
+    """Live event streams (``/api/v1/events``) open at once; more are answered 503 with ``Retry-After``."""
 
 
 class TelemetryConfig(Section):

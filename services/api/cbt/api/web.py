@@ -12,6 +12,7 @@ from fastapi.openapi.utils import get_openapi
 
 from cbt.api import routes_actions, routes_models, routes_pipeline
 from cbt.api.context import ApiContext
+from cbt.api.limits import RequestLimits
 from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
 from cbt.api.schemas import Problem
 from cbt.api.ui import install_ui
@@ -36,6 +37,10 @@ def create_app(ctx: ApiContext) -> FastAPI:
     if ctx.config.api.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(ctx.config.api.cors_origins),
                            allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"])
+    limits = ctx.config.api
+    app.add_middleware(RequestLimits, max_body_bytes=limits.max_body_bytes,  # outermost: before any route reads
+                       max_concurrent_requests=limits.max_concurrent_requests,
+                       max_event_streams=limits.max_event_streams)
     install_problem_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

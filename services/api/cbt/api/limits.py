@@ -1,0 +1,108 @@
+"""What one client can make the api do, bounded, and the headers every response carries.
+
+``RequestLimits`` wraps the whole ASGI app (the routes, the UI, ``/docs``):
+
+- a request body larger than ``api.max_body_bytes`` is refused with 413 before the app reads it — at once when
+  ``Content-Length`` says so, else as soon as the received chunks pass the limit (so a token check never waits
+  behind a large upload);
+- at most ``api.max_concurrent_requests`` requests are handled at once and at most ``api.max_event_streams`` live
+  event streams (``/api/v1/events``) are open; beyond that, 503 with ``Retry-After`` instead of queueing;
+- every response says ``nosniff``, may not be framed by another site, and sends no referrer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from cbt.api.problems import problem_response
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+App = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+EVENTS_PATH = "/api/v1/events"
+RETRY_AFTER_S = 1
+SECURITY_HEADERS = (
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"content-security-policy", b"frame-ancestors 'none'"),
+    (b"referrer-policy", b"no-referrer"),
+)
+
+
+class RequestLimits:
+    def __init__(self, app: App, *, max_body_bytes: int, max_concurrent_requests: int,
+                 max_event_streams: int) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.limits = {"requests": max_concurrent_requests, "event streams": max_event_streams}
+        self.running = {"requests": 0, "event streams": 0}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        send = with_security_headers(send)
+        kind = "event streams" if scope.get("path") == EVENTS_PATH else "requests"
+        if self.running[kind] >= self.limits[kind]:
+            busy = problem_response(503, "Too busy", f"the api already serves {self.limits[kind]} {kind}; retry "
+                                    "shortly", "too-busy")
+            busy.headers["Retry-After"] = str(RETRY_AFTER_S)
+            await busy(scope, receive, send)
+            return
+        self.running[kind] += 1
+        try:
+            body = await self._bounded_body(scope, receive)
+            if body is None:
+                too_large = problem_response(413, "Request body too large",
+                                             f"a request body may have at most {self.max_body_bytes} bytes "
+                                             "(api.max_body_bytes)", "body-too-large")
+                await too_large(scope, receive, send)
+                return
+            await self.app(scope, replay(body, receive), send)
+        finally:
+            self.running[kind] -= 1
+
+    async def _bounded_body(self, scope: Scope, receive: Receive) -> list[Message] | None:
+        """The request's body messages, read up to the limit; ``None`` when it is larger. Nothing is read when
+        ``Content-Length`` already says it is too large, nor for a request without a body."""
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_body_bytes:
+            return None
+        if scope.get("method") in ("GET", "HEAD", "OPTIONS") and declared is None:
+            return []
+        messages, size = [], 0
+        while True:
+            message = await receive()
+            messages.append(message)
+            if message["type"] != "http.request":
+                return messages
+            size += len(message.get("body", b""))
+            if size > self.max_body_bytes:
+                return None
+            if not message.get("more_body", False):
+                return messages
+
+
+def replay(messages: list[Message], receive: Receive) -> Receive:
+    """``receive`` that hands out ``messages`` first, then what the connection sends next (a disconnect)."""
+    pending = list(messages)
+
+    async def replayed() -> Message:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
+
+
+def with_security_headers(send: Send) -> Send:
+    async def sending(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            names = {name.lower() for name, _ in message.get("headers", [])}
+            message["headers"] = [*message.get("headers", []),
+                                  *((name, value) for name, value in SECURITY_HEADERS if name not in names)]
+        await send(message)
+
+    return sending

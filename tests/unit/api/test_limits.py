@@ -1,0 +1,112 @@
+"""The api's request limits, driven as an ASGI server would: a too-large body is refused before the app reads it, too
+many requests or event streams at once are answered 503, and every response carries the security headers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from cbt.api.limits import RequestLimits
+
+
+class Recorder:
+    """An inner app that reads the whole body and answers 200 with its size; optionally waits until released."""
+
+    def __init__(self, hold: asyncio.Event | None = None) -> None:
+        self.calls = 0
+        self.hold = hold
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        self.calls += 1
+        size = 0
+        while scope["method"] == "POST":
+            message = await receive()
+            size += len(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        if self.hold is not None:
+            await self.hold.wait()
+        await send({"type": "http.response.start", "status": 200,
+                    "headers": [(b"content-type", b"application/json"), (b"x-frame-options", b"SAMEORIGIN")]})
+        await send({"type": "http.response.body", "body": json.dumps({"size": size}).encode()})
+
+
+async def call(app: Any, method: str = "POST", path: str = "/api/v1/models/x/rerun",
+               chunks: tuple[bytes, ...] = (b"{}",), content_length: int | None = None) -> tuple[int, dict[str, str],
+                                                                                                dict[str, Any], int]:
+    """Status, headers, JSON body, and how many body chunks the app side pulled from the connection."""
+    headers = [] if content_length is None else [(b"content-length", str(content_length).encode())]
+    scope = {"type": "http", "method": method, "path": path, "headers": headers}
+    pending = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
+    pulled = 0
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        nonlocal pulled
+        if pending:
+            pulled += 1
+            return pending.pop(0)
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return (start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, json.loads(body or b"{}"),
+            pulled)
+
+
+def limits(app: Any, body: int = 100, requests: int = 4, streams: int = 4) -> RequestLimits:
+    return RequestLimits(app, max_body_bytes=body, max_concurrent_requests=requests, max_event_streams=streams)
+
+
+def test_a_body_declared_too_large_is_refused_before_any_of_it_is_read() -> None:
+    inner = Recorder()
+    status, headers, body, pulled = asyncio.run(call(limits(inner), chunks=(b"x" * 101,), content_length=101))
+    assert (status, body["title"], pulled, inner.calls) == (413, "Request body too large", 0, 0)
+    assert headers["content-type"] == "application/problem+json" and "api.max_body_bytes" in body["detail"]
+
+
+def test_a_streamed_body_is_refused_once_it_passes_the_limit() -> None:
+    inner = Recorder()
+    status, _, _, pulled = asyncio.run(call(limits(inner), chunks=(b"x" * 60, b"x" * 60, b"x" * 60)))
+    assert (status, pulled, inner.calls) == (413, 2, 0)
+
+
+def test_a_body_within_the_limit_reaches_the_app_whole() -> None:
+    inner = Recorder()
+    status, _, body, _ = asyncio.run(call(limits(inner), chunks=(b"x" * 50, b"x" * 50), content_length=100))
+    assert (status, body, inner.calls) == (200, {"size": 100}, 1)
+
+
+def test_past_the_concurrency_limit_a_request_is_answered_503_with_retry_after() -> None:
+    async def scenario() -> tuple[tuple[int, dict[str, str]], tuple[int, dict[str, str]], int]:
+        release = asyncio.Event()
+        app = limits(Recorder(release), requests=1, streams=1)
+        first = asyncio.create_task(call(app, "GET", "/api/v1/models"))
+        await asyncio.sleep(0.01)  # the first request is inside the app now
+        busy = await call(app, "GET", "/api/v1/models")
+        stream = asyncio.create_task(call(app, "GET", "/api/v1/events"))  # streams have their own limit
+        await asyncio.sleep(0.01)
+        busy_stream = await call(app, "GET", "/api/v1/events")
+        release.set()
+        await first, await stream
+        after = await call(app, "GET", "/api/v1/models")
+        return busy[:2], busy_stream[:2], after[0]
+
+    (busy, headers), (busy_stream, _), after = asyncio.run(scenario())
+    assert (busy, headers["retry-after"], busy_stream, after) == (503, "1", 503, 200)
+
+
+def test_every_response_carries_the_security_headers_once() -> None:
+    status, headers, _, _ = asyncio.run(call(limits(Recorder()), "GET", "/"))
+    assert status == 200
+    assert headers["x-content-type-options"] == "nosniff" and headers["referrer-policy"] == "no-referrer"
+    assert headers["content-security-policy"] == "frame-ancestors 'none'"
+    assert headers["x-frame-options"] == "SAMEORIGIN"  # what the app set is kept, not doubled
+    status, headers, _, _ = asyncio.run(call(limits(Recorder(), body=1), content_length=5))
+    assert status == 413 and headers["x-frame-options"] == "DENY"
