@@ -22,6 +22,7 @@ checks it:
     cbt.state
     cbt.planning | cbt.concurrency
     cbt.adapters
+    cbt.service
     cbt.cli
     cbt.coordinator | cbt.worker | cbt.bounds_cache | cbt.invalidator | cbt.api    (the services, one distribution each)
     cbt.dev

@@ -38,8 +38,9 @@ from cbt.planning.live import LiveStateReader
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range, covers
 from cbt.scheduling.state import StateSnapshot
+from cbt.service.lease import LeaseHolder
 from cbt.state.admin_records import RetriedAttempt
-from cbt.state.ports import BoundsStore, Fence, HotIndex, Leases, Publisher, TaskLedger
+from cbt.state.ports import BoundsStore, HotIndex, Leases, Publisher, TaskLedger
 
 log = logging.getLogger("cbt.worker")
 
@@ -57,12 +58,6 @@ class Executor(Protocol):
         """Run the task; returns the seconds the work itself took (not waiting for its table or a slot), or
         ``None`` to let the caller time the whole call."""
         ...
-
-
-@dataclass
-class HeldLease:
-    fence: Fence
-    is_lost: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,7 +172,12 @@ class TaskRunner:
             await self._requeue(task)
             return _finished("busy")
         work = asyncio.ensure_future(self._execute_leased(model, task))
-        heartbeat = asyncio.create_task(self._renew(held, work))
+
+        def stop_the_run() -> None:
+            log.error("task lease lost while running; stopping the run", extra={"lease": held.name})
+            work.cancel()
+
+        heartbeat = asyncio.create_task(held.keep(self.lease_ttl_s / 3, on_lost=stop_the_run))
         try:
             executed = await work
         except asyncio.CancelledError:
@@ -216,14 +216,14 @@ class TaskRunner:
         return Executed(seq, duration_ms)
 
     async def _record_then_end_lease(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
-                                     executed: Executed, held: HeldLease, heartbeat: asyncio.Task[None]) -> Outcome:
+                                     executed: Executed, held: LeaseHolder, heartbeat: asyncio.Task[None]) -> Outcome:
         try:
             return await self._record(model, task, executed, held)
         finally:
             await self._end_lease(held, heartbeat)
 
     async def _record(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
-                      executed: Executed, held: HeldLease) -> Outcome:
+                      executed: Executed, held: LeaseHolder) -> Outcome:
         seq, duration_ms = executed.invalidation_seq, executed.duration_ms
         if not self._still_holds(held):
             return await self._lease_lost(task, held)
@@ -248,26 +248,25 @@ class TaskRunner:
         self.ports.ledger.release(model.id, task.task_id)
         return "completed"
 
-    async def _end_lease(self, held: HeldLease, heartbeat: asyncio.Task[None]) -> None:
+    async def _end_lease(self, held: LeaseHolder, heartbeat: asyncio.Task[None]) -> None:
         heartbeat.cancel()
         try:
             await asyncio.wait({heartbeat})  # (a cancellation of this task itself still propagates)
         finally:
-            self.ports.leases.release(held.fence.lease, held.fence.owner)
+            held.release()
 
-    def _still_holds(self, held: HeldLease) -> bool:
+    def _still_holds(self, held: LeaseHolder) -> bool:
         """Whether the lease is still this run's (renewed now, so it also lasts through the recording)."""
-        return not held.is_lost and self.ports.leases.renew(held.fence.lease, held.fence.owner,
-                                                            int(self.lease_ttl_s * 1000))
+        return held.renew()
 
-    async def _lease_lost(self, task: TaskRequested, held: HeldLease) -> Outcome:
+    async def _lease_lost(self, task: TaskRequested, held: LeaseHolder) -> Outcome:
         """The run records nothing. If another run holds the lease, it records the task; if nobody does (Redis was
         unreachable past the ttl, or restarted), the task is requeued so it is not left to the ledger deadline."""
         probe = f"{self.worker_id}/probe-{uuid.uuid4().hex[:8]}"
-        if self.ports.leases.acquire(held.fence.lease, probe, int(self.lease_ttl_s * 1000)) is None:
+        if self.ports.leases.acquire(held.name, probe, held.ttl_ms) is None:
             log.warning("task lease taken over; this run is not recorded", extra={"task_id": task.task_id})
             return "lease-lost"
-        self.ports.leases.release(held.fence.lease, probe)
+        self.ports.leases.release(held.name, probe)
         log.warning("task lease lost and not taken over; task requeued", extra={"task_id": task.task_id})
         await self._requeue(task)
         return "lease-lost"
@@ -341,45 +340,21 @@ class TaskRunner:
         return wanted is not None and covers(self.ports.coverage.coverage(model.id), wanted)
 
     async def _acquire(self, lease: str, model: IncrementalModel | ScheduledModel,
-                       task: TaskRequested) -> HeldLease | None:
+                       task: TaskRequested) -> LeaseHolder | None:
         """Take the lease, waiting while a duplicate holds it (it may finish, or its holder may have died). ``None``
         when it stays held, or when the task turns out done once it is taken: the holder recorded it just before
         releasing the lease, and running it again would repeat a scheduled fire time."""
         deadline = time.monotonic() + self.lease_ttl_s * 2
-        ttl_ms = int(self.lease_ttl_s * 1000)
-        owner = f"{self.worker_id}/{uuid.uuid4().hex[:12]}"  # this run, not the process: it may take the task again
-        while (token := self.ports.leases.acquire(lease, owner, ttl_ms)) is None:
+        # The owner is this run, not the process: the process may take the task again.
+        held = LeaseHolder(self.ports.leases, lease, f"{self.worker_id}/{uuid.uuid4().hex[:12]}", self.lease_ttl_s)
+        while held.acquire() is None:
             if time.monotonic() > deadline or self._is_covered(model, task):
                 return None
             await asyncio.sleep(0.2)
         if self._is_covered(model, task):
-            self.ports.leases.release(lease, owner)
+            held.release()
             return None
-        return HeldLease(Fence(lease, owner, token))
-
-    async def _renew(self, held: HeldLease, work: asyncio.Future[Executed | Outcome]) -> None:
-        """Renew the lease every third of its ttl; keep trying through Redis errors (sooner); when the lease is
-        found lost — it expired and may have been taken over — stop the run."""
-        ttl_ms = int(self.lease_ttl_s * 1000)
-        pause = self.lease_ttl_s / 3
-        renewed_at = time.monotonic()
-        while True:
-            await asyncio.sleep(pause)
-            try:
-                renewed = self.ports.leases.renew(held.fence.lease, held.fence.owner, ttl_ms)
-            except Exception as e:
-                # Past one ttl without a renewal the lease has expired on the server whatever happens next.
-                renewed = time.monotonic() - renewed_at < self.lease_ttl_s
-                log.warning("task lease renewal failed; retrying", extra={"lease": held.fence.lease, "error": str(e)})
-                pause = min(1.0, self.lease_ttl_s / 10)
-            else:
-                pause = self.lease_ttl_s / 3
-                renewed_at = time.monotonic() if renewed else renewed_at
-            if not renewed:
-                held.is_lost = True
-                log.error("task lease lost while running; stopping the run", extra={"lease": held.fence.lease})
-                work.cancel()
-                return
+        return held
 
     async def _record_retry(self, retried: RetriedAttempt) -> None:
         try:  # history for operators, like a failure's record
