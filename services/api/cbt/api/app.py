@@ -9,20 +9,18 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 from collections.abc import Generator
 
 import uvicorn
 from faststream import AckPolicy
-from faststream.confluent import KafkaBroker, KafkaMessage
+from faststream.confluent import KafkaMessage
 
 from cbt.adapters import runtime
-from cbt.adapters.admission import admission_from_config
 from cbt.adapters.bounds_refresh import RedisRefreshRequests
 from cbt.adapters.invalidation_publisher import publish_event
-from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of
-from cbt.adapters.redis_state import RedisState
-from cbt.adapters.spark import connect
+from cbt.adapters.kafka_bus import partition_of
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub, decode_event, event_names
 from cbt.api.records import ApiRecords, records_from_config
@@ -33,6 +31,8 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import ScheduledModel
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
+from cbt.service import skeleton
+from cbt.service.skeleton import Clients, Work
 
 log = logging.getLogger("cbt.api")
 SHUTDOWN_GRACE_S = 3
@@ -63,15 +63,13 @@ class _Server(uvicorn.Server):
         yield
 
 
-def build_context(config: Config, models: ModelSet, broker: KafkaBroker, events: EventHub,
+def build_context(config: Config, models: ModelSet, clients: Clients, events: EventHub,
                   admin: ApiRecords) -> ApiContext:
     """The context over real adapters: Redis, the admin tables over Spark Connect, Kafka."""
-    client = runtime.redis_client(config)
-    state = RedisState(client, config.redis.key_prefix)
-    planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
-                                  state.ledger, BrokerPublisher(broker))
+    state = clients.state
+    planner = Planner.from_config(config, models, LiveStateReader.of(models, state), state.ledger, clients.publisher)
     return ApiContext(config=config, models=models, hot=state,
-                      refresh=RedisRefreshRequests(client, config.redis.key_prefix),
+                      refresh=RedisRefreshRequests(clients.redis, config.redis.key_prefix),
                       admin=admin, commands=KafkaCommands(config, planner), events=events)
 
 
@@ -81,43 +79,41 @@ def http_server(config: Config, ctx: ApiContext) -> uvicorn.Server:
                                   log_config=None, access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S))
 
 
-async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
-        return
-    owner = runtime.instance_id("api")
-    broker = make_broker(config.kafka, owner)
-    hub = EventHub()
-    spark = connect(config.spark.remote or "")
-    redis = runtime.redis_client(config)
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,
+                until_idle_s: float | None = None) -> None:
+    await skeleton.run("api", config, stop, functools.partial(wire, models, stop), health_addr, until_idle_s)
+
+
+async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work | None:
+    """The HTTP server runs until stop; the live events stream in from a consumer group of this process's own."""
+    config = clients.config
     # The pages' reads of the admin tables take their turn on a shared Spark, at the admin record's priority.
-    admission = admission_from_config(config, redis, owner, lambda: connect(config.spark.remote or ""))
-    admin = records_from_config(spark, config, permit=admission.admin_permit if admission else None)
+    admin = clients.admin_tables(records_from_config)
     if not await runtime.until_it_works(admin.ensure_tables, "create admin tables", stop, log):
-        return
-    ctx = build_context(config, models, broker, hub, admin)
-    names = event_names(runtime.topics(config), ("default", *config.worker.pools))
+        return None
+    hub = EventHub()
+    ctx = build_context(config, models, clients, hub, admin)
+    names = event_names(clients.topics, ("default", *config.worker.pools))
 
     async def on_message(message: KafkaMessage) -> None:
         event = decode_event(names, partition_of(message)[0], message.body)
         if event is not None:
             hub.publish(event)
 
-    stream = broker.subscriber(*names, group_id=f"{config.kafka.topic_prefix}api-events-{owner}",
-                               auto_offset_reset="latest", ack_policy=AckPolicy.ACK, polling_interval=0.05)
+    stream = clients.broker.subscriber(*names, group_id=f"{config.kafka.topic_prefix}api-events-{clients.owner}",
+                                       auto_offset_reset="latest", ack_policy=AckPolicy.ACK, polling_interval=0.05)
     stream(on_message)
-    async with broker:
-        await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker, [stream]),
-                                            runtime.loop_probes([stream]))
+
+    async def serve_http(stop: asyncio.Event) -> None:
         server = http_server(config, ctx)
         serving = asyncio.create_task(server.serve())
-        log.info("api started", extra={"owner": owner, "addr": config.api.addr,
-                                       "mutations": "enabled" if config.api.auth.tokens else "disabled (no token)"})
         await asyncio.wait([serving, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
         hub.close()
         server.should_exit = True
         await serving
-        if health:
-            await health.stop()
-    spark.stop()
-    log.info("api stopped")
+
+    # (the event stream is a live view from the latest offset, not work to drain: idle means no HTTP server to wait
+    # for, so `--until-idle` stops the api after the quiet period)
+    return Work(subscribers=[stream], main=serve_http, drained=(),
+                started={"addr": config.api.addr,
+                         "mutations": "enabled" if config.api.auth.tokens else "disabled (no token)"})

@@ -63,6 +63,10 @@ class BoundsScanner:
             started.append(scan)
         return started
 
+    @property
+    def is_scanning(self) -> bool:
+        return bool(self._running)
+
     def _ended(self, model_id: ModelId, _: asyncio.Task[bool]) -> None:
         self._running.pop(model_id, None)
 

@@ -8,24 +8,21 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING
+from dataclasses import dataclass, field, replace
 
 from faststream import AckPolicy
-from faststream.confluent import KafkaBroker, KafkaMessage
+from faststream.confluent import KafkaMessage
 from pydantic import ValidationError
 
 from cbt.adapters import runtime
-from cbt.adapters.admission import admission_from_config
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
-from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, partition_of, process_span
+from cbt.adapters.kafka_bus import partition_of, process_span
 from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.base.cron import next_fire
 from cbt.base.errors import InfraError
-from cbt.concurrency.admission import SparkAdmission
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
@@ -35,9 +32,9 @@ from cbt.observability import metrics, model_state
 from cbt.planning import hot_index
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
-
-if TYPE_CHECKING:
-    from pyspark.sql import SparkSession
+from cbt.service import skeleton
+from cbt.service.lease import LeaseHolder
+from cbt.service.skeleton import Clients, Loop, Work
 
 log = logging.getLogger("cbt.coordinator")
 LEADER_LEASE = "coordinator-leader"
@@ -58,6 +55,11 @@ class Coordinator:
     next_consolidation: int | None = None
     consolidation: asyncio.Task[None] | None = None
     """The consolidation running in the background, if any: the leader's ticks go on meanwhile."""
+    leadership: LeaseHolder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.leadership = LeaseHolder(self.state.leases, LEADER_LEASE, self.owner,
+                                      self.config.scheduler.leader_lease_ttl_s)
 
     async def on_event(self, raw: bytes, topic: str) -> None:
         """A completion or bounds change: re-plan the model's dependents now (and the model itself). A failure: kept
@@ -224,12 +226,12 @@ class Coordinator:
     async def _leadership_kept(self) -> AsyncIterator[None]:
         """Keep renewing the leader lease while a long step (rebuild, consolidation) runs, so it is not lost."""
 
-        async def renew() -> None:
-            while True:
-                await asyncio.sleep(self.config.scheduler.leader_lease_renew_s)
-                self.is_leader = self._hold_leadership()
+        def lost() -> None:
+            self.is_leader = False
+            metrics.leader.set(0)
+            log.warning("leadership lost during a long step")
 
-        renewer = asyncio.create_task(renew())
+        renewer = asyncio.create_task(self.leadership.keep(self.config.scheduler.leader_lease_renew_s, lost))
         try:
             yield
         finally:
@@ -240,42 +242,27 @@ class Coordinator:
     def _still_leader(self) -> bool:
         """The fencing check before a leader's write: this process still holds the leader lease (renewed now). A
         leader paused past the lease's ttl (GC, a stalled VM) finds another holder and writes nothing."""
-        return self.state.leases.renew(LEADER_LEASE, self.owner, int(self.config.scheduler.leader_lease_ttl_s * 1000))
+        return self.leadership.renew()
 
     def _hold_leadership(self) -> bool:
-        ttl_ms = int(self.config.scheduler.leader_lease_ttl_s * 1000)
-        if self.is_leader and self.state.leases.renew(LEADER_LEASE, self.owner, ttl_ms):
-            metrics.leader.set(1)
-            return True
-        token = self.state.leases.acquire(LEADER_LEASE, self.owner, ttl_ms)
-        if token is not None:
-            log.info("leadership taken", extra={"fencing_token": token})
+        held = self.leadership.hold()
+        if held == "taken":
+            log.info("leadership taken", extra={"fencing_token": self.leadership.token})
             self.tracker = None
-        metrics.leader.set(int(token is not None))
-        return token is not None
+        metrics.leader.set(int(held is not None))
+        return held is not None
+
+def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
+    state = clients.state
+    planner = Planner.from_config(config, models, LiveStateReader.of(models, state), state.ledger, clients.publisher)
+    marks = RedisMarks(clients.redis, config.redis.key_prefix)
+    return Coordinator(config, models, state, planner, marks, clients.owner, functools.cache(lambda: _admin(clients)))
 
 
-def build(config: Config, models: ModelSet, broker: KafkaBroker, owner: str) -> Coordinator:
-    client = runtime.redis_client(config)
-    state = RedisState(client, config.redis.key_prefix)
-    planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
-                                  state.ledger, BrokerPublisher(broker))
-    marks = RedisMarks(client, config.redis.key_prefix)
-    admission = admission_from_config(config, client, owner, lambda: _connect(config))
-    return Coordinator(config, models, state, planner, marks, owner,
-                       functools.cache(lambda: _admin(config, admission)))
-
-
-def _connect(config: Config) -> SparkSession:
-    from cbt.adapters.spark import connect
-
-    return connect(config.spark.remote or "")
-
-
-def _admin(config: Config, admission: SparkAdmission | None) -> DeltaAdmin:
+def _admin(clients: Clients) -> DeltaAdmin:
     """The admin tables, each statement holding one of the Spark cluster's permits at the highest priority: the
     rebuild, recovery and consolidation reads unblock every worker's tasks."""
-    admin = admin_from_config(_connect(config), config, permit=admission.admin_permit if admission else None)
+    admin = clients.admin_tables(admin_from_config)
     admin.ensure_tables()
     return admin
 
@@ -291,40 +278,36 @@ def hot_index_built(state: RedisState) -> Check:
     return check
 
 
-async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
-        return
-    owner = runtime.instance_id("coordinator")
-    broker = make_broker(config.kafka, owner)
-    coordinator = build(config, models, broker, owner)
-    topics = runtime.topics(config)
-    group = f"{config.kafka.topic_prefix}coordinator"
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,
+                until_idle_s: float | None = None) -> None:
+    await skeleton.run("coordinator", config, stop, functools.partial(wire, models), health_addr, until_idle_s)
+
+
+async def wire(models: ModelSet, clients: Clients) -> Work:
+    """Events cascade at once; ticks run the schedules as leader; the gauges report every status interval."""
+    config = clients.config
+    coordinator = build(config, models, clients)
 
     async def on_event(message: KafkaMessage) -> None:
         topic, _ = partition_of(message)
         with process_span(message):
             await coordinator.on_event(message.body, topic)
 
-    events = broker.subscriber(topics.interval_completed, topics.bounds_updated, topics.task_failed, group_id=group,
-                               auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
-                               polling_interval=0.01)
+    topics = clients.topics
+    events = clients.broker.subscriber(
+        topics.interval_completed, topics.bounds_updated, topics.task_failed,
+        group_id=f"{config.kafka.topic_prefix}coordinator", auto_offset_reset="earliest",
+        ack_policy=AckPolicy.NACK_ON_ERROR, polling_interval=0.01)
     events(on_event)
-    ticks = runtime.loop_heartbeat(config.scheduler.tick_s)
-    gauges = runtime.loop_heartbeat(config.telemetry.status_interval_s)
-    async with broker:
-        await broker.start()
-        checks = runtime.dependency_checks(config, coordinator.marks.client, broker, [events])
-        checks["hot_index"] = hot_index_built(coordinator.state)
-        probes = runtime.loop_probes([events], tick=ticks, model_state=gauges)
-        health = await runtime.serve_health(health_addr, checks, probes)
-        log.info("coordinator started", extra={"owner": owner})
-        reporting = asyncio.create_task(runtime.every(
-            config.telemetry.status_interval_s, stop, coordinator.report_model_state, log, gauges))
-        await runtime.every(config.scheduler.tick_s, stop, coordinator.tick, log, ticks)
-        await reporting
+
+    async def wind_down() -> None:
         await asyncio.to_thread(coordinator.group_lag.close)
         if coordinator.consolidation is not None:  # finish it while still leader: no second one may overlap it
             await coordinator.consolidation
-        if health:
-            await health.stop()
-    coordinator.state.leases.release(LEADER_LEASE, owner)
+
+    clients.on_close(coordinator.leadership.release)
+    return Work(subscribers=[events],
+                loops=[Loop("tick", config.scheduler.tick_s, coordinator.tick),
+                       Loop("model_state", config.telemetry.status_interval_s, coordinator.report_model_state)],
+                checks={"hot_index": hot_index_built(coordinator.state)}, wind_down=wind_down,
+                is_busy=lambda: coordinator.consolidation is not None and not coordinator.consolidation.done())

@@ -8,6 +8,7 @@ and ledger claims deduplicate tasks across processes), so the gaps an event leav
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 
 from faststream import AckPolicy
@@ -15,16 +16,16 @@ from faststream.confluent import KafkaMessage
 from redis import Redis
 
 from cbt.adapters import runtime
-from cbt.adapters.admission import admission_from_config
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, make_broker, process_span
+from cbt.adapters.kafka_bus import BrokerPublisher, process_span
 from cbt.adapters.redis_state import RedisState
-from cbt.adapters.spark import connect
 from cbt.config.settings import Config
 from cbt.invalidator.handler import InvalidationHandler
 from cbt.models.dag import ModelSet
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
+from cbt.service import skeleton
+from cbt.service.skeleton import Clients, Work
 from cbt.state.ports import DurableRecord
 
 log = logging.getLogger("cbt.invalidator")
@@ -60,36 +61,30 @@ def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: 
     )
 
 
-async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
-        return
-    owner = runtime.instance_id("invalidator")
-    spark = connect(config.spark.remote or "")
-    redis = runtime.redis_client(config)
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,
+                until_idle_s: float | None = None) -> None:
+    await skeleton.run("invalidator", config, stop, functools.partial(wire, models, stop), health_addr, until_idle_s)
+
+
+async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work | None:
+    config = clients.config
     # Recording an invalidation reads and rewrites the admin table: at the highest priority on a shared Spark.
-    admission = admission_from_config(config, redis, owner, lambda: connect(config.spark.remote or ""))
-    admin = admin_from_config(spark, config, permit=admission.admin_permit if admission else None)
+    admin = clients.admin_tables(admin_from_config)
     # (safe when other services create them at the same moment)
     if not await runtime.until_it_works(admin.ensure_tables, "create admin tables", stop, log):
-        return
-    broker = make_broker(config.kafka, owner)
-    handler = build(config, models, BrokerPublisher(broker), redis, admin)
+        return None
+    handler = build(config, models, clients.publisher, clients.redis, admin)
 
     async def on_event(message: KafkaMessage) -> None:
         with process_span(message):
             await handler.handle(message.body)
 
-    events = broker.subscriber(runtime.topics(config).invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",
-                               auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR,
-                               polling_interval=0.01)
+    events = clients.broker.subscriber(
+        clients.topics.invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",
+        auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR, polling_interval=0.01)
     events(on_event)
-    async with broker:
-        await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker, [events]),
-                                            runtime.loop_probes([events]))
-        log.info("invalidator started", extra={"owner": owner})
-        await stop.wait()
-        if health:
-            await health.stop()
-    log.info("invalidator stopped", extra={"counts": dict(handler.counts)})
-    spark.stop()
+
+    async def wind_down() -> None:
+        log.info("invalidations handled", extra={"counts": dict(handler.counts)})
+
+    return Work(subscribers=[events], wind_down=wind_down)

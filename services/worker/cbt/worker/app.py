@@ -13,6 +13,7 @@ not started stay for the next consumer.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -24,18 +25,9 @@ from faststream.confluent import KafkaBroker, KafkaMessage
 from pyspark.sql import SparkSession
 
 from cbt.adapters import runtime
-from cbt.adapters.admission import admission_from_config
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.kafka_bus import (
-    BrokerPublisher,
-    commit_through,
-    make_broker,
-    partition_of,
-    process_span,
-    rewind_to,
-)
-from cbt.adapters.redis_state import RedisState
-from cbt.adapters.spark import SessionPool, connect, delta_write_warm_up
+from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, partition_of, process_span, rewind_to
+from cbt.adapters.spark import delta_write_warm_up
 from cbt.concurrency.admission import SparkAdmission
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
@@ -44,6 +36,8 @@ from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
 from cbt.observability import metrics
+from cbt.service import skeleton
+from cbt.service.skeleton import Clients, Work
 from cbt.worker.consumer import IN_FLIGHT, Delivered, PipelinedConsumer, Reject
 from cbt.worker.executor import SHARED_SESSION, SparkExecutor
 from cbt.worker.recorder import AdminRecorder
@@ -107,64 +101,57 @@ def admitted(admission: SparkAdmission, warm: Callable[[SparkSession], None]) ->
     return warm_admitted
 
 
-async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None) -> None:
-    if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
-        return
+async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,
+                until_idle_s: float | None = None) -> None:
+    await skeleton.run("worker", config, stop, functools.partial(wire, models, stop), health_addr, until_idle_s)
+
+
+async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work | None:
+    config = clients.config
     # Statements, scripts' waits and Delta commits run in threads; a statement stuck on an unreachable server holds
     # one until its timeout, so the pool is sized well past the slots (the default is only cores + 4).
     asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(4 * config.worker.concurrency + 16))
-    owner = runtime.instance_id("worker")
-    spark = connect(config.spark.remote or "")
-    sessions = SessionPool(config.spark.remote or "")
-    broker = make_broker(config.kafka, owner)
-    redis = runtime.redis_client(config)
-    state = RedisState(redis, config.redis.key_prefix)
     # Every statement on the cluster holds one of its permits, shared with every other process that uses it: the
     # tasks' at their direction's priority, the admin records' (completions, failures, retries) at the highest.
-    admission = admission_from_config(config, redis, owner, lambda: connect(config.spark.remote or ""))
-    recorder = AdminRecorder(admin_from_config(spark, config, permit=admission.admin_permit if admission else None),
-                             owner)
+    admission = clients.admission
+    recorder = AdminRecorder(clients.admin_tables(admin_from_config), clients.owner)
     if admission is not None and not await runtime.until_it_works(admission.limit, "measure the Spark cluster's "
                                                                   "capacity for admission control", stop, log):
-        return
+        return None
     if not await runtime.until_it_works(recorder.admin.ensure_tables, "create admin tables", stop, log):
-        return
+        return None
     warm_up = delta_write_warm_up(config.admin.incremental.database)  # the database exists now
-    sessions.warm(SHARED_SESSION, warm_up if admission is None else admitted(admission, warm_up))
-    retry = config.worker.retry
-    publisher = BrokerPublisher(broker)
-    topics = runtime.topics(config)
-    runner = TaskRunner(
-        models=models,
-        ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, publisher, recorder),
-        executor=SparkExecutor(sessions, RenderSettings.from_config(config), config.worker.task_timeout_s,
-                               str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency,
-                               admission),
-        topics=topics, worker_id=owner,
-        retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
-    )
+    clients.sessions.warm(SHARED_SESSION, warm_up if admission is None else admitted(admission, warm_up))
+    clients.on_close(recorder.close)
+    runner = build_runner(config, models, clients, recorder)
     for model_id in [m.id for m in models.incrementals] + [m.id for m in models.scheduled]:
         metrics.tasks.add(0, {"model": model_id, "status": "failed"})  # so a first failure shows as an increase
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
     consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
-                                   _rejecter(publisher, topics, pool), _task_span)
+                                   _rejecter(clients.publisher, clients.topics, pool), _task_span)
                  for pool in pools]
-    subscribers = [subscribe(broker, config, pool, consumer) for pool, consumer in zip(pools, consumers, strict=True)]
-    async with broker:
-        await broker.start()
-        health = await runtime.serve_health(health_addr, runtime.dependency_checks(config, redis, broker, subscribers),
-                                            runtime.loop_probes(subscribers))
-        log.info("worker started", extra={"owner": owner, "pools": consumed_pools(config)})
-        await stop.wait()
-        # Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop.
+    subscribers = [subscribe(clients.broker, config, pool, consumer)
+                   for pool, consumer in zip(pools, consumers, strict=True)]
+
+    async def finish_started_tasks() -> None:
+        """Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop."""
         log.info("worker stopping: finishing started tasks", extra={"timeout_s": config.worker.shutdown_timeout_s})
         await asyncio.gather(*(c.finish(config.worker.shutdown_timeout_s) for c in consumers))
         log.info("worker stopping: started tasks ended and committed; closing connections")
-        if health:
-            await health.stop()
-    await recorder.close()
-    if admission is not None:
-        admission.close()
-    sessions.close()
-    spark.stop()
-    log.info("worker stopped")
+
+    return Work(subscribers=subscribers, started={"pools": consumed_pools(config)}, wind_down=finish_started_tasks,
+                is_busy=lambda: any(c.is_running for c in consumers))
+
+
+def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: AdminRecorder) -> TaskRunner:
+    retry = config.worker.retry
+    state = clients.state
+    return TaskRunner(
+        models=models,
+        ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, clients.publisher, recorder),
+        executor=SparkExecutor(clients.sessions, RenderSettings.from_config(config), config.worker.task_timeout_s,
+                               str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency,
+                               clients.admission),
+        topics=clients.topics, worker_id=clients.owner,
+        retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
+    )

@@ -74,6 +74,11 @@ class PipelinedConsumer:
         running.add_done_callback(self._running.discard)
         await self.chain.submit(message, running, generation)  # enters the chain before anything else runs
 
+    @property
+    def is_running(self) -> bool:
+        """Whether a task it started has not ended yet."""
+        return bool(self._running)
+
     async def finish(self, timeout_s: float | None = None) -> None:
         """After ``stopping`` was set: wait up to ``timeout_s`` for the started tasks, cancel those still running,
         then wait until everything that ended is recorded and committed."""
