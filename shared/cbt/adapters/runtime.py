@@ -1,7 +1,8 @@
-"""What every service process shares: logging, the stop signal, the health endpoint and the connections.
+"""What every service process shares: logging, topic creation, start-up retries, the health endpoint's checks and
+probes, periodic loops and the connections.
 
 Services are built in functions from settings (never at import time) and run until ``stop`` is set, or — for
-deterministic tests — until idle.
+deterministic tests — until idle (``--until-idle``): the skeleton that runs them is ``cbt.service``.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ import itertools
 import json
 import logging
 import os
-import signal
 import socket
 import sys
-import threading
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
@@ -128,52 +127,6 @@ async def until_it_works(call: Callable[[], object], what: str, stop: asyncio.Ev
         if stop.is_set():
             return False
     return False
-
-
-async def exit_when_stuck(stop: asyncio.Event, grace_s: float) -> None:
-    """Once ``stop`` is set, give the service ``grace_s`` to shut down, then end the process: a call stuck on an
-    unreachable server, or a thread that never returns, must not keep a stopped service alive (its uncommitted
-    messages are delivered again elsewhere)."""
-    await stop.wait()
-    timer = threading.Timer(grace_s, _exit_stuck, args=(grace_s,))
-    timer.daemon = True
-    timer.start()
-
-
-def abandon_threads_after(grace_s: float, before_exit: Callable[[], object]) -> threading.Event:
-    """Called once a service's ``serve`` has returned (its work recorded and committed): threads still running a
-    call then (a read of the admin tables on a busy Spark, a statement being interrupted) would hold the process at
-    exit, where Python joins them. Past ``grace_s`` they are abandoned — their work is redone at the next start —
-    and the process exits (code 0) after ``before_exit`` (flushing telemetry). Set the returned event once the
-    process goes on to exit by itself."""
-    exiting = threading.Event()
-
-    def abandon() -> None:
-        if exiting.is_set():
-            return
-        busy = [t.name for t in threading.enumerate()
-                if t not in (threading.current_thread(), threading.main_thread()) and not t.daemon]
-        logging.getLogger("cbt").info("stopped; abandoning calls still running in threads: %s", ", ".join(busy))
-        before_exit()
-        logging.shutdown()
-        os._exit(0)
-
-    timer = threading.Timer(grace_s, abandon)
-    timer.daemon = True
-    timer.start()
-    return exiting
-
-
-def _exit_stuck(grace_s: float) -> None:
-    logging.getLogger("cbt").error("shutdown did not finish within %.0f s; exiting now", grace_s)
-    logging.shutdown()
-    os._exit(1)
-
-
-def install_stop_signals(stop: asyncio.Event) -> None:
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
 
 
 def redis_answers(client: Redis) -> Check:

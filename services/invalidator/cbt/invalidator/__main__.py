@@ -2,7 +2,7 @@
 
 import sys
 
-from cbt.cli.run_cmd import service_main
+from cbt.service.process import service_main
 
 
 def main() -> int:
