@@ -4,6 +4,7 @@ stops a service once its groups have no lag and it reports no work, for the whol
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -85,10 +86,8 @@ def watch(monkeypatch: pytest.MonkeyPatch, lag: Lag, is_busy: Any, idle_s: float
 
     async def scenario() -> bool:
         stop = asyncio.Event()
-        try:
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(idle.stop_when_idle(Config(), [Subscriber()], is_busy, idle_s, stop), timeout_s)
-        except TimeoutError:
-            pass
         return stop.is_set()
 
     return asyncio.run(scenario())
