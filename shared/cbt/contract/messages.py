@@ -15,7 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError,
 from cbt.base.tasks import TaskDirection, incremental_task_id, scheduled_task_id
 from cbt.models.spec import ModelId
 
-Position = Annotated[int, Field(ge=0)]
+MAX_POSITION = 2**53
+"""Positions above this are not exact through Redis's Lua scripts (doubles); no real position domain needs them."""
+Position = Annotated[int, Field(ge=0, le=MAX_POSITION)]
+Length = Annotated[int, Field(gt=0, le=MAX_POSITION)]
+"""An interval's or a batch step's number of positions."""
 
 
 def now_ms() -> int:
@@ -38,12 +42,12 @@ class TaskRequested(Message):
     task_id: str
     model: ModelId
     position: Position | None = None
-    interval: Annotated[int, Field(gt=0)] | None = None
+    interval: Length | None = None
     scheduled_unix: Position | None = None
     direction: TaskDirection = "forward"
     pool: str = "default"
     enqueued_at_ms: int = Field(default_factory=now_ms)
-    step: Annotated[int, Field(gt=0)] | None = None
+    step: Length | None = None
     """A batch (docs/design/scheduling.md#batched-runs): ``[position, position + interval)`` is ``interval / step``
     intervals of ``step``, run as one job and recorded per interval; ``None``: one interval."""
 
@@ -75,15 +79,15 @@ class IntervalCompleted(Message):
     task_id: str
     model: ModelId
     position: Position | None = None
-    interval: int | None = None
-    scheduled_unix: int | None = None
+    interval: Length | None = None
+    scheduled_unix: Position | None = None
     direction: TaskDirection = "forward"
     attempt: int = 1
     duration_ms: int = 0
     enqueued_at_ms: int = 0
     completed_at_ms: int = Field(default_factory=now_ms)
     worker: str = ""
-    step: int | None = None
+    step: Length | None = None
     """The task's ``step`` (a batch of ``interval / step`` intervals), else ``None``."""
 
 
@@ -94,8 +98,8 @@ class TaskFailed(Message):
     task_id: str
     model: ModelId
     position: Position | None = None
-    interval: int | None = None
-    scheduled_unix: int | None = None
+    interval: Length | None = None
+    scheduled_unix: Position | None = None
     attempts: int
     error: str
     failed_at_ms: int = Field(default_factory=now_ms)
@@ -128,8 +132,6 @@ def decode(raw: bytes | str) -> TaskRequested | IntervalCompleted | TaskFailed |
 # -- invalidations (docs/design/invalidations.md#invalidation-events) ----------------------------------------------
 # Their own topic, decoded on their own (``decode_invalidation``).
 
-MAX_POSITION = 2**53
-"""Positions above this are not exact through Redis's Lua scripts (doubles); no real position domain needs them."""
 RAW_BODY_LIMIT = 64 * 1024
 """How much of a rejected body ``InvalidationRejected.raw`` keeps."""
 Text = Annotated[str, Field(min_length=1, max_length=200)]
