@@ -14,7 +14,7 @@ from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Model
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.invalidation import impact, reach, snap, why_rejected
+from cbt.scheduling.invalidation import impact, most_tasks, reach, snap, why_rejected
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
 from tests.unit.scheduling.factories import ext, inc, models_of, sched
 
@@ -183,10 +183,12 @@ def event(**fields: object) -> Invalidation:
     [
         pytest.param({"model": "an.nope"}, "model: no model 'an.nope'", id="unknown-model"),
         pytest.param({"start": 0, "end": 10**12 + 1}, "more than invalidator.max_range", id="huge-range"),
+        pytest.param({"start": 0, "end": 10 * 365 * 86400}, "tasks over 5 models, more than "
+                     "invalidator.max_tasks (100000)", id="a-decade-of-the-chain"),
     ],
 )
 def test_well_formed_events_that_cannot_apply_say_why(fields: dict[str, object], reason: str) -> None:
-    why = why_rejected(model_set(), event(**fields), 10**12)
+    why = why_rejected(model_set(), event(**fields), 10**12, 100_000)
     assert why is not None and reason in why
 
 
@@ -203,3 +205,15 @@ def test_schema_describes_the_required_fields() -> None:
     schema = json.loads((SCHEMAS / "invalidation.schema.json").read_text(encoding="utf-8"))
     assert set(schema["required"]) == {"id", "model", "start", "end", "reason", "source"}
     assert schema["additionalProperties"] is False
+
+
+def test_most_tasks_bounds_what_impact_lists_when_every_task_ran() -> None:
+    """The refusal comes before anything is read; the bound holds when every position of every model ran, each model
+    in tasks of its interval.min (the most there can be)."""
+    models, rng = model_set(), (600, 1200)
+    window = reach(models, "an.minute", rng)
+    pieces = {m.id: [Piece((s, s + m.interval.min), m.interval.min)
+                     for s in range(0, window[1] + m.interval.max, m.interval.min)]
+              for m in PIPELINE if m.id.startswith("an.")}
+    listed = sum(len(r) for r in impact(models, "an.minute", rng, ran=pieces).ranges.values())
+    assert 0 < listed <= most_tasks(models, "an.minute", rng)

@@ -43,7 +43,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
     except ValidationError as e:
         problems = "; ".join(f"{'.'.join(map(str, i['loc'])) or 'event'}: {i['msg']}" for i in e.errors())
         raise CbtError(problems) from None
-    why = why_rejected(models, event, config.invalidator.max_range)
+    why = why_rejected(models, event, config.invalidator.max_range, config.invalidator.max_tasks)
     if why is not None:
         raise CbtError(why)
     event = event.model_copy(update={"model": models.resolve(event.model)})

@@ -379,6 +379,10 @@ class ApiAuth(Section):
 class InvalidatorConfig(Section):
     max_range: int = Field(default=10**12, gt=0)
     """Invalidations wider than this many positions are rejected (a typo, not a reorg)."""
+    max_tasks: int = Field(default=100_000, gt=0)
+    """Invalidations that could re-run more tasks than this, over the model and its descendants, are rejected before
+    anything is read (``cbt.scheduling.invalidation.most_tasks``): the affected tasks are listed in memory, in the
+    admin record and in Redis at once."""
 
 
 class ApiConfig(Section):

@@ -135,6 +135,7 @@ REASON_KINDS = (
     ("wrong_kind", ("kind: expected", "expected tags", "unable to extract tag")),
     ("unknown_model", ("model: ",)),
     ("range_too_wide", ("invalidator.max_range",)),
+    ("too_many_tasks", ("invalidator.max_tasks",)),
 )
 """The label values of ``reason_kind``, each with the phrases of the reasons it stands for: a fixed set, whatever a
 producer sends (the reason's text, which may name fields of the producer's choosing, stays in the rejected message)."""

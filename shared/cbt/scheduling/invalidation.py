@@ -133,13 +133,33 @@ def reach(models: ModelSet, model_id: ModelId, rng: Range, *, cascade: bool = Tr
     return (max(rng[0] - margin, 0), rng[1] + margin)
 
 
-def why_rejected(models: ModelSet, event: Invalidation, max_range: int) -> str | None:
-    """Why a well-formed event cannot be applied here (unknown model, range too wide), or ``None``."""
+def most_tasks(models: ModelSet, model_id: ModelId, rng: Range, *, cascade: bool = True) -> int:
+    """At most about how many tasks ``impact`` can list for ``rng``, without reading what ran: per incremental
+    model reached, its window (``reach``) in tasks of ``interval.min``, plus one at each end. O(descendants)."""
+    start, end = reach(models, model_id, rng, cascade=cascade)
+    members = (model_id, *models.descendants(model_id)) if cascade else (model_id,)
+    lengths = [m.interval.min or m.interval.max for m in map(models.models.__getitem__, members)
+               if isinstance(m, IncrementalModel)]
+    return sum(-(-(end - start) // max(length, 1)) + 2 for length in lengths)
+
+
+DEFAULT_MAX_TASKS = 100_000
+
+
+def why_rejected(models: ModelSet, event: Invalidation, max_range: int,
+                 max_tasks: int = DEFAULT_MAX_TASKS) -> str | None:
+    """Why a well-formed event cannot be applied here (unknown model, range too wide, too many tasks to re-run),
+    or ``None``. Checked before anything is read or computed, so a decade-wide event costs nothing but its refusal."""
     try:
-        models.resolve(event.model)
+        model_id = models.resolve(event.model)
     except UnknownModel as e:  # no such model, or a table name several databases have
         return f"model: {e}"
     if event.end - event.start > max_range:
         return (f"range [{event.start}, {event.end}) spans {event.end - event.start} positions, more than "
                 f"invalidator.max_range ({max_range}); split it or raise the limit")
+    tasks = most_tasks(models, model_id, (event.start, event.end), cascade=event.cascade)
+    if tasks > max_tasks:
+        return (f"range [{event.start}, {event.end}) could re-run up to {tasks} tasks over "
+                f"{1 + len(models.descendants(model_id)) if event.cascade else 1} models, more than "
+                f"invalidator.max_tasks ({max_tasks}); split it or raise the limit")
     return None

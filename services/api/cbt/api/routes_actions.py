@@ -89,7 +89,7 @@ async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest) -> JSONRe
     check_range(body.start, body.end)
     event = Invalidation(id=f"api-{uuid.uuid4().hex}", model=model.id, start=body.start, end=body.end,
                          reason=body.reason, source="cbt-api", cascade=body.cascade, metadata={"requested_by": who})
-    why = why_rejected(ctx.models, event, ctx.config.invalidator.max_range)
+    why = why_rejected(ctx.models, event, ctx.config.invalidator.max_range, ctx.config.invalidator.max_tasks)
     if why is not None:
         raise bad_request(why)
     found = await preview(ctx, model.id, (body.start, body.end), body.cascade)

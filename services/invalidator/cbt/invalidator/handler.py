@@ -46,7 +46,7 @@ from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.observability import metrics
-from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
+from cbt.scheduling.invalidation import DEFAULT_MAX_TASKS, Impact, impact, reach, why_rejected
 from cbt.state.admin_records import InvalidationRecord
 from cbt.state.ports import DurableRecord, HotIndex, Publisher, SeenEvents, TaskLedger
 
@@ -66,6 +66,7 @@ class InvalidationHandler:
     topics: Topics
     replan: Callable[[Collection[ModelId]], Awaitable[int]]
     max_range: int
+    max_tasks: int = DEFAULT_MAX_TASKS
     counts: Counter[str] = field(default_factory=Counter)
     index_poll_s: float = 0.5
 
@@ -76,7 +77,7 @@ class InvalidationHandler:
             event = decode_invalidation(raw)
         except ValidationError as e:
             return await self._reject(raw, describe(e), _id_of(raw))
-        why = why_rejected(self.models, event, self.max_range)
+        why = why_rejected(self.models, event, self.max_range, self.max_tasks)
         if why is not None:
             return await self._reject(raw, why, event.id)
         await self._wait_for_index()
