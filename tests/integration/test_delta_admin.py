@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from pyspark.sql import SparkSession
 
+from cbt.adapters.admin_tables.completions import COMPLETIONS
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
-from cbt.adapters.delta_admin_sql import INCREMENTAL_COLUMNS
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
 from cbt.planning import hot_index
@@ -93,7 +93,7 @@ def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spa
 def test_a_table_from_before_task_boundaries_gets_the_column_and_its_rows_read_as_before(
     spark: SparkSession, spark_database: str
 ) -> None:
-    old = ", ".join(f"`{name}` {kind}" for name, kind in INCREMENTAL_COLUMNS if name != "task_interval")
+    old = ", ".join(c.ddl() for c in COMPLETIONS.columns if c.name != "task_interval")
     spark.sql(f"CREATE TABLE {spark_database}.cbt_incremental ({old}) USING DELTA PARTITIONED BY (`database`, `table`)")
     spark.sql(f"INSERT INTO {spark_database}.cbt_incremental VALUES "
               "(now(), 'an', 'hourly', 0, 600, 't1', 'consolidated', 0, 'consolidated', 0), "
@@ -155,13 +155,14 @@ def test_consolidation_keeps_coverage_identical_and_reduces_rows(admin: DeltaAdm
 @pytest.mark.integration
 def test_a_row_appended_after_planning_survives_the_rewrite(admin: DeltaAdmin, monkeypatch: pytest.MonkeyPatch) -> None:
     admin.record_completed([done(0, 10), done(10, 20)])
-    rewrite = admin._consolidate_one
+    completions = admin.tables.completions
+    rewrite = completions._consolidate_one
 
     def append_then_rewrite(model: str, database: str, table: str) -> None:
         admin.record_completed([done(50, 60)])  # after the rows were counted, before the rewrite reads them
         rewrite(model, database, table)
 
-    monkeypatch.setattr(admin, "_consolidate_one", append_then_rewrite)
+    monkeypatch.setattr(completions, "_consolidate_one", append_then_rewrite)
     admin.consolidate(M)
 
     assert admin.coverage([M]) == {M: ((0, 20), (50, 60))}

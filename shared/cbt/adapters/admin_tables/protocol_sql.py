@@ -1,163 +1,21 @@
-"""Spark SQL for the Delta admin tables: DDL, live coverage, range removal and consolidation.
+"""The coverage protocol's SQL on the admin tables: live parts, coverage, consolidation and epochs.
 
 Table names arrive back-quoted (``quote_identifier``); values are always bound as named parameters (``:name``),
 never spliced into the text. Ranges are half-open ``[position, position + interval)``.
 
 The live-part rule (``cbt.scheduling.protocol``) lives here once, in ``_live``: what an invalidation recorded for a
 model under an epoch above a row's ``invalidation_seq`` overlaps is not covered by that row; the rest of the row is.
-Coverage and consolidation both start from the live parts, so they cannot disagree.
+Coverage and consolidation both start from the live parts, so they cannot disagree. The statements that write whole
+rows take the table's column names (its spec, ``columns``) and fail when one has no value here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 
+from cbt.adapters.admin_tables.columns import Params, select_as
 from cbt.models.spec import ModelId
-from cbt.state.admin_records import CONSOLIDATED, split_model_id
-
-Params = dict[str, object]
-
-INCREMENTAL_COLUMNS = (
-    ("updated_date_time", "TIMESTAMP"),
-    ("database", "STRING"),
-    ("table", "STRING"),
-    ("position", "BIGINT"),
-    ("interval", "BIGINT"),
-    ("task_id", "STRING"),
-    ("direction", "STRING"),
-    ("invalidation_seq", "BIGINT"),
-    ("worker", "STRING"),
-    ("duration_ms", "BIGINT"),
-    ("task_interval", "BIGINT"),
-)
-"""Name and Spark SQL type of each ``cbt_incremental`` column, in table order."""
-TASK_INTERVAL_COLUMN = ("task_interval BIGINT COMMENT 'length of each task the row records: the row covers tasks "
-                        "[position + k * task_interval, ...); null: one task (or consolidated before it was kept)'")
-"""The column added to tables created before task boundaries were kept (``ALTER TABLE ... ADD COLUMNS``)."""
-SCHEDULED_COLUMNS = (
-    ("updated_date_time", "TIMESTAMP"),
-    ("database", "STRING"),
-    ("table", "STRING"),
-    ("scheduled_unix", "BIGINT"),
-    ("task_id", "STRING"),
-    ("status", "STRING"),
-    ("error", "STRING"),
-    ("duration_ms", "BIGINT"),
-)
-
-INVALIDATION_COLUMNS = (
-    ("received_date_time", "TIMESTAMP"),
-    ("id", "STRING"),
-    ("database", "STRING"),
-    ("table", "STRING"),
-    ("start", "BIGINT"),
-    ("end", "BIGINT"),
-    ("reason", "STRING"),
-    ("source", "STRING"),
-    ("cascade", "BOOLEAN"),
-    ("metadata", "STRING"),
-    ("affected", "STRING"),
-    ("seq", "STRING"),
-)
-_FAILED_TASK_COLUMNS = (
-    ("failed_date_time", "TIMESTAMP"),
-    ("database", "STRING"),
-    ("table", "STRING"),
-    ("position", "BIGINT"),
-    ("interval", "BIGINT"),
-    ("scheduled_unix", "BIGINT"),
-    ("task_id", "STRING"),
-)
-"""When and which task failed: the leading columns of ``cbt_failures`` and ``cbt_retries``."""
-
-FAILURE_COLUMNS = (
-    *_FAILED_TASK_COLUMNS,
-    ("attempts", "BIGINT"),
-    ("error", "STRING"),
-    ("worker", "STRING"),
-)
-
-RETRY_COLUMNS = (
-    *_FAILED_TASK_COLUMNS,
-    ("attempt", "BIGINT"),
-    ("error", "STRING"),
-    ("direction", "STRING"),
-    ("worker", "STRING"),
-    ("duration_ms", "BIGINT"),
-)
-
-
-def create_database(database: str) -> str:
-    return f"CREATE DATABASE IF NOT EXISTS {database}"
-
-
-def create_incremental(table: str) -> str:
-    # Partitioned by model so a rewrite of one model's rows conflicts only with appends to that same model.
-    return f"""CREATE TABLE IF NOT EXISTS {table} (
-  updated_date_time TIMESTAMP COMMENT 'when the row was written',
-  `database` STRING, `table` STRING,
-  position BIGINT COMMENT 'first covered position', `interval` BIGINT COMMENT 'covers [position, position + interval)',
-  task_id STRING, direction STRING COMMENT 'forward | backfill | rerun | consolidated',
-  invalidation_seq BIGINT COMMENT 'model invalidation sequence read before the task ran',
-  worker STRING, duration_ms BIGINT,
-  {TASK_INTERVAL_COLUMN}
-) USING DELTA PARTITIONED BY (`database`, `table`)
-COMMENT 'cbt: completed intervals; live coverage excludes rows superseded by cbt_invalidations'"""
-
-
-def create_scheduled(table: str) -> str:
-    return f"""CREATE TABLE IF NOT EXISTS {table} (
-  updated_date_time TIMESTAMP, `database` STRING, `table` STRING,
-  scheduled_unix BIGINT COMMENT 'the cron time this run was for', task_id STRING,
-  status STRING COMMENT 'success | failed', error STRING, duration_ms BIGINT
-) USING DELTA
-COMMENT 'cbt: every run of every scheduled model'"""
-
-
-def create_invalidations(table: str) -> str:
-    return f"""CREATE TABLE IF NOT EXISTS {table} (
-  received_date_time TIMESTAMP, id STRING, `database` STRING, `table` STRING,
-  `start` BIGINT, `end` BIGINT COMMENT 'invalidated [start, end)', reason STRING, source STRING, cascade BOOLEAN,
-  metadata STRING COMMENT 'JSON object', affected STRING COMMENT 'JSON: model -> [[start, end], ...] removed',
-  seq STRING COMMENT 'JSON: model -> invalidation sequence after this event'
-) USING DELTA
-COMMENT 'cbt: every accepted invalidation and what it affected'"""
-
-
-def create_failures(table: str) -> str:
-    return f"""CREATE TABLE IF NOT EXISTS {table} (
-  failed_date_time TIMESTAMP COMMENT 'when the last attempt failed', `database` STRING, `table` STRING,
-  position BIGINT, `interval` BIGINT COMMENT 'the task [position, position + interval); null for a scheduled run',
-  scheduled_unix BIGINT COMMENT 'the cron time of a scheduled run', task_id STRING,
-  attempts BIGINT COMMENT 'attempts made (0: the task could not be run at all)', error STRING, worker STRING
-) USING DELTA
-COMMENT 'cbt: every task that failed its last attempt (it is tried again on a later backfill tick)'"""
-
-
-def create_retries(table: str) -> str:
-    return f"""CREATE TABLE IF NOT EXISTS {table} (
-  failed_date_time TIMESTAMP COMMENT 'when the attempt failed', `database` STRING, `table` STRING,
-  position BIGINT, `interval` BIGINT COMMENT 'the task [position, position + interval); null for a scheduled run',
-  scheduled_unix BIGINT COMMENT 'the cron time of a scheduled run', task_id STRING,
-  attempt BIGINT COMMENT 'which attempt failed (1 is the first)', error STRING,
-  direction STRING COMMENT 'forward, backfill, rerun or scheduled', worker STRING,
-  duration_ms BIGINT COMMENT 'how long the failed attempt ran'
-) USING DELTA
-COMMENT 'cbt: every attempt of a task that failed and was tried again (the last failed attempt is in cbt_failures)'"""
-
-
-def model_filter(models: Collection[ModelId] | None, prefix: str = "m") -> tuple[str, Params]:
-    """A predicate on ``database``/``table`` selecting ``models`` (all when ``None``), with its parameters."""
-    if models is None:
-        return "TRUE", {}
-    if not models:
-        return "FALSE", {}
-    terms: list[str] = []
-    params: Params = {}
-    for i, model in enumerate(sorted(models)):
-        params[f"{prefix}d{i}"], params[f"{prefix}t{i}"] = split_model_id(model)
-        terms.append(f"(`database` = :{prefix}d{i} AND `table` = :{prefix}t{i})")
-    return "(" + " OR ".join(terms) + ")", params
+from cbt.state.admin_records import CONSOLIDATED
 
 
 def _inv_ranges(invalidations: str) -> str:
@@ -300,8 +158,9 @@ SELECT s.`database`, s.`table`, s.row_count, coalesce(m.run_count, 0) AS run_cou
 FROM stored s LEFT JOIN merged m ON s.`database` = m.`database` AND s.`table` = m.`table`"""
 
 
-def consolidate_statement(incremental: str, invalidations: str) -> str:
-    """Rewrite one model's rows (``:db``, ``:tbl``, ``:model``) as runs of its live tasks in one Delta commit.
+def consolidate_statement(incremental: str, invalidations: str, columns: Sequence[str]) -> str:
+    """Rewrite one model's rows (``:db``, ``:tbl``, ``:model``) as runs of its live tasks in one Delta commit; the
+    rows written have ``columns``, in that order.
 
     The rows are read inside the same transaction that replaces them, so a row appended concurrently either is
     read and merged or makes the commit fail with a conflict; it is never dropped. A merged row carries the highest
@@ -310,15 +169,18 @@ def consolidate_statement(incremental: str, invalidations: str) -> str:
     ``task_interval``, so an invalidation still re-runs exactly the tasks that ran.
     """
     where = "`database` = :db AND `table` = :tbl"
+    run_row = {
+        "updated_date_time": "current_timestamp()", "database": "i.`database`", "table": "i.`table`",
+        "position": "i.range_start", "interval": "i.range_end - i.range_start",
+        "task_id": "concat(:model, ':', i.range_start, ':', i.range_end - i.range_start)",
+        "direction": f"'{CONSOLIDATED}'", "invalidation_seq": "greatest(i.min_seq, f.seq)",
+        "worker": f"'{CONSOLIDATED}'", "duration_ms": "i.duration_ms", "task_interval": "nullif(i.step, 0)",
+    }  # fmt: skip
     return f"""INSERT INTO {incremental} REPLACE WHERE {where}
 WITH {_live(incremental, invalidations, where)},
 {_RUNS},
 seq_floor AS (SELECT coalesce(max(seq), 0) AS seq FROM inv_seqs WHERE model = :model)
-SELECT current_timestamp() AS updated_date_time, i.`database`, i.`table`,
-  i.range_start AS position, i.range_end - i.range_start AS `interval`,
-  concat(:model, ':', i.range_start, ':', i.range_end - i.range_start) AS task_id,
-  '{CONSOLIDATED}' AS direction, greatest(i.min_seq, f.seq) AS invalidation_seq,
-  '{CONSOLIDATED}' AS worker, i.duration_ms, nullif(i.step, 0) AS task_interval
+SELECT {select_as(columns, run_row)}
 FROM runs i CROSS JOIN seq_floor f"""
 
 
@@ -340,17 +202,19 @@ def invalidated_ranges_query(invalidations: str, models: Collection[ModelId]) ->
 SELECT DISTINCT model, range_start, range_end FROM inv_ranges WHERE {where}""", params
 
 
-def insert_invalidation_statement(invalidations: str) -> str:
+def insert_invalidation_statement(invalidations: str, columns: Sequence[str]) -> str:
     """Record one invalidation under a new epoch unless one with the same ``id`` is already recorded (events are
-    redelivered). The epoch is one more than the highest recorded, computed inside the commit: two concurrent
-    records both read the table, so Delta lets one commit and the other retries and reads the first's epoch."""
+    redelivered); the row has ``columns``. The epoch is one more than the highest recorded, computed inside the
+    commit: two concurrent records both read the table, so Delta lets one commit and the other retries and reads the
+    first's epoch. Parameters: ``:received_ms``, ``:db``, ``:tbl``, ``:models`` (JSON array of the affected
+    models) and one per other column, named as it."""
     models = "from_json(:models, 'array<string>')"
+    special = {"received_date_time": "timestamp_millis(:received_ms)", "database": ":db", "table": ":tbl",
+               "seq": f"to_json(map_from_arrays({models}, array_repeat(e.epoch, size({models}))))"}
+    row = {name: special.get(name, f":{name}") for name in columns}
     return f"""MERGE INTO {invalidations} AS t
 USING (
-  SELECT timestamp_millis(:received_ms) AS received_date_time, :id AS id, :db AS `database`,
-    :tbl AS `table`, :start AS `start`, :end AS `end`, :reason AS reason, :source AS source,
-    :cascade AS cascade, :metadata AS metadata, :affected AS affected,
-    to_json(map_from_arrays({models}, array_repeat(e.epoch, size({models})))) AS seq
+  SELECT {select_as(columns, row)}
   FROM (
     SELECT coalesce(max(s.value), 0) + 1 AS epoch
     FROM {invalidations} i LATERAL VIEW explode(from_json(i.seq, 'map<string,bigint>')) s AS key, value
@@ -358,41 +222,3 @@ USING (
 ) AS s
 ON t.id = s.id
 WHEN NOT MATCHED THEN INSERT *"""
-
-
-def invalidation_query(invalidations: str) -> str:
-    """The recorded invalidation with id ``:id`` (the columns of ``invalidations_query``)."""
-    return f"""SELECT unix_millis(received_date_time) AS received_ms, id, `database`, `table`, `start`, `end`,
-  reason, source, cascade, metadata, affected, seq
-FROM {invalidations} WHERE id = :id"""
-
-
-def invalidations_query(invalidations: str) -> str:
-    return f"""SELECT unix_millis(received_date_time) AS received_ms, id, `database`, `table`, `start`, `end`,
-  reason, source, cascade, metadata, affected, seq
-FROM {invalidations} ORDER BY received_date_time DESC, id LIMIT :limit"""
-
-
-def scheduled_runs_query(scheduled: str, where: str, latest_only: bool) -> str:
-    """Runs newest first (by scheduled time, then write time); with ``latest_only`` one per model."""
-    order = "scheduled_unix DESC, updated_date_time DESC"
-    keep = "WHERE rn = 1" if latest_only else "WHERE rn <= :limit"
-    return f"""SELECT * FROM (
-  SELECT unix_millis(updated_date_time) AS updated_ms, `database`, `table`, scheduled_unix, task_id, status,
-    error, duration_ms, row_number() OVER (PARTITION BY `database`, `table` ORDER BY {order}) AS rn
-  FROM {scheduled} WHERE {where}
-) {keep} ORDER BY `database`, `table`, rn"""
-
-
-def retries_query(retries: str, where: str) -> str:
-    """Retried attempts newest first."""
-    return f"""SELECT unix_millis(failed_date_time) AS failed_ms, `database`, `table`, position, `interval`,
-  scheduled_unix, task_id, attempt, error, direction, worker, duration_ms
-FROM {retries} WHERE {where} ORDER BY failed_date_time DESC, task_id, attempt DESC LIMIT :limit"""
-
-
-def failures_query(failures: str, where: str) -> str:
-    """Failures newest first."""
-    return f"""SELECT unix_millis(failed_date_time) AS failed_ms, `database`, `table`, position, `interval`,
-  scheduled_unix, task_id, attempts, error, worker
-FROM {failures} WHERE {where} ORDER BY failed_date_time DESC, task_id LIMIT :limit"""
