@@ -14,6 +14,7 @@ import yaml
 
 from tests.deploy import kube_checks as checks
 from tests.deploy.kube import TARGETS, Doc, find, one, pod_spec, render, service_container, service_deployments, tool
+from tests.deploy.kube_network import network_problems
 
 pytestmark = pytest.mark.timeout(900)  # the first run on a machine builds kustomize (~1.5 min on 2 cores)
 OVERLAYS = [t for t in TARGETS if t.startswith("overlays/")]
@@ -41,7 +42,7 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
             problems += checks.port_problems(service, deployment, config)
             problems += checks.grace_problems(service, deployment, config)
     problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
-    problems += checks.ingress_problems(docs)
+    problems += checks.ingress_problems(docs) + network_problems(docs)
     worker = views["worker"].config
     if worker is not None:
         problems += checks.keda_scaling_problems(docs, worker) + checks.hpa_scaling_problems(docs, worker)
@@ -230,6 +231,19 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
     (EX, remove("Service", "cbt-kafka"), project_problems, "cbt-kafka:9092: no Service cbt-kafka"),
     (EX, lambda d: pod_spec(one(d, "StatefulSet", "cbt-redis"))["containers"][0]["ports"][0].update(name="db"),
      project_problems, "cbt-redis:6379: Service cbt-redis port 6379 leads to no container port redis"),
+    # the trust model's network policies
+    (EX, remove("NetworkPolicy", "cbt-default-deny"), project_problems, "no default-deny NetworkPolicy"),
+    (EX, lambda d: one(d, "NetworkPolicy", "cbt-spark-connect")["spec"]["ingress"][0].pop("from"), project_problems,
+     "outside may connect to spark-connect:15002"),
+    (EX, remove("NetworkPolicy", "cbt-spark-connect"), project_problems,
+     "worker may not connect to spark-connect:15002"),
+    (EX, remove("NetworkPolicy", "cbt-redis"), project_problems, "api may not connect to redis:6379"),
+    (EX, lambda d: one(d, "NetworkPolicy", "cbt-kafka")["spec"]["ingress"][0]["from"][0]["podSelector"][
+        "matchExpressions"][0].update(operator="NotIn"), project_problems, "api may not connect to kafka:9092"),
+    (EX, lambda d: one(d, "NetworkPolicy", "cbt-services")["spec"]["egress"].pop(), project_problems,
+     "coordinator may not connect to kafka:9092"),
+    (EX, lambda d: one(d, "NetworkPolicy", "cbt-api-http")["spec"]["ingress"][0].update(
+        **{"from": [{"podSelector": {}}]}), project_problems, "api: port http (8080) is closed"),
 ]
 
 
