@@ -1,5 +1,6 @@
 # cbt/redis: Debian's redis-server with the append-only file on (the hot state survives a restart), for local use
-# and CI. Port 6379; data in /data. Settings: redis/redis.conf; extra arguments are passed to redis-server.
+# and CI. Port 6379; data in /data. Settings: redis/redis.conf; one user, cbt, with the password REDIS_PASSWORD
+# (required; redis/entrypoint.sh); extra arguments are passed to redis-server.
 ARG DEBIAN_BASE=debian:bookworm-slim
 FROM ${DEBIAN_BASE}
 # The redis user gets a fixed id (999, as the official redis image) before the package would pick one.
@@ -13,8 +14,9 @@ RUN groupadd --system --gid 999 redis \
  && mkdir -p /data \
  && chown redis:redis /data
 COPY deploy/docker/redis/redis.conf /etc/redis/cbt.conf
+COPY deploy/docker/redis/entrypoint.sh /usr/local/bin/cbt-redis
 WORKDIR /data
 USER 999:999
 EXPOSE 6379
-HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=10 CMD ["redis-cli", "ping"]
-ENTRYPOINT ["redis-server", "/etc/redis/cbt.conf"]
+HEALTHCHECK --interval=5s --timeout=3s --start-period=10s --retries=10 CMD ["cbt-redis", "health"]
+ENTRYPOINT ["cbt-redis"]

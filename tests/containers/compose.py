@@ -34,6 +34,7 @@ class ComposeStack:
     project: str = field(default_factory=lambda: f"cbtt{uuid.uuid4().hex[:8]}")
     ports: dict[str, int] = field(default_factory=lambda: {
         name: free_port() for name in ("KAFKA", "REDIS", "SPARK", "API")})
+    redis_password: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -41,7 +42,7 @@ class ComposeStack:
 
     @property
     def redis_url(self) -> str:
-        return f"redis://127.0.0.1:{self.ports['REDIS']}/0"
+        return f"redis://cbt:{self.redis_password}@127.0.0.1:{self.ports['REDIS']}/0"
 
     @property
     def spark_remote(self) -> str:
@@ -52,7 +53,8 @@ class ComposeStack:
         return f"http://127.0.0.1:{self.ports['API']}"
 
     def env(self) -> dict[str, str]:
-        return {**os.environ, **{f"CBT_COMPOSE_{name}_PORT": str(port) for name, port in self.ports.items()}}
+        return {**os.environ, **{f"CBT_COMPOSE_{name}_PORT": str(port) for name, port in self.ports.items()},
+                "CBT_REDIS_PASSWORD": self.redis_password}
 
     def compose(self, *args: str, timeout_s: float = 600) -> str:
         argv = [*compose_command(), "-p", self.project, "-f", str(COMPOSE_FILE), *args]

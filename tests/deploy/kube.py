@@ -92,8 +92,16 @@ def service_container(deployment: Doc) -> Doc:
 
 
 def plain_env(container: Doc) -> dict[str, str]:
-    """The container's literal environment (``valueFrom`` entries, secrets and the downward API, are left out)."""
-    return {e["name"]: str(e["value"]) for e in container.get("env", []) if "value" in e}
+    """The container's environment as the pod would see it: literal values, and a stand-in for each value from a
+    Secret (``secret-<name>-<key>``; other ``valueFrom`` sources, the downward API, are left out)."""
+    env = {}
+    for entry in container.get("env", []):
+        secret = entry.get("valueFrom", {}).get("secretKeyRef")
+        if "value" in entry:
+            env[entry["name"]] = str(entry["value"])
+        elif secret is not None and not secret.get("optional"):
+            env[entry["name"]] = f"secret-{secret['name']}-{secret['key']}"
+    return env
 
 
 @dataclass(frozen=True)

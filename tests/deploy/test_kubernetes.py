@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 import yaml
@@ -48,7 +49,7 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
         problems += checks.keda_scaling_problems(docs, worker) + checks.hpa_scaling_problems(docs, worker)
         endpoints = {"spark": (worker.spark.remote or "").removeprefix("sc://"),
                      "kafka": worker.kafka.bootstrap_servers.split(",")[0],
-                     "redis": worker.redis.url.removeprefix("redis://").partition("/")[0]}
+                     "redis": urlsplit(worker.redis.url).netloc.rpartition("@")[2]}
         problems += [p for name in ENDPOINTS[target] for p in checks.endpoint_problems(docs, endpoints[name])]
     return problems + (checks.models_configmap_problems(docs) if with_models else [])
 
@@ -231,7 +232,10 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
     (EX, remove("Service", "cbt-kafka"), project_problems, "cbt-kafka:9092: no Service cbt-kafka"),
     (EX, lambda d: pod_spec(one(d, "StatefulSet", "cbt-redis"))["containers"][0]["ports"][0].update(name="db"),
      project_problems, "cbt-redis:6379: Service cbt-redis port 6379 leads to no container port redis"),
-    # the trust model's network policies
+    # the trust model's network policies and credentials
+    (EX, lambda d: container(d, "cbt-worker")["env"].remove(next(
+        e for e in container(d, "cbt-worker")["env"] if e["name"] == "CBT_REDIS_PASSWORD")), project_problems,
+     "worker: config: /app/config.yaml:16: redis.url: environment variable CBT_REDIS_PASSWORD is not set"),
     (EX, remove("NetworkPolicy", "cbt-default-deny"), project_problems, "no default-deny NetworkPolicy"),
     (EX, lambda d: one(d, "NetworkPolicy", "cbt-spark-connect")["spec"]["ingress"][0].pop("from"), project_problems,
      "outside may connect to spark-connect:15002"),

@@ -122,11 +122,24 @@ def test_compose_services_mount_config_and_models_read_only_and_wait_for_healthy
                                          for dep in ("kafka", "redis", "spark-connect")}
 
 
+def test_compose_redis_admits_only_the_user_cbt_with_the_password_the_services_use() -> None:
+    """Redis refuses clients without credentials (the image's default user is off; the container suite shows the
+    refusal); its password and the services' come from one variable, which compose requires."""
+    services = compose_file()["services"]
+    password = "${CBT_REDIS_PASSWORD:?"
+    assert services["redis"]["environment"]["REDIS_PASSWORD"].startswith(password)
+    assert all(services[name]["environment"]["CBT_REDIS_PASSWORD"].startswith(password) for name in SERVICES)
+    conf = (ROOT / "deploy" / "docker" / "redis" / "redis.conf").read_text()
+    assert "protected-mode yes" in conf and "protected-mode no" not in conf
+    entrypoint = (ROOT / "deploy" / "docker" / "redis" / "entrypoint.sh").read_text()
+    assert "user default off" in entrypoint
+
+
 def test_compose_config_is_the_projects_config_with_the_containers_addresses() -> None:
     ours = load_config(ROOT / "config.yaml", {}).model_dump()
-    theirs = load_config(COMPOSE / "config.yaml", {}).model_dump()
+    theirs = load_config(COMPOSE / "config.yaml", {"CBT_REDIS_PASSWORD": "pw"}).model_dump()
     assert (theirs["kafka"]["bootstrap_servers"], theirs["redis"]["url"], theirs["spark"]["remote"]) == (
-        "kafka:9092", "redis://redis:6379/0", "sc://spark-connect:15002")
+        "kafka:9092", "redis://cbt:pw@redis:6379/0", "sc://spark-connect:15002")
     assert theirs["health_addr"].startswith("0.0.0.0:") and theirs["api"]["addr"].startswith("0.0.0.0:")
     assert without_addresses(ours, ROOT) == without_addresses(theirs, COMPOSE)
 
@@ -144,5 +157,5 @@ def without_addresses(config: dict[str, Any], base: Path) -> dict[str, Any]:
 
 def test_task_topics_have_a_partition_for_each_consumer_of_three_scaled_workers() -> None:
     """A worker runs ``worker.concurrency`` consumers per pool; a group's consumers beyond the partitions get none."""
-    config = load_config(COMPOSE / "config.yaml", {})
+    config = load_config(COMPOSE / "config.yaml", {"CBT_REDIS_PASSWORD": "pw"})
     assert config.kafka.task_topic_partitions >= 3 * config.worker.concurrency
