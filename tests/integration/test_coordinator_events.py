@@ -67,6 +67,25 @@ def test_bodies_the_coordinator_cannot_use_are_rejected_with_the_reason(redis_cl
     assert rejections[1].raw == task.encode().decode()
 
 
+def test_events_for_a_model_not_loaded_or_of_an_impossible_length_are_rejected_and_keep_nothing(
+        redis_client: Redis, redis_prefix: str) -> None:
+    """Before, each kept a failure log entry or batch-size history for whatever model a producer named."""
+    publisher = Publisher()
+    coordinator, state = coordinator_on(redis_client, redis_prefix, publisher)
+    gone = TaskFailed(task_id="an.gone:0:60", model="an.gone", position=0, interval=60, attempts=3, error="x")
+    odd = IntervalCompleted(task_id="an.minute:0:7", model="an.minute", position=0, interval=7)
+
+    async def scenario() -> None:
+        await coordinator.on_event(gone.encode(), TOPICS.task_failed)
+        await coordinator.on_event(odd.encode(), TOPICS.interval_completed)
+
+    asyncio.run(scenario())
+    reasons = [m.reason for m in publisher.sent if isinstance(m, MessageRejected)]
+    assert reasons == ["an.gone: no transformation of that name is loaded",
+                       "an.minute: interval 7 is outside the model's interval.min..interval.max (60..60)"]
+    assert state.failures.recent_failures(["an.gone"]) == {}
+
+
 def test_a_failing_task_is_in_the_models_failure_log_until_it_completes(redis_client: Redis,
                                                                            redis_prefix: str) -> None:
     coordinator, state = coordinator_on(redis_client, redis_prefix, Publisher())

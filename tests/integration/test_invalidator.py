@@ -199,7 +199,7 @@ def test_invalidation_wins_over_a_task_running_when_it_arrives(redis_client: Red
     runner = TaskRunner(models, WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, publisher,
                                             NoRecorder()), executor, TOPICS, "w1")
     handler = InvalidationHandler(models, state.coverage, state.ledger, MemoryRecord(), FakeSeen(), publisher, TOPICS,
-                                  planner.replan, max_range=10_000)
+                                  planner.replan, max_range=10_000, max_tasks=100_000)
     reorg = json.dumps({"id": "reorg-1", "model": "ext.blocks", "start": 130, "end": 140, "reason": "reorg",
                         "source": "test"}).encode()
 

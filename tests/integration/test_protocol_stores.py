@@ -43,7 +43,8 @@ class Stores:
             return 0
 
         handler = InvalidationHandler(MODELS, self.state.coverage, self.state.ledger, self.admin, self.seen,
-                                      CapturingPublisher(), Topics("t."), no_replan, max_range=10_000)
+                                      CapturingPublisher(), Topics("t."), no_replan, max_range=10_000,
+                                      max_tasks=100_000)
         handler.index_poll_s = 0.05
         return handler
 

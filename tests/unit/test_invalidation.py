@@ -194,11 +194,11 @@ def test_well_formed_events_that_cannot_apply_say_why(fields: dict[str, object],
 
 @pytest.mark.parametrize("name", ["an.minute", "minute", "blocks"])
 def test_known_models_by_id_or_unique_table_name_are_accepted(name: str) -> None:
-    assert why_rejected(model_set(), event(model=name), 10**12) is None
+    assert why_rejected(model_set(), event(model=name), 10**12, 100_000) is None
 
 
 def test_range_exactly_at_the_limit_is_accepted() -> None:
-    assert why_rejected(model_set(), event(start=0, end=1000), 1000) is None
+    assert why_rejected(model_set(), event(start=0, end=1000), 1000, 100_000) is None
 
 
 def test_schema_describes_the_required_fields() -> None:

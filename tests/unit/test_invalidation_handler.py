@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pytest
 
@@ -77,7 +77,7 @@ class Rig:
 
     def handler(self) -> InvalidationHandler:
         return InvalidationHandler(MODELS, self.state.coverage, self.state.ledger, self.admin, self.seen,
-                                   self.publisher, TOPICS, self.replan, max_range=10_000)
+                                   self.publisher, TOPICS, self.replan, max_range=10_000, max_tasks=100_000)
 
     def rejected(self) -> list[InvalidationRejected]:
         return [m for t, m in self.publisher.sent if t == TOPICS.invalidation_rejected
@@ -114,6 +114,18 @@ def test_bad_events_are_published_as_rejected_with_the_reason_and_change_nothing
     assert handler.counts["rejected"] == 1
     assert rig.state.coverage.coverage("an.minute") == ((0, 600),)
     assert not rig.admin.invalidations and not rig.replanned
+
+
+def test_an_event_that_could_re_run_more_tasks_than_the_limit_is_rejected_before_anything_is_read() -> None:
+    rig = Rig()
+    rig.complete("an.minute", (0, 6000), 60)
+    handler = replace(rig.handler(), max_tasks=50)
+
+    assert asyncio.run(handler.handle(good(start=0, end=6000))) == "rejected"
+
+    (rejected,) = rig.rejected()
+    assert "more than invalidator.max_tasks (50)" in rejected.reason
+    assert rig.state.coverage.coverage("an.minute") == ((0, 6000),) and not rig.admin.invalidations
 
 
 def test_rejection_carries_the_id_when_the_body_has_one() -> None:

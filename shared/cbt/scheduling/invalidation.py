@@ -143,11 +143,7 @@ def most_tasks(models: ModelSet, model_id: ModelId, rng: Range, *, cascade: bool
     return sum(-(-(end - start) // max(length, 1)) + 2 for length in lengths)
 
 
-DEFAULT_MAX_TASKS = 100_000
-
-
-def why_rejected(models: ModelSet, event: Invalidation, max_range: int,
-                 max_tasks: int = DEFAULT_MAX_TASKS) -> str | None:
+def why_rejected(models: ModelSet, event: Invalidation, max_range: int, max_tasks: int) -> str | None:
     """Why a well-formed event cannot be applied here (unknown model, range too wide, too many tasks to re-run),
     or ``None``. Checked before anything is read or computed, so a decade-wide event costs nothing but its refusal."""
     try:

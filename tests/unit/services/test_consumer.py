@@ -33,6 +33,9 @@ class Runner:
     begun: list[int | None] = field(default_factory=list)
     ended: list[int | None] = field(default_factory=list)
 
+    def why_unusable(self, task: TaskRequested) -> str | None:
+        return "step 1 is outside the model's interval" if task.step == 1 else None
+
     async def handle(self, task: TaskRequested) -> Outcome:
         self.begun.append(task.position)
         if self.gate is not None and (self.gated is None or task.position in self.gated):
@@ -159,6 +162,23 @@ def test_a_message_of_another_kind_is_rejected_with_the_reason() -> None:
     assert broker.actions == [("commit", "other")]
     assert broker.rejected == [(other.encode(), "kind: expected 'task-requested' on a task topic, got "
                                                 "'interval-completed'")]
+
+
+def test_a_task_the_runner_finds_unusable_is_rejected_with_its_reason_and_never_run() -> None:
+    """A year of one-position steps of a 60-position model: refused before any work, not rendered on the loop."""
+    broker = Broker()
+    year = TaskRequested(task_id=f"{MODEL}:0:31536000", model=MODEL, position=0, interval=31_536_000, step=1)
+    runner = Runner()
+
+    async def scenario() -> None:
+        consumer = consumer_for(runner, broker, asyncio.Event())
+        await consumer.on_message(Message("year", year.encode()))
+        await consumer.on_message(message("next", position=60))
+        await consumer.finish()
+
+    asyncio.run(scenario())
+    assert broker.rejected == [(year.encode(), "step 1 is outside the model's interval")]
+    assert runner.begun == [60] and broker.actions == [("commit", "year"), ("commit", "next")]
 
 
 def test_a_rejection_that_cannot_be_published_is_not_committed() -> None:

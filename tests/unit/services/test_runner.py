@@ -275,6 +275,16 @@ def test_a_task_for_a_model_that_cannot_run_is_failed_not_crashed(model: str) ->
     assert isinstance(published.messages[0][1], TaskFailed)
 
 
+def test_a_task_the_planner_could_not_have_made_is_unusable_one_of_a_model_not_loaded_fails_as_before() -> None:
+    runner, _, _ = make_runner(Executor(), ready_state())
+    year = TaskRequested(task_id=f"{MODEL}:0:31536000", model=MODEL, position=0, interval=31_536_000, step=1)
+    assert "step 1 is outside the model's interval.min..interval.max (60..60)" in (runner.why_unusable(year) or "")
+    assert "pool 'gpu'" in (runner.why_unusable(task().model_copy(update={"pool": "gpu"})) or "")
+    assert runner.why_unusable(task()) is None
+    assert runner.why_unusable(TaskRequested(task_id="out.nope:0:60", model="out.nope", position=0,
+                                             interval=60)) is None
+
+
 def test_a_task_waits_for_the_first_run_of_its_scheduled_dependency() -> None:
     state, executor = ready_state(), Executor()
     models = ModelSet({SRC: ext(SRC), REF: sched(REF), MODEL: inc(MODEL, [SRC, REF], imax=60)})

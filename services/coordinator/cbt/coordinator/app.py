@@ -32,6 +32,7 @@ from cbt.observability import metrics, model_state
 from cbt.planning import hot_index
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
+from cbt.scheduling.message_checks import event_problem
 from cbt.service import skeleton
 from cbt.service.lease import LeaseHolder
 from cbt.service.skeleton import Clients, Loop, Work
@@ -70,6 +71,11 @@ class Coordinator:
         except ValidationError as e:
             await self._reject(raw, topic, describe(e))
             return
+        if isinstance(message, IntervalCompleted | TaskFailed):  # nothing kept for a model nobody loaded
+            why = event_problem(message, self.models.models, self.config.scheduler.batch.max_intervals)
+            if why is not None:
+                await self._reject(raw, topic, why)
+                return
         if isinstance(message, IntervalCompleted):
             self.state.failures.clear_failure(message.model, message.task_id)
             if message.interval is not None:  # the batch sizes follow the measured run times

@@ -57,7 +57,7 @@ def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: 
     return InvalidationHandler(
         models=models, coverage=state.coverage, ledger=state.ledger, admin=admin,
         seen=RedisSeenEvents(client, config.redis.key_prefix), publisher=publisher, topics=topics,
-        replan=planner.replan, max_range=config.invalidator.max_range,
+        replan=planner.replan, max_range=config.invalidator.max_range, max_tasks=config.invalidator.max_tasks,
     )
 
 

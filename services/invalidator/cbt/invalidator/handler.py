@@ -46,7 +46,7 @@ from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.observability import metrics
-from cbt.scheduling.invalidation import DEFAULT_MAX_TASKS, Impact, impact, reach, why_rejected
+from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
 from cbt.state.admin_records import InvalidationRecord
 from cbt.state.ports import DurableRecord, HotIndex, Publisher, SeenEvents, TaskLedger
 
@@ -66,7 +66,7 @@ class InvalidationHandler:
     topics: Topics
     replan: Callable[[Collection[ModelId]], Awaitable[int]]
     max_range: int
-    max_tasks: int = DEFAULT_MAX_TASKS
+    max_tasks: int
     counts: Counter[str] = field(default_factory=Counter)
     index_poll_s: float = 0.5
 

@@ -36,6 +36,7 @@ IN_FLIGHT = 32
 
 
 class Runner(Protocol):
+    def why_unusable(self, task: TaskRequested) -> str | None: ...
     async def handle(self, task: TaskRequested) -> Outcome: ...
 
 
@@ -102,6 +103,10 @@ async def _handle(runner: Runner, reject: Reject, message: Delivered, span: Span
     if not isinstance(task, TaskRequested):
         log.error("rejecting a message of another kind on a task topic", extra={"kind": task.kind})
         return await reject(body, f"kind: expected 'task-requested' on a task topic, got {task.kind!r}")
+    why = runner.why_unusable(task)
+    if why is not None:
+        log.error("rejecting a task the planner could not have made", extra={"reason": why[:500]})
+        return await reject(body, why)
     with span(message, task), logged_as(model=task.model, task_id=task.task_id):
         outcome = await runner.handle(task)
         log.info("task handled", extra={"outcome": outcome})

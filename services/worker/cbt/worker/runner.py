@@ -25,6 +25,7 @@ import asyncio
 import logging
 import time
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -37,6 +38,7 @@ from cbt.observability import metrics, tracing
 from cbt.planning.live import LiveStateReader
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range, covers
+from cbt.scheduling.message_checks import task_problem
 from cbt.scheduling.state import StateSnapshot
 from cbt.service.lease import LeaseHolder
 from cbt.state.admin_records import RetriedAttempt
@@ -134,6 +136,18 @@ class TaskRunner:
     retry: RetryPolicy = RetryPolicy()
     lease_ttl_s: float = 30.0
     index_poll_s: float = 0.5
+    pools: Collection[str] = ("default",)
+    """Every configured pool (``message_checks``: a task names one of them)."""
+    max_batch_intervals: int = 1024
+    """``scheduler.batch.max_intervals``: no batch the planner makes is longer."""
+
+    def why_unusable(self, task: TaskRequested) -> str | None:
+        """Why ``task`` cannot be a task the planner made for a loaded model (``cbt.scheduling.message_checks``):
+        it is rejected before any work. A task of a model that is not loaded is not rejected here: it fails as
+        before, visibly in the failure log (the model may have been removed while its tasks were queued)."""
+        if task.model not in self.models.models:
+            return None
+        return task_problem(task, self.models.models, self.pools, self.max_batch_intervals)
 
     async def handle(self, task: TaskRequested) -> Outcome:
         """Run one task to the end (steps 0 to 7), counted in the task metrics by its outcome."""
