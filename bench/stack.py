@@ -24,7 +24,7 @@ from cbt.adapters.kafka_admin import admin_client, delete_topics
 from cbt.contract.messages import BoundsUpdated
 from cbt.contract.topics import Topics
 from cbt.dev.layout import Layout
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from tests.e2e.harness import PROJECT, Deployment, overrides_for
 
 TRANSFORMATIONS = PROJECT / "models" / "transformations"

@@ -29,7 +29,7 @@ from cbt.models.spec import (
     all_dependency_ids,
 )
 from cbt.scheduling.coverage import Coverage
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 
 SOURCE = SourceRef("bench/synthetic.py")
 INTERVAL = 100

@@ -30,7 +30,7 @@ from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from cbt.state.admin_records import CompletedInterval, RetriedAttempt
 from cbt.worker.runner import CompletionRow, TaskRunner, WorkerPorts
 from tests.conftest import Endpoints

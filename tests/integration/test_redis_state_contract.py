@@ -18,7 +18,7 @@ from cbt.adapters.redis_state import RedisState
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from cbt.state.ports import Fence, InFlightTask, StatePorts
 from tests.twins.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
 

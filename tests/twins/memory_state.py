@@ -21,7 +21,7 @@ from cbt.scheduling import coverage as cov
 from cbt.scheduling import protocol
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
 from cbt.scheduling.protocol import Mark
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, InFlightTask
 
 

@@ -1,6 +1,6 @@
 """``cbt plan`` (what would be enqueued now, and why not) and ``cbt status`` (coverage, gaps, lag per model).
 
-Both compute from one ``StateSnapshot``: ``--state FILE`` reads it from JSON (see ``cbt.scheduling.state``);
+Both compute from one ``StateSnapshot``: ``--state FILE`` reads it from JSON (see ``cbt.scheduling.snapshot``);
 without it the live state would come from the services (Redis hot index, bounds cache), which these commands do
 not reach yet, so they say so and exit 1. Ranges print half-open: ``[start, end)``.
 
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from cbt.models.spec import Model, ModelId
     from cbt.scheduling.coverage import Range
     from cbt.scheduling.plan import ModelPlan
-    from cbt.scheduling.state import StateSnapshot
+    from cbt.scheduling.snapshot import StateSnapshot
     from cbt.scheduling.status import ModelStatus
 
 LIVE_STATE_HELP = (
@@ -129,7 +129,7 @@ def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
 
 def read_state(path: str) -> StateSnapshot:
     """The snapshot in ``path``; warnings (unknown keys) go to stderr."""
-    from cbt.scheduling.state import StateFileError, snapshot_from_json
+    from cbt.scheduling.snapshot import StateFileError, snapshot_from_json
 
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))

@@ -14,7 +14,7 @@ from cbt.models.spec import IncrementalModel, is_time_type
 from cbt.observability import metrics
 from cbt.observability.metrics import Labels
 from cbt.scheduling import coverage as cov
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from cbt.scheduling.status import backlog, model_status
 
 

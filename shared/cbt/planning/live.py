@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, ScheduledModel
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from cbt.state.ports import BoundsStore, CoverageReader, InFlightTask, SkippedRanges, StatePorts, TaskLedger
 
 

@@ -23,7 +23,7 @@ from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.observability import metrics, tracing
 from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.plan import Task, plan_model
-from cbt.scheduling.state import StateReader
+from cbt.scheduling.snapshot import StateReader
 from cbt.state.ports import InFlightTask, Publisher, TaskLedger
 
 log = logging.getLogger("cbt.planning")

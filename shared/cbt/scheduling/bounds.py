@@ -44,7 +44,7 @@ from cbt.models.spec import (
 )
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.scheduling.state import RawBounds, StateSnapshot
+from cbt.scheduling.snapshot import RawBounds, StateSnapshot
 
 DependencyKind = Literal["external", "transformation"]
 

@@ -37,7 +37,7 @@ from cbt.scheduling.backfill import Upstream, plan_backfill
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.forward import FillPlan, plan_forward
 from cbt.scheduling.rerun import plan_reruns
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 
 COVERAGE_UNKNOWN = "the coverage index is being rebuilt from the admin tables; planning resumes after it"
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 
 ScanKind = Literal["full", "incremental"]
 

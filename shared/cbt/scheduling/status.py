@@ -12,7 +12,7 @@ from cbt.models.spec import IncrementalModel, Model, ModelId
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 
 
 @dataclass(frozen=True)

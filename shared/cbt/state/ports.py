@@ -18,7 +18,7 @@ from cbt.contract.messages import Message, TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
 
 DEFAULT_KEEP_INVALIDATIONS = 1000

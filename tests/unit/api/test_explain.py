@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from cbt.api.explain import DependencyExplanation, explain
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 BLOCKS, TXS, ENT = "src.blocks", "src.transactions", "src.entities"

@@ -19,7 +19,7 @@ from cbt.models.spec import (
 )
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.state import RawBounds, StateSnapshot
+from cbt.scheduling.snapshot import RawBounds, StateSnapshot
 
 SOURCE = SourceRef("test.sql")
 

@@ -12,7 +12,7 @@ from cbt.models.spec import Batch, Write
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.batching import BatchSizer, group
 from cbt.scheduling.plan import plan_model
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 REPLACE = Write("replace", replace_where="p >= {{ bounds.start }} AND p < {{ bounds.end }}")

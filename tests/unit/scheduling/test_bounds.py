@@ -10,7 +10,7 @@ import pytest
 from cbt.models.spec import Dependency, Model
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.state import RawBounds, StateSnapshot
+from cbt.scheduling.snapshot import RawBounds, StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 # docs/design/scheduling.md#dependency-bounds: externals blocks (1000, 5000, lag 100) and transactions (900, 4900);

@@ -8,7 +8,7 @@ from dataclasses import replace
 from cbt.models.spec import IncrementalModel, Model
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.plan import ModelPlan, Task, plan_all, plan_model
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 SPEC_MODELS: list[Model] = [ext("eth.blocks", lag=100), ext("eth.transactions"), inc("an.hourly"), inc("an.daily")]

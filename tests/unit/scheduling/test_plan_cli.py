@@ -11,7 +11,7 @@ from cbt.cli import main, plan_cmds
 from cbt.cli.plan_cmds import plans_to_json, read_state, render_plans
 from cbt.contract.messages import TaskFailed
 from cbt.scheduling.plan import plan_all
-from cbt.scheduling.state import StateFileError, StateSnapshot
+from cbt.scheduling.snapshot import StateFileError, StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 
 from cbt.models.spec import Model
 from cbt.scheduling.plan import ModelPlan, plan_model
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
 
 # ext.src (data from 17) -> an.parent (300, tasks from 17) -> an.child (300, tasks from 167)

@@ -16,7 +16,7 @@ from cbt.models.spec import IncrementalModel
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import PUBLISH_GRACE_MS, Planner
 from cbt.scheduling.batching import BatchSizer
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc
 

@@ -14,7 +14,7 @@ from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from cbt.state.admin_records import RetriedAttempt
 from cbt.state.ports import InFlightTask
 from cbt.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts

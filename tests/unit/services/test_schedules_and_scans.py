@@ -10,7 +10,7 @@ from cbt.bounds_cache.scanner import parse_bounds_output
 from cbt.concurrency.groupcommit import GroupCommitter
 from cbt.coordinator.ticker import DueTracker, missed_run
 from cbt.scheduling.scanning import ScanResult, merge_scan, scan_kind_due
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 from tests.unit.scheduling.factories import inc, sched
 
 

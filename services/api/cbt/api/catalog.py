@@ -24,7 +24,7 @@ from cbt.models.spec import (
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from cbt.scheduling.status import model_status
 
 NodeStatus = Literal["ok", "lagging", "failing", "waiting", "external", "scheduled"]

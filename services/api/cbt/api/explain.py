@@ -16,7 +16,7 @@ from cbt.models.spec import Dependency, IncrementalModel, Model, ModelId, model_
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Range
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 
 MAX_DEPTH = 12
 """Deeper dependencies are not expanded (their own entry still says whether they cover the interval)."""

@@ -45,7 +45,7 @@ from cbt.models.spec import (
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from cbt.scheduling.status import model_status
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"], responses=PROBLEMS)

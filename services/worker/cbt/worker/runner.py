@@ -39,7 +39,7 @@ from cbt.planning.live import LiveStateReader
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Range, covers
 from cbt.scheduling.message_checks import task_problem
-from cbt.scheduling.state import StateSnapshot
+from cbt.scheduling.snapshot import StateSnapshot
 from cbt.service.lease import LeaseHolder
 from cbt.state.admin_records import RetriedAttempt
 from cbt.state.ports import BoundsStore, HotIndex, Leases, Publisher, TaskLedger

@@ -14,7 +14,7 @@ from typing import cast
 from redis import Redis
 
 from cbt.models.spec import ModelId
-from cbt.scheduling.state import RawBounds
+from cbt.scheduling.snapshot import RawBounds
 
 
 class RedisBounds:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.scheduling.state import RawBounds, StateFileError, snapshot_from_json
+from cbt.scheduling.snapshot import RawBounds, StateFileError, snapshot_from_json
 
 
 def test_snapshot_from_json_normalises_coverage() -> None:
