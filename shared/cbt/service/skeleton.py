@@ -154,6 +154,7 @@ async def run(name: str, config: Config, stop: asyncio.Event, wire: Wire, health
     clients = Clients(name, config)
     work = await wire(clients)
     if work is None:
+        await clients.close()
         return
     heartbeats = {loop.name: runtime.loop_heartbeat(loop.interval_s) for loop in work.loops}
     async with clients.broker:
