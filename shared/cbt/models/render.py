@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Collection, Mapping
 
 from cbt.base.errors import CbtError, Problem
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, Transformation, all_dependency_ids
@@ -150,6 +151,31 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET.search(name))
 
 
-def redact_env(env: dict[str, str]) -> dict[str, str]:
-    """The environment with secret-looking values replaced by ``***``, for logs."""
-    return {k: ("***" if is_secret_name(k) else v) for k, v in env.items()}
+REDACTED = "***"
+ALWAYS_REDACTED = frozenset({"SPARK_CONF_JSON"})
+"""Variables never shown: Spark's settings carry object-store credentials under names of Hadoop's choosing."""
+_URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)([^@/\s]+)(@)")
+_TOKEN_PARAMETER = re.compile(r"(;token=)([^;\s]+)", re.IGNORECASE)
+MIN_SECRET_LENGTH = 4
+"""Shorter values of secret variables are not searched for elsewhere (``1`` would hide every digit)."""
+
+
+def secret_values(env: Mapping[str, str]) -> set[str]:
+    """The values of the secret-named variables of ``env`` (long enough to search for)."""
+    return {v for k, v in env.items() if is_secret_name(k) and len(v) >= MIN_SECRET_LENGTH}
+
+
+def redact_text(text: str, secrets: Collection[str]) -> str:
+    """``text`` with every secret value, URL password and Spark Connect token replaced by ``***``."""
+    for secret in sorted(secrets, key=len, reverse=True):  # the longest first: one may contain another
+        text = text.replace(secret, REDACTED)
+    text = _URL_PASSWORD.sub(rf"\g<1>{REDACTED}\g<3>", text)
+    return _TOKEN_PARAMETER.sub(rf"\g<1>{REDACTED}", text)
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    """The environment for logs and the API: secret-named variables and Spark's settings as ``***``; in the others,
+    the secrets' values, URL passwords and Spark Connect tokens as ``***``."""
+    secrets = secret_values(env)
+    return {k: REDACTED if is_secret_name(k) or k in ALWAYS_REDACTED else redact_text(v, secrets)
+            for k, v in env.items()}

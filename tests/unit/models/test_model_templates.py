@@ -13,9 +13,11 @@ from cbt.models.render import (
     exec_environment,
     external_exec_environment,
     redact_env,
+    redact_text,
     render_bounds_query,
     render_replace_where,
     render_statements,
+    secret_values,
 )
 from cbt.models.spec import (
     ExternalModel,
@@ -230,6 +232,19 @@ def test_helpers() -> None:
         "DB_PASSWORD": "***",
         "NETWORK": "n",
     }
+
+
+def test_secrets_are_redacted_by_value_too_and_spark_settings_always() -> None:
+    """A secret's value is hidden wherever it appears — in another variable, in a URL's password, in rendered SQL —
+    and the Spark settings (credentials of object stores) and a Spark Connect token never show."""
+    env = {"DB_PASSWORD": "hunter2-long", "DSN": "postgres://app:hunter2-long@db/x", "CACHE": "redis://u:pw@r:6379",
+           "SPARK_CONF_JSON": '{"spark.hadoop.fs.s3a.access.key": "AKIA"}', "NETWORK": "mainnet",
+           "SPARK_REMOTE": "sc://spark:15002/;token=abc123;user_id=cbt"}
+    assert redact_env(env) == {
+        "DB_PASSWORD": "***", "DSN": "postgres://app:***@db/x", "CACHE": "redis://u:***@r:6379",
+        "SPARK_CONF_JSON": "***", "NETWORK": "mainnet", "SPARK_REMOTE": "sc://spark:15002/;token=***;user_id=cbt",
+    }
+    assert redact_text("SELECT 'hunter2-long', 'mainnet'", secret_values(env)) == "SELECT '***', 'mainnet'"
 
 
 def test_validate_trial_renders_every_template(project_with_blocks: Project) -> None:

@@ -1,4 +1,5 @@
-"""``GET /models/{id}/rendered``: exactly what ``cbt render`` prints and a worker runs, as JSON (pure)."""
+"""``GET /models/{id}/rendered``: what ``cbt render`` prints and a worker runs, as JSON, with secrets as ``***``
+(``cbt.models.render.redact_env``: by name and by value; pure)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,9 @@ from cbt.models.render import (
     exec_environment,
     external_exec_environment,
     redact_env,
+    redact_text,
     render_bounds_query,
+    secret_values,
 )
 from cbt.models.spec import ExternalModel, IncrementalModel, Model
 from cbt.models.templates import RenderSettings, ScanContext, TaskContext
@@ -38,7 +41,8 @@ def rendered(config: Config, model: Model, start: int | None, end: int | None, n
             return Rendered(model=model.id, start=task.start, end=task.end, sql=None,
                             command=exec_argv(model.exec), env=env)
         sql = "\n\n".join(s + ";" for s in task_statements(model, task, settings))
-        return Rendered(model=model.id, start=task.start, end=task.end, sql=sql, command=None, env=None)
+        return Rendered(model=model.id, start=task.start, end=task.end, sql=redact_text(sql, _secrets(model, settings)),
+                        command=None, env=None)
     except CbtError as e:
         raise bad_request(f"{model.id}: cannot render: {e}") from e
 
@@ -49,4 +53,11 @@ def _external(model: ExternalModel, settings: RenderSettings) -> Rendered:
         env = redact_env(external_exec_environment(model, scan, settings))
         return Rendered(model=model.id, start=None, end=None, sql=None, command=exec_argv(model.exec), env=env)
     sql = "\n\n".join(s + ";" for s in render_bounds_query(model, scan, settings))
-    return Rendered(model=model.id, start=None, end=None, sql=sql, command=None, env=None)
+    return Rendered(model=model.id, start=None, end=None, sql=redact_text(sql, _secrets(model, settings)),
+                    command=None, env=None)
+
+
+def _secrets(model: Model, settings: RenderSettings) -> set[str]:
+    """What a template may have put into the SQL that must not be shown: secret variables' and Spark settings'
+    values (``env.DB_PASSWORD``, ``spark.conf['…secret.key']``)."""
+    return secret_values({**settings.env, **model.env, **settings.spark_conf})
