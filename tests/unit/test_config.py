@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from cbt.config.settings import Config, ConfigProblems, load_config
+from cbt.config.settings import Config, ConfigProblems, RedisConfig, load_config
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -201,3 +201,10 @@ def test_problems(tmp_path: Path, text: str, environ: dict[str, str], expected: 
 def test_every_problem_is_listed(tmp_path: Path) -> None:
     path = write(tmp_path, "kafka: {bootstrap: x}\nredis: {url: 1, prefix: y}\nworker: {concurrency: -1}\n")
     assert len(problems_of(path)) == 4
+
+
+def test_the_redis_url_is_shown_without_its_password() -> None:
+    """``cbt plan`` printed redis.url, password included, when Redis did not answer."""
+    assert RedisConfig(url="redis://cbt:s3cr3t-value@redis:6379/0").shown_url == "redis://cbt:***@redis:6379/0"
+    assert RedisConfig(url="rediss://:only-a-password@r.example:6380").shown_url == "rediss://:***@r.example:6380"
+    assert RedisConfig(url="redis://127.0.0.1:6379/0").shown_url == "redis://127.0.0.1:6379/0"

@@ -112,7 +112,7 @@ def read_live_failures(config: Config, model_ids: list[ModelId]) -> dict[ModelId
     try:
         return redis_state(config).failures.recent_failures(model_ids)
     except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
-        raise CbtError(f"cannot read live state from {config.redis.url} ({e}); {LIVE_STATE_HELP}") from e
+        raise CbtError(f"cannot read live state from {config.redis.shown_url} ({e}); {LIVE_STATE_HELP}") from e
 
 
 def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
@@ -124,7 +124,7 @@ def read_live_state(config: Config, model_set: ModelSet) -> StateSnapshot:
     try:
         return reader.read_snapshot([m.id for m in model_set.incrementals])
     except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
-        raise CbtError(f"cannot read live state from {config.redis.url} ({e}); {LIVE_STATE_HELP}") from e
+        raise CbtError(f"cannot read live state from {config.redis.shown_url} ({e}); {LIVE_STATE_HELP}") from e
 
 
 def read_state(path: str) -> StateSnapshot:

@@ -108,6 +108,11 @@ class RedisConfig(Section):
     url: str = "redis://127.0.0.1:6379/0"
     key_prefix: str = "cbt:"
 
+    @property
+    def shown_url(self) -> str:
+        """``url`` for messages and logs: its password as ``***``."""
+        return re.sub(r"(://[^:/?#@\s]*:)[^@/\s]+@", r"\g<1>***@", self.url)
+
 
 class SparkConfig(Section):
     remote: str | None = "sc://127.0.0.1:15002"
