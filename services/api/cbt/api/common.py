@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Callable
 from typing import Any, ParamSpec, TypeVar
 
@@ -14,6 +15,8 @@ from cbt.adapters.delta_admin import AdminTableError
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.models.spec import IncrementalModel, Model, ModelId
+
+log = logging.getLogger("cbt.api")
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -63,5 +66,9 @@ async def blocking(call: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T
         return await asyncio.to_thread(functools.partial(call, *args, **kwargs))
     except ApiProblem:
         raise
-    except (RedisError, AdminTableError, OSError) as e:
-        raise Unavailable(f"{type(e).__name__}: {str(e)[:300]}") from e
+    except (RedisError, AdminTableError, OSError) as e:  # the reason in the log, not to the client (host names, SQL)
+        log.warning("a store did not answer", extra={"call": getattr(call, "__qualname__", str(call)),
+                                                     "error": f"{type(e).__name__}: {str(e)[:500]}"})
+        store = "Redis" if isinstance(e, RedisError) else "the admin tables" if isinstance(e, AdminTableError) else \
+            "a store"
+        raise Unavailable(f"{store} did not answer; the request may be repeated (the api's log has the reason)") from e
