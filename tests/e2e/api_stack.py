@@ -23,10 +23,10 @@ PIPELINE = ("coordinator", "worker", "bounds-cache", "invalidator")
 
 
 def call(url: str, method: str = "GET", body: object = None, token: str | None = None,
-         timeout_s: float = 120) -> tuple[int, str, Any]:
+         timeout_s: float = 120, headers: dict[str, str] | None = None) -> tuple[int, str, Any]:
     """(status, content type, parsed JSON body) of one request; error answers are returned, not raised."""
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(url, data=data, method=method)
+    request = urllib.request.Request(url, data=data, method=method, headers=headers or {})
     if data is not None:
         request.add_header("Content-Type", "application/json")
     if token is not None:

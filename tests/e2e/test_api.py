@@ -13,6 +13,7 @@ import json
 import threading
 import time
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -152,8 +153,11 @@ def test_a_rerun_previews_then_publishes_and_the_range_runs_again(api: ApiStack)
     assert two in preview["affected"], "the cascade reaches the dependents"
     assert api.dep.state.coverage.invalidation_seq(minute) == 0, "a preview publishes nothing"
     published_ms = int(time.time() * 1000)
-    status, _, accepted = call(url, "POST", {**rng, "reason": "e2e"}, token=api.token)
+    once = {"Idempotency-Key": f"e2e-{uuid.uuid4().hex}"}
+    status, _, accepted = call(url, "POST", {**rng, "reason": "e2e"}, token=api.token, headers=once)
     assert status == 202 and accepted["id"].startswith("api-") and accepted["affected"] == preview["affected"]
+    retried = call(url, "POST", {**rng, "reason": "e2e"}, token=api.token, headers=once)
+    assert retried[0] == 202 and retried[2]["id"] == accepted["id"], "a retry publishes the same event"
     api.dep.wait_applied(accepted["id"])
     assert api.dep.state.coverage.invalidation_seq(minute) > 0, "the range was removed from coverage"
     api.dep.wait_quiet(LAST_SLOT_END)

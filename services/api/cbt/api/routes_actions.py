@@ -8,12 +8,14 @@ refresh are written to Redis, where the planners and the bounds-cache read them 
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 import time
 import uuid
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
@@ -73,6 +75,20 @@ async def preview(ctx: ApiContext, model_id: ModelId, rng: Range, cascade: bool)
     return impact(ctx.models, model_id, rng, cascade=cascade, in_flight=state.in_flight, ran=ran)
 
 
+IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200,
+                                             description="names this request: a retry with the same key and body "
+                                                         "publishes the same invalidation, applied once")]
+
+
+def rerun_id(who: str, model_id: ModelId, body: RerunRequest, key: str | None) -> str:
+    """The invalidation's id: new for each request, or — with an ``Idempotency-Key`` — the same for the same caller,
+    key and request, so a retried request publishes an event the invalidator recognises and applies once."""
+    if key is None:
+        return f"api-{uuid.uuid4().hex}"
+    request = json.dumps([who, key, model_id, body.start, body.end, body.cascade, body.reason])
+    return f"api-{hashlib.sha256(request.encode()).hexdigest()[:32]}"
+
+
 def _affected(found: Impact) -> dict[str, list[tuple[int, int]]]:
     return {m: list(ranges) for m, ranges in found.ranges.items()}
 
@@ -82,13 +98,15 @@ def _affected(found: Impact) -> dict[str, list[tuple[int, int]]]:
                         202: {"model": RerunAccepted, "description": "the invalidation was published"}},
              summary="Re-run [start, end) of a model (and its descendants with cascade); preview: true shows what "
                      "would re-run without publishing")
-async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest) -> JSONResponse:
+async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest,
+                idempotency_key: IdempotencyKey = None) -> JSONResponse:
     model = model_of(ctx, model_id)
     if isinstance(model, ScheduledModel):
         raise bad_request(f"{model_id} is a scheduled model: it has no positions to re-run (use run-now)")
     check_range(body.start, body.end)
-    event = Invalidation(id=f"api-{uuid.uuid4().hex}", model=model.id, start=body.start, end=body.end,
-                         reason=body.reason, source="cbt-api", cascade=body.cascade, metadata={"requested_by": who})
+    event = Invalidation(id=rerun_id(who, model.id, body, idempotency_key), model=model.id, start=body.start,
+                         end=body.end, reason=body.reason, source="cbt-api", cascade=body.cascade,
+                         metadata={"requested_by": who})
     why = why_rejected(ctx.models, event, ctx.config.invalidator.max_range, ctx.config.invalidator.max_tasks)
     if why is not None:
         raise bad_request(why)
