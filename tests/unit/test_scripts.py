@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from cbt.adapters.scripts import ScriptError, run_script
+from cbt.adapters.scripts import OUTPUT_LIMIT_BYTES, STDERR_TAIL_CHARS, ScriptError, run_script
 
 # Starts a grandchild that would outlive its parent, writes its pid, then waits on it.
 SPAWNS_A_SLEEPER = 'sleep 300 & echo $! > "$PID_FILE"; wait'
@@ -65,3 +65,14 @@ def test_a_cancelled_run_kills_the_script_and_everything_it_started(tmp_path: Pa
 def test_a_failing_script_reports_its_exit_code_and_stderr() -> None:
     with pytest.raises(ScriptError, match=r"exited with 3: .*no such table"):
         asyncio.run(run_script(["sh", "-c", "echo 'no such table' >&2; exit 3"], {}, 10.0))
+
+
+def test_a_script_that_prints_without_end_is_kept_to_a_bound_and_its_error_keeps_headline_and_tail() -> None:
+    """Output was buffered whole: a script printing gigabytes took the service's memory with it."""
+    loud = "head -c 20000000 /dev/zero | tr '\\0' x; echo 'FatalError: first' >&2; head -c 20000000 /dev/zero >&2"
+    out = asyncio.run(run_script(["sh", "-c", loud], {}, 60.0))
+    assert len(out) == OUTPUT_LIMIT_BYTES and set(out) == {"x"}
+    with pytest.raises(ScriptError) as info:
+        asyncio.run(run_script(["sh", "-c", f"{loud}; echo 'the end' >&2; exit 4"], {}, 60.0))
+    assert "exited with 4: FatalError: first" in str(info.value) and str(info.value).endswith("the end\n")
+    assert len(str(info.value)) < 3 * STDERR_TAIL_CHARS

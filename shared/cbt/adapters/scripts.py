@@ -1,4 +1,5 @@
-"""Model scripts as subprocesses: a minimal inherited environment, a timeout, and the stderr tail on failure.
+"""Model scripts as subprocesses: a minimal inherited environment, a timeout, output kept to a bound, and the stderr
+tail on failure.
 
 A script runs in a process group of its own; when it times out or its run is cancelled, the whole group is killed,
 so nothing it started keeps running (or writing) after the task has ended."""
@@ -15,6 +16,9 @@ from collections.abc import Mapping, Sequence
 from cbt.base.errors import CbtError
 
 STDERR_TAIL_CHARS = 2000
+OUTPUT_LIMIT_BYTES = 1024 * 1024
+"""Of a script's stdout the first this many bytes are kept (what it returns: a bounds script's JSON), of its stderr
+the first and the last (the error's headline and tail); the rest is read and dropped."""
 INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV", "PYTHONPATH", "JAVA_HOME", "TMPDIR")
 """What a script inherits from the service: enough to find Python and its packages; never the service's secrets."""
 
@@ -32,8 +36,10 @@ async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: flo
         *argv, env=full_env, stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE, start_new_session=True, cwd=cwd,
     )
+    assert proc.stdout is not None and proc.stderr is not None
     try:
-        out, err = await asyncio.wait_for(proc.communicate(), timeout=timeout_s)
+        (out, _), (err_head, err), _ = await asyncio.wait_for(
+            asyncio.gather(_capped(proc.stdout), _capped(proc.stderr), proc.wait()), timeout=timeout_s)
     except TimeoutError:
         await _kill_group(proc)
         raise ScriptError(f"{' '.join(argv)!r} timed out after {timeout_s:.0f}s") from None
@@ -41,9 +47,21 @@ async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: flo
         await _kill_group(proc)
         raise
     if proc.returncode != 0:
-        why = _error_text(err.decode(errors="replace"))
+        why = _error_text(err.decode(errors="replace"), err_head.decode(errors="replace"))
         raise ScriptError(f"{' '.join(argv)!r} exited with {proc.returncode}: {why}")
     return out.decode(errors="replace")
+
+
+async def _capped(stream: asyncio.StreamReader, limit: int = OUTPUT_LIMIT_BYTES) -> tuple[bytes, bytes]:
+    """Read ``stream`` to its end keeping only its first and its last ``limit`` bytes: a script that prints
+    gigabytes costs the service a pipe's worth of memory, not what it printed."""
+    head, tail = bytearray(), bytearray()
+    while chunk := await stream.read(64 * 1024):
+        if len(head) < limit:
+            head += chunk[:limit - len(head)]
+        tail += chunk
+        del tail[:-limit]
+    return bytes(head), bytes(tail)
 
 
 async def _kill_group(proc: asyncio.subprocess.Process) -> None:
@@ -53,8 +71,9 @@ async def _kill_group(proc: asyncio.subprocess.Process) -> None:
     await asyncio.shield(proc.wait())
 
 
-def _error_text(stderr: str) -> str:
-    """The stderr tail, preceded by the first line naming an error when the tail lost it (long JVM traces)."""
+def _error_text(stderr: str, head: str = "") -> str:
+    """The stderr tail, preceded by the first line naming an error when the tail lost it (long JVM traces); ``head``:
+    the start of stderr when only its ends were kept."""
     tail = stderr[-STDERR_TAIL_CHARS:]
-    headline = next((line for line in stderr.splitlines() if "Error" in line or "Exception" in line), "")
+    headline = next((line for line in (head or stderr).splitlines() if "Error" in line or "Exception" in line), "")
     return tail if not headline or headline in tail else f"{headline[:STDERR_TAIL_CHARS // 2]}\n…\n{tail}"
