@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from cbt.adapters.kafka_admin import TASK_TOPIC_PARTITIONS, partitions_for
+from cbt.adapters.kafka_admin import TASK_TOPIC_PARTITIONS, partitions_for, topic_config
 from cbt.config.settings import ConfigProblems, load_config
 
 
@@ -40,3 +40,8 @@ def test_zero_is_a_problem_naming_the_key(tmp_path: Path, key: str) -> None:
 )
 def test_only_task_topics_get_the_task_partitions(topic: str, expected: int) -> None:
     assert partitions_for(topic, 5) == expected
+
+
+def test_replicated_topics_need_two_in_sync_replicas_for_a_write() -> None:
+    assert topic_config(1) == {}
+    assert topic_config(2) == topic_config(3) == {"min.insync.replicas": "2"}

@@ -45,8 +45,8 @@ def ensure_topics(
     missing = [n for n in names if n not in existing]
     if not missing:
         return []
-    new = [NewTopic(n, num_partitions=partitions_for(n, task_partitions), replication_factor=replication_factor)
-           for n in missing]
+    new = [NewTopic(n, num_partitions=partitions_for(n, task_partitions), replication_factor=replication_factor,
+                    config=topic_config(replication_factor)) for n in missing]
     for name, future in admin.create_topics(new, operation_timeout=timeout_s).items():
         try:
             future.result()
@@ -63,6 +63,12 @@ def delete_topics(bootstrap: str, names: Iterable[str], timeout_s: float = 30.0)
     doomed = [n for n in names if n in existing]
     for future in admin.delete_topics(doomed, operation_timeout=timeout_s).values() if doomed else ():
         future.result()
+
+
+def topic_config(replication_factor: int) -> dict[str, str]:
+    """A replicated topic takes a write only once two replicas have it (with the producers' ``acks=all``): a broker
+    lost right after acknowledging loses no task, completion or invalidation. One replica: the broker's default."""
+    return {"min.insync.replicas": "2"} if replication_factor >= 2 else {}
 
 
 def partitions_for(topic: str, task_partitions: int = TASK_TOPIC_PARTITIONS) -> int:
