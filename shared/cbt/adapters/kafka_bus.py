@@ -70,6 +70,12 @@ def partition_of(message: KafkaMessage) -> tuple[str, int]:
     return raw.topic(), raw.partition()
 
 
+def delivery_of(message: KafkaMessage) -> tuple[str, int, int]:
+    """Where a message was read: its topic, partition and offset (a redelivery has the same)."""
+    raw = _single(message)
+    return raw.topic(), raw.partition(), raw.offset()
+
+
 def _single(message: KafkaMessage) -> RawMessage:
     raw = message.raw_message
     assert isinstance(raw, RawMessage), "batch subscribers are not used for tasks"

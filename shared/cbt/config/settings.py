@@ -102,6 +102,9 @@ class KafkaConfig(Section):
     replication_factor: int = Field(default=1, ge=1)
     """Replication factor of the topics the services create when missing: 1 fits a single broker; use 3 on a
     production cluster. Topics that already exist are left as they are."""
+    max_handling_attempts: int = Field(default=5, ge=1)
+    """A consumed message whose handling fails this many times, for a reason other than the infrastructure's, is set
+    aside to the rejected topic with the reason, so the messages after it are handled (``cbt.service.poison``)."""
 
 
 class RedisConfig(Section):

@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
-from cbt.adapters.kafka_bus import partition_of, process_span
+from cbt.adapters.kafka_bus import delivery_of, partition_of, process_span
 from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
@@ -35,6 +35,7 @@ from cbt.planning.planner import Planner
 from cbt.scheduling.message_checks import event_problem
 from cbt.service import skeleton
 from cbt.service.lease import LeaseHolder
+from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Loop, Work
 
 log = logging.getLogger("cbt.coordinator")
@@ -69,12 +70,12 @@ class Coordinator:
         try:
             message = decode(raw)
         except ValidationError as e:
-            await self._reject(raw, topic, describe(e))
+            await self.reject(raw, topic, describe(e))
             return
         if isinstance(message, IntervalCompleted | TaskFailed):  # nothing kept for a model nobody loaded
             why = event_problem(message, self.models.models, self.config.scheduler.batch.max_intervals)
             if why is not None:
-                await self._reject(raw, topic, why)
+                await self.reject(raw, topic, why)
                 return
         if isinstance(message, IntervalCompleted):
             self.state.failures.clear_failure(message.model, message.task_id)
@@ -92,10 +93,10 @@ class Coordinator:
             if isinstance(model, IncrementalModel) and message.interval is not None:  # a batch: smaller ones next
                 self.planner.observe_failure(message.model, message.interval // model.interval.max)
         else:
-            await self._reject(raw, topic, f"kind: expected 'interval-completed', 'bounds-updated' or 'task-failed', "
+            await self.reject(raw, topic, f"kind: expected 'interval-completed', 'bounds-updated' or 'task-failed', "
                                            f"got {message.kind!r}")
 
-    async def _reject(self, raw: bytes, topic: str, reason: str) -> None:
+    async def reject(self, raw: bytes, topic: str, reason: str) -> None:
         log.error("rejecting an event", extra={"topic": topic, "reason": reason[:500]})
         await self.planner.publish_rejected(rejected(topic, "coordinator", raw, reason))
         metrics.count_rejected(topic, "coordinator", reason)
@@ -293,11 +294,13 @@ async def wire(models: ModelSet, clients: Clients) -> Work:
     """Events cascade at once; ticks run the schedules as leader; the gauges report every status interval."""
     config = clients.config
     coordinator = build(config, models, clients)
+    guard = PoisonGuard("coordinator", config.kafka.max_handling_attempts)
 
     async def on_event(message: KafkaMessage) -> None:
         topic, _ = partition_of(message)
         with process_span(message):
-            await coordinator.on_event(message.body, topic)
+            await guard.handle(delivery_of(message), message.body, lambda: coordinator.on_event(message.body, topic),
+                               lambda body, reason: coordinator.reject(body, topic, reason))
 
     topics = clients.topics
     events = clients.broker.subscriber(

@@ -17,7 +17,7 @@ from redis import Redis
 
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, process_span
+from cbt.adapters.kafka_bus import BrokerPublisher, delivery_of, process_span
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.invalidator.handler import InvalidationHandler
@@ -25,6 +25,7 @@ from cbt.models.dag import ModelSet
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
 from cbt.service import skeleton
+from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Work
 from cbt.state.ports import DurableRecord
 
@@ -74,10 +75,12 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     if not await runtime.until_it_works(admin.ensure_tables, "create admin tables", stop, log):
         return None
     handler = build(config, models, clients.publisher, clients.redis, admin)
+    guard = PoisonGuard("invalidator", config.kafka.max_handling_attempts)
 
     async def on_event(message: KafkaMessage) -> None:
         with process_span(message):
-            await handler.handle(message.body)
+            await guard.handle(delivery_of(message), message.body, lambda: handler.handle(message.body),
+                               lambda body, reason: handler.reject(body, reason, None))
 
     events = clients.broker.subscriber(
         clients.topics.invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",

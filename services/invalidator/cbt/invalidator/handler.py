@@ -76,10 +76,10 @@ class InvalidationHandler:
         try:
             event = decode_invalidation(raw)
         except ValidationError as e:
-            return await self._reject(raw, describe(e), _id_of(raw))
+            return await self.reject(raw, describe(e), _id_of(raw))
         why = why_rejected(self.models, event, self.max_range, self.max_tasks)
         if why is not None:
-            return await self._reject(raw, why, event.id)
+            return await self.reject(raw, why, event.id)
         await self._wait_for_index()
         if self.seen.is_seen(event.id):
             self.counts["duplicate"] += 1
@@ -134,7 +134,7 @@ class InvalidationHandler:
             return
         log.info("re-planned after invalidation", extra={"tasks": published})
 
-    async def _reject(self, raw: bytes, reason: str, event_id: str | None) -> Outcome:
+    async def reject(self, raw: bytes, reason: str, event_id: str | None) -> Outcome:
         self.counts["rejected"] += 1
         metrics.invalidations.add(1, {"result": "rejected", "reason_kind": metrics.reason_kind(reason)})
         metrics.count_rejected(self.topics.invalidation, "invalidator", reason)

@@ -37,6 +37,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
 from cbt.observability import metrics
 from cbt.service import skeleton
+from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Work
 from cbt.worker.consumer import IN_FLIGHT, Delivered, PipelinedConsumer, Reject
 from cbt.worker.executor import SHARED_SESSION, SparkExecutor
@@ -128,7 +129,8 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
         metrics.tasks.add(0, {"model": model_id, "status": "failed"})  # so a first failure shows as an increase
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
     consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
-                                   _rejecter(clients.publisher, clients.topics, pool), _task_span)
+                                   _rejecter(clients.publisher, clients.topics, pool), _task_span,
+                                   PoisonGuard("worker", config.kafka.max_handling_attempts))
                  for pool in pools]
     subscribers = [subscribe(clients.broker, config, pool, consumer)
                    for pool, consumer in zip(pools, consumers, strict=True)]

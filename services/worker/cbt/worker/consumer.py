@@ -26,6 +26,7 @@ from pydantic import ValidationError
 from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.contract.messages import TaskRequested, decode, describe
 from cbt.observability.tracing import logged_as
+from cbt.service.poison import PoisonGuard
 from cbt.worker.runner import Outcome
 
 log = logging.getLogger("cbt.worker")
@@ -64,13 +65,15 @@ class PipelinedConsumer:
     stopping: asyncio.Event
     reject: Reject
     span: Span = no_span
+    guard: PoisonGuard = field(default_factory=lambda: PoisonGuard("worker"))
+    """Sets a task aside once its handling failed ``max_attempts`` times (not for the infrastructure's failures)."""
     _running: set[asyncio.Future[None]] = field(default_factory=set)
 
     async def on_message(self, message: Delivered) -> None:
         if self.stopping.is_set():
             return
         generation = self.chain.generation_of(message)
-        running = asyncio.ensure_future(_handle(self.runner, self.reject, message, self.span))
+        running = asyncio.ensure_future(_handle(self.runner, self.reject, message, self.span, self.guard))
         self._running.add(running)
         running.add_done_callback(self._running.discard)
         await self.chain.submit(message, running, generation)  # enters the chain before anything else runs
@@ -91,9 +94,10 @@ class PipelinedConsumer:
         await self.chain.drain()
 
 
-async def _handle(runner: Runner, reject: Reject, message: Delivered, span: Span) -> None:
-    """Run the task to its end (a failure surfaces to the chain, which rewinds). A body that is not a task is rejected
-    with the reason — its offset is committed once the rejection is published."""
+async def _handle(runner: Runner, reject: Reject, message: Delivered, span: Span, guard: PoisonGuard) -> None:
+    """Run the task to its end (a failure surfaces to the chain, which rewinds; the guard sets a task aside that keeps
+    failing). A body that is not a task is rejected with the reason — its offset is committed once the rejection is
+    published."""
     body = message.body
     try:
         task = decode(body)
@@ -108,5 +112,9 @@ async def _handle(runner: Runner, reject: Reject, message: Delivered, span: Span
         log.error("rejecting a task the planner could not have made", extra={"reason": why[:500]})
         return await reject(body, why)
     with span(message, task), logged_as(model=task.model, task_id=task.task_id):
-        outcome = await runner.handle(task)
-        log.info("task handled", extra={"outcome": outcome})
+
+        async def run() -> None:
+            outcome = await runner.handle(task)
+            log.info("task handled", extra={"outcome": outcome})
+
+        await guard.handle(task.task_id, body, run, reject)
