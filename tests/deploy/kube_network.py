@@ -110,3 +110,23 @@ def network_problems(docs: list[Doc]) -> list[str]:
             elif not may_connect(docs, None, labels, ports[name], name):
                 problems.append(f"{service}: port {name} ({ports[name]}) is closed to probes and scrapes")
     return problems
+
+
+def tls_problems(docs: list[Doc]) -> list[str]:
+    """Every Ingress serves HTTPS only: a TLS certificate Secret whose hosts cover every rule's host, and a redirect
+    of plain HTTP (bearer tokens travel in a header)."""
+    problems = []
+    for ingress in find(docs, "Ingress"):
+        name, spec = ingress["metadata"]["name"], ingress["spec"]
+        tls = spec.get("tls") or []
+        if not tls or not all(entry.get("secretName") for entry in tls):
+            problems.append(f"Ingress {name}: no TLS certificate (spec.tls with a secretName)")
+            continue
+        covered = {host for entry in tls for host in entry.get("hosts", [])}
+        hosts = {rule["host"] for rule in spec.get("rules", []) if "host" in rule}
+        if (hosts - covered and any(entry.get("hosts") for entry in tls)) or (hosts and not covered):
+            problems.append(f"Ingress {name}: hosts {sorted(hosts - covered)} have no TLS certificate")
+        annotations = ingress["metadata"].get("annotations", {})
+        if annotations.get("nginx.ingress.kubernetes.io/force-ssl-redirect") != "true":
+            problems.append(f"Ingress {name}: plain HTTP is not redirected to HTTPS")
+    return problems

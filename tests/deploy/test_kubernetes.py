@@ -15,7 +15,7 @@ import yaml
 
 from tests.deploy import kube_checks as checks
 from tests.deploy.kube import TARGETS, Doc, find, one, pod_spec, render, service_container, service_deployments, tool
-from tests.deploy.kube_network import network_problems
+from tests.deploy.kube_network import network_problems, tls_problems
 
 pytestmark = pytest.mark.timeout(900)  # the first run on a machine builds kustomize (~1.5 min on 2 cores)
 OVERLAYS = [t for t in TARGETS if t.startswith("overlays/")]
@@ -43,7 +43,7 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
             problems += checks.port_problems(service, deployment, config)
             problems += checks.grace_problems(service, deployment, config)
     problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
-    problems += checks.ingress_problems(docs) + network_problems(docs)
+    problems += checks.ingress_problems(docs) + network_problems(docs) + tls_problems(docs)
     worker = views["worker"].config
     if worker is not None:
         problems += checks.keda_scaling_problems(docs, worker) + checks.hpa_scaling_problems(docs, worker)
@@ -232,7 +232,13 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
     (EX, remove("Service", "cbt-kafka"), project_problems, "cbt-kafka:9092: no Service cbt-kafka"),
     (EX, lambda d: pod_spec(one(d, "StatefulSet", "cbt-redis"))["containers"][0]["ports"][0].update(name="db"),
      project_problems, "cbt-redis:6379: Service cbt-redis port 6379 leads to no container port redis"),
-    # the trust model's network policies and credentials
+    # the trust model's network policies, credentials and TLS
+    (EX, lambda d: one(d, "Ingress", "cbt-api")["spec"].pop("tls"), project_problems,
+     "Ingress cbt-api: no TLS certificate"),
+    (EX, lambda d: one(d, "Ingress", "cbt-api")["spec"]["tls"][0].update(hosts=["other.example.test"]),
+     project_problems, "Ingress cbt-api: hosts ['cbt.example.test'] have no TLS certificate"),
+    (EX, lambda d: one(d, "Ingress", "cbt-api")["metadata"]["annotations"].pop(
+        "nginx.ingress.kubernetes.io/force-ssl-redirect"), project_problems, "plain HTTP is not redirected"),
     (EX, lambda d: container(d, "cbt-worker")["env"].remove(next(
         e for e in container(d, "cbt-worker")["env"] if e["name"] == "CBT_REDIS_PASSWORD")), project_problems,
      "worker: config: /app/config.yaml:16: redis.url: environment variable CBT_REDIS_PASSWORD is not set"),
