@@ -8,6 +8,8 @@ refresh are written to Redis, where the planners and the bounds-cache read them 
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import hashlib
 import json
 import logging
@@ -72,7 +74,8 @@ async def preview(ctx: ApiContext, model_id: ModelId, rng: Range, cascade: bool)
     involved = [m for m in chain if isinstance(ctx.models.models[m], IncrementalModel)]
     state = await blocking(ctx.live.read_shown, involved)
     ran = await blocking(ctx.admin.live_pieces, involved, reach(ctx.models, model_id, rng, cascade=cascade))
-    return impact(ctx.models, model_id, rng, cascade=cascade, in_flight=state.in_flight, ran=ran)
+    mapping = functools.partial(impact, ctx.models, model_id, rng, cascade=cascade, in_flight=state.in_flight, ran=ran)
+    return await asyncio.to_thread(mapping)  # (thousands of models: off the event loop, which serves the others)
 
 
 IdempotencyKey = Annotated[str | None, Header(alias="Idempotency-Key", min_length=1, max_length=200,

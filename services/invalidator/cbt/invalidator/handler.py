@@ -24,6 +24,7 @@ Order of effects for an accepted event (``docs/protocol.md``), each step safe to
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import time
@@ -106,7 +107,8 @@ class InvalidationHandler:
         in_flight = {m: [t.range for t in tasks if t.range is not None] for m, tasks in running.items()}
         window = reach(self.models, model_id, rng, cascade=event.cascade)
         ran = await asyncio.to_thread(self.admin.live_pieces, involved, window)
-        result = impact(self.models, model_id, rng, cascade=event.cascade, in_flight=in_flight, ran=ran)
+        result = await asyncio.to_thread(  # (a wide cascade: off the event loop, which keeps the consumer polling)
+            functools.partial(impact, self.models, model_id, rng, cascade=event.cascade, in_flight=in_flight, ran=ran))
         record = InvalidationRecord(
             id=event.id, model=model_id, start=event.start, end=event.end, reason=event.reason,
             source=event.source, cascade=event.cascade, metadata=dict(event.metadata), affected=result.ranges,
