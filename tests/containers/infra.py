@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -54,9 +55,12 @@ def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 240) -> 
 def project_containers() -> Iterator[tuple[str, str, str]]:
     """(Kafka bootstrap, Redis URL, Spark Connect remote) of fresh containers, removed on exit."""
     kafka_port, redis_port, spark_port = free_port(), free_port(), free_port()
-    endpoints = (f"127.0.0.1:{kafka_port}", f"redis://127.0.0.1:{redis_port}/0", f"sc://127.0.0.1:{spark_port}")
+    password = uuid.uuid4().hex  # the cbt/redis image admits only its user cbt, with this password
+    endpoints = (f"127.0.0.1:{kafka_port}", f"redis://cbt:{password}@127.0.0.1:{redis_port}/0",
+                 f"sc://127.0.0.1:{spark_port}")
     containers = [on_loopback(kafka(kafka_port), kafka_port, kafka_port),
-                  on_loopback(DockerContainer(f"cbt/redis:{VERSION}"), 6379, redis_port),
+                  on_loopback(DockerContainer(f"cbt/redis:{VERSION}").with_env("REDIS_PASSWORD", password), 6379,
+                              redis_port),
                   on_loopback(DockerContainer(f"cbt/spark:{VERSION}").with_command("connect"), 15002, spark_port)]
     with ExitStack() as stack:
         for container in containers:
