@@ -96,6 +96,12 @@ class Coordinator:
             await self.reject(raw, topic, f"kind: expected 'interval-completed', 'bounds-updated' or 'task-failed', "
                                            f"got {message.kind!r}")
 
+    def is_busy(self) -> bool:
+        """Work in flight that no consumer lag shows (``--until-idle``): the hot index not built yet (the other
+        services wait for it), or a consolidation running."""
+        consolidating = self.consolidation is not None and not self.consolidation.done()
+        return consolidating or not self.state.coverage.is_built()
+
     async def reject(self, raw: bytes, topic: str, reason: str) -> None:
         log.error("rejecting an event", extra={"topic": topic, "reason": reason[:500]})
         await self.planner.publish_rejected(rejected(topic, "coordinator", raw, reason))
@@ -319,4 +325,4 @@ async def wire(models: ModelSet, clients: Clients) -> Work:
                 loops=[Loop("tick", config.scheduler.tick_s, coordinator.tick),
                        Loop("model_state", config.telemetry.status_interval_s, coordinator.report_model_state)],
                 checks={"hot_index": hot_index_built(coordinator.state)}, wind_down=wind_down,
-                is_busy=lambda: coordinator.consolidation is not None and not coordinator.consolidation.done())
+                is_busy=coordinator.is_busy)
