@@ -122,7 +122,7 @@ PROBLEM_CASES = [
         id="unknown-nested-key",
     ),
     pytest.param(
-        "frontend: {}\n", {}, "config.yaml:1: frontend: unknown field; expected one of:", id="unknown-section"
+        "webui: {}\n", {}, "config.yaml:1: webui: unknown field; expected one of:", id="unknown-section"
     ),
     pytest.param(
         "worker:\n  concurrency: 0\n",

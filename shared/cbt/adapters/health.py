@@ -5,7 +5,8 @@ network call: an orchestrator restarts a process whose loop is stuck or dead, ne
 ``/readyz`` runs each named check at once, each bounded by ``CHECK_TIMEOUT_S``. Both name what fails in their 503
 body (``{"status": "not ready", "checks": {"kafka": "no answer within 3 s", "redis": "ok"}}``), so an operator reads
 which loop or dependency is gone. A check may add a note (``"notes": {"spark_admission": "limit 2, 2 executing,
-5 waiting"}``).
+5 waiting"}``). ``/health`` and ``/ready`` (the original CBT's paths) give the same verdicts with CBT's plain ``OK``
+body.
 """
 
 from __future__ import annotations
@@ -15,10 +16,15 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 
+from cbt.config.addresses import bind_address
+
 CHECK_TIMEOUT_S = 3.0
 Check = Callable[[], Awaitable[str | None]]
 """Returns when its dependency answers — with a note worth showing (``/readyz``'s ``notes``), or ``None`` — and
 raises (any error) when it does not."""
+CBT_PROBES = {"/health": "/healthz", "/ready": "/readyz"}
+"""The original CBT's probe paths: the same verdicts as ours, with its body (``200`` and ``OK``, plain text); when
+failing, ``503`` and what fails, one per line."""
 Probe = Callable[[], str | None]
 """A liveness probe: ``None`` while its loop is alive, else what is wrong. Local and quick (no network)."""
 
@@ -42,8 +48,7 @@ class Heartbeat:
 
 class HealthServer:
     def __init__(self, addr: str, checks: Mapping[str, Check], probes: Mapping[str, Probe] | None = None) -> None:
-        host, _, port = addr.rpartition(":")
-        self.host, self.port = host or "127.0.0.1", int(port)
+        self.host, self.port = bind_address(addr)
         self.checks = dict(checks)
         self.probes = dict(probes or {})
         self._server: asyncio.Server | None = None
@@ -76,9 +81,13 @@ class HealthServer:
         try:
             request = (await asyncio.wait_for(reader.readline(), 5)).decode(errors="replace").split()
             path = request[1] if len(request) > 1 else "/"
-            status, body = await self._answer(path)
-            payload = json.dumps(body).encode()
-            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {len(payload)}\r\n"
+            if path in CBT_PROBES:
+                status, body = await self._answer(CBT_PROBES[path])
+                payload, kind = _plain(status, body), "text/plain; charset=utf-8"
+            else:
+                status, body = await self._answer(path)
+                payload, kind = json.dumps(body).encode(), "application/json"
+            writer.write(f"HTTP/1.1 {status}\r\nContent-Type: {kind}\r\nContent-Length: {len(payload)}\r\n"
                          "Connection: close\r\n\r\n".encode() + payload)
             await writer.drain()
         except (TimeoutError, ConnectionError):
@@ -99,6 +108,16 @@ class HealthServer:
                 return "200 OK", {"status": "ready", "checks": checks, **extra}
             return "503 Service Unavailable", {"status": "not ready", "checks": checks, **extra}
         return "404 Not Found", {"status": "unknown path"}
+
+
+def _plain(status: str, body: dict[str, object]) -> bytes:
+    """CBT's probe body: ``OK``; else what fails, one ``name: verdict`` per line after the status."""
+    if status.startswith("200"):
+        return b"OK"
+    verdicts = body.get("loops") or body.get("checks")
+    items = verdicts.items() if isinstance(verdicts, dict) else ()
+    failing = [f"{name}: {verdict}" for name, verdict in items if verdict != "ok"]
+    return "\n".join([str(body.get("status", "")), *failing]).encode()
 
 
 async def _verdict(check: Check) -> tuple[str, str | None]:

@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter, SpanExporter
 from prometheus_client import start_http_server
 
+from cbt.config.addresses import bind_address
 from cbt.config.settings import Config
 
 log = logging.getLogger("cbt.telemetry")
@@ -65,11 +66,11 @@ def start(config: Config, service: str, instance: str, metrics_addr: str | None)
     metrics.set_meter_provider(meters)
     telemetry = Telemetry(meters, None, None)
     if metrics_addr:
-        host, _, port = metrics_addr.rpartition(":")
-        server, _thread = start_http_server(int(port), addr=host or "127.0.0.1")
+        host, port = bind_address(metrics_addr)
+        server, _thread = start_http_server(port, addr=host)
         telemetry._server = server
         telemetry.metrics_port = server.server_port
-        log.info("metrics for Prometheus", extra={"url": f"http://{host or '127.0.0.1'}:{server.server_port}/metrics"})
+        log.info("metrics for Prometheus", extra={"url": f"http://{host}:{server.server_port}/metrics"})
     if settings.traces != "none":
         exporter = _span_exporter(config, telemetry, service, instance)
         tracers = TracerProvider(resource=resource)

@@ -81,6 +81,7 @@ def _load(args: argparse.Namespace) -> tuple[Config, ModelSet] | None:
     except ConfigProblems as e:
         _print_problems(e.problems, [])
         return None
+    _print_warnings(config.warnings)  # (the original CBT's keys, accepted but meaning nothing here)
     try:
         return config, load_models(config)
     except ModelProblems as e:

@@ -93,6 +93,8 @@ def _inputs(args: argparse.Namespace) -> tuple[Config, ModelSet, StateSnapshot]:
     from cbt.config.settings import load_config
 
     config = load_config(args.config)
+    for w in config.warnings:  # (the original CBT's keys, accepted but meaning nothing here)
+        print(f"{w.path}:{w.line}: {w.field}: warning: {w.message}", file=sys.stderr)
     model_set = _load_models(config)
     state = read_state(args.state) if args.state else read_live_state(config, model_set)
     _check_selection(args, model_set.models)

@@ -32,6 +32,7 @@ from cbt.base.errors import ConfigError, Problem
 from cbt.base.problems import pydantic_problems
 from cbt.base.reserved_env import reserved_env_problem
 from cbt.base.yamldoc import SourceMap, parse_yaml
+from cbt.config import cbt_compat
 from cbt.config.env import apply_env_overrides, expand_references
 
 DEFAULT_CONFIG_FILE = "config.yaml"
@@ -56,6 +57,11 @@ def _duration(value: Any) -> Any:
 def _schedule(value: str) -> str:
     parse_schedule(value)
     return value
+
+
+def _schedule_or_off(value: str) -> str:
+    """A schedule, or ``""`` (CBT's way to turn it off)."""
+    return value if value == "" else _schedule(value)
 
 
 def _env_value(value: Any) -> Any:
@@ -215,7 +221,8 @@ class BatchConfig(Section):
 
 class SchedulerConfig(Section):
     tick_s: DurationS = Field(default=1, gt=0)
-    consolidation: Annotated[str, BeforeValidator(_schedule)] = "@every 10m"
+    consolidation: Annotated[str, BeforeValidator(_schedule_or_off)] = "@every 10m"
+    """When the admin rows are consolidated; ``""`` turns consolidation off (as in CBT)."""
     leader_lease_ttl_s: DurationS = Field(default=15, gt=0)
     leader_lease_renew_s: DurationS = Field(default=5, gt=0)
     batch: BatchConfig = BatchConfig()
@@ -468,6 +475,7 @@ class Config(Section):
     _path: str = PrivateAttr(default="")
     _base_dir: Path = PrivateAttr(default_factory=Path.cwd)
     _source: SourceMap = PrivateAttr(default_factory=lambda: SourceMap(path=DEFAULT_CONFIG_FILE))
+    _warnings: tuple[Problem, ...] = PrivateAttr(default=())
 
     @property
     def path(self) -> str:
@@ -483,6 +491,12 @@ class Config(Section):
     def source(self) -> SourceMap:
         """Where each key was written, for errors about the config found later (e.g. overrides)."""
         return self._source
+
+    @property
+    def warnings(self) -> tuple[Problem, ...]:
+        """What was accepted but means nothing here (the original CBT's keys, ``cbt.config.cbt_compat``), each
+        saying what replaces it: ``cbt validate`` prints them, services log them at start."""
+        return self._warnings
 
 
 def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str, str] | None = None) -> Config:
@@ -507,13 +521,14 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
         raise ConfigProblems(problems)
     problems = apply_env_overrides(data, env, smap)
     problems += expand_references(data, env, smap)
+    data, warnings = cbt_compat.set_aside(data, smap)
     try:
         config = Config.model_validate(data)
     except ValidationError as e:
         problems += pydantic_problems(e, smap, Config)
     if problems:
         raise ConfigProblems(problems)
-    return _finish(config, smap, file.resolve().parent, str(file))
+    return _finish(config, smap, file.resolve().parent, str(file), warnings)
 
 
 def _read(file: Path) -> str:
@@ -523,7 +538,8 @@ def _read(file: Path) -> str:
         raise ConfigProblems([Problem(str(file), 0, "config", f"cannot read: {e}")]) from e
 
 
-def _finish(config: Config, smap: SourceMap, base_dir: Path, path: str) -> Config:
+def _finish(config: Config, smap: SourceMap, base_dir: Path, path: str,
+            warnings: Sequence[Problem] = ()) -> Config:
     models = config.models
     resolved = models.model_copy(
         update={
@@ -535,6 +551,7 @@ def _finish(config: Config, smap: SourceMap, base_dir: Path, path: str) -> Confi
     out._path = path
     out._base_dir = base_dir
     out._source = smap
+    out._warnings = tuple(warnings)
     return out
 
 

@@ -90,6 +90,8 @@ def run_service(service: str, args: argparse.Namespace) -> int:
     config, models = load_project(args.config)
     module = service_module(service)
     setup_logging(config)
+    for warning in config.warnings:  # (the original CBT's keys, set aside: said once, at start)
+        logging.getLogger("cbt").warning(str(warning))
     faulthandler.enable(all_threads=True)  # a native crash on a Python thread logs every thread's stack
     health_addr = args.health_addr or offset_addr(config.health_addr, PORT_OFFSET[service])
     metrics_addr = args.metrics_addr or offset_addr(config.metrics_addr, PORT_OFFSET[service])

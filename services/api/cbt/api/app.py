@@ -25,6 +25,7 @@ from cbt.api.context import ApiContext
 from cbt.api.events import EventHub, decode_event, event_names
 from cbt.api.records import ApiRecords, records_from_config
 from cbt.api.web import create_app
+from cbt.config.addresses import bind_address
 from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
@@ -74,8 +75,8 @@ def build_context(config: Config, models: ModelSet, clients: Clients, events: Ev
 
 
 def http_server(config: Config, ctx: ApiContext) -> uvicorn.Server:
-    host, _, port = config.api.addr.rpartition(":")
-    return _Server(uvicorn.Config(create_app(ctx), host=host or "127.0.0.1", port=int(port), lifespan="off",
+    host, port = bind_address(config.api.addr)  # (":PORT": every interface, as in CBT)
+    return _Server(uvicorn.Config(create_app(ctx), host=host, port=port, lifespan="off",
                                   log_config=None, access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S))
 
 
