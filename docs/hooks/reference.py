@@ -238,7 +238,18 @@ def configuration_page() -> str:
             lines.append("")
         lines += [*_table(["key", "type", "default", "meaning"], rows), ""]
     lines += ["## Top-level keys", "", *_table(["key", "type", "default", "meaning"], top_level), ""]
-    return "\n".join(lines)
+    return "\n".join([*lines, *_cbt_keys()])
+
+
+def _cbt_keys() -> list[str]:
+    """The original CBT's keys: accepted with a warning each (``cbt.config.cbt_compat``)."""
+    from cbt.config import cbt_compat
+
+    rows = [[", ".join(f"`{'.'.join((*key.section, name))}`" for name in key.names), _cell(key.instead)]
+            for key in cbt_compat.CBT_KEYS]
+    intro = _rst(" ".join(inspect.cleandoc(cbt_compat.__doc__ or "").split("\n\n")[:2]))
+    return ["## The original CBT's keys", "", " ".join(intro.split()), "",
+            *_table(["key (CBT)", "here"], rows), ""]
 
 
 # --- command line -------------------------------------------------------------------------------------------------

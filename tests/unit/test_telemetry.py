@@ -130,10 +130,11 @@ def test_the_runner_counts_tasks_by_model_and_status_in_one_series_each_whatever
     assert points[("cbt_tasks", (*model, ("status", "retried")))].value == 2
     assert points[("cbt_tasks", (*model, ("status", "failed")))].value == 1
     assert points[("cbt_positions_completed", model)].value == 600
-    assert points[("cbt_tasks_running", model)].value == 0
+    assert points[("cbt_tasks_running", (*model, ("worker", "worker-1")))].value == 0
+    assert points[("cbt_archived_tasks_deleted", (*model, ("queue", "default")))].value == 1
     assert points[("cbt_task_duration", (*model, ("status", "success")))].count == 10
     assert {label for _, labels in points for label, _ in labels} <= {"model", "status", "result", "component",
-                                                                      "error_type"}
+                                                                      "error_type", "worker", "queue"}
     assert len([key for key in points if key[0] == "cbt_tasks"]) == 4
 
 

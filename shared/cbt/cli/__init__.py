@@ -17,6 +17,7 @@ from collections.abc import Sequence
 from importlib.metadata import entry_points
 
 from cbt.base.errors import CbtError
+from cbt.cli import version_cmd
 
 COMMAND_GROUP = "cbt.commands"
 """Entry-point group: each entry names a module exposing ``register(subparsers)``; sub-parsers set ``func(args)``."""
@@ -28,15 +29,37 @@ def command_modules() -> list[str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="cbt", description=(__doc__ or "").split("\n\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parser = argparse.ArgumentParser(
+        prog="cbt", description=(__doc__ or "").split("\n\n")[0],
+        epilog="cbt --config FILE, with no command, runs every installed service (as `cbt run all`), like the "
+               "original CBT's binary.")
+    parser.add_argument("--config", dest="top_config", metavar="FILE",
+                        help="config file for the command (default: $CBT_CONFIG or ./config.yaml); alone, it runs "
+                             "every service")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    version_cmd.register(sub)
     for name in command_modules():
         importlib.import_module(name).register(sub)
     return parser
 
 
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    """The command's arguments; ``cbt --config FILE`` alone is ``cbt run all --config FILE``, and a ``--config``
+    before the command is the command's own when it has none after."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    top_config = args.top_config
+    if args.command is None:
+        if top_config is None:
+            parser.error("a command is required (or --config FILE alone, to run every service)")
+        args = parser.parse_args(["run", "all", "--config", top_config])
+    elif top_config is not None and getattr(args, "config", None) is None:
+        args.config = top_config
+    return args
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    args = parse(argv)
     try:
         code: int = args.func(args)
     except CbtError as e:

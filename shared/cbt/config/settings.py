@@ -459,10 +459,13 @@ class Config(Section):
     telemetry: TelemetryConfig = TelemetryConfig()
     metrics_addr: str = "127.0.0.1:9464"
     """Prometheus ``/metrics``; each service adds its port offset (coordinator +0, worker +1, bounds-cache +2,
-    invalidator +3, api +4); ``off`` serves none."""
+    invalidator +3, api +4); ``off`` serves none. ``:PORT`` listens on every interface (as in CBT); the default
+    listens on loopback only."""
     health_addr: str = Field(
         default="127.0.0.1:8081", validation_alias=AliasChoices("health_addr", "healthAddr", "healthCheckAddr")
     )
+    """``/healthz`` and ``/readyz`` (and CBT's ``/health`` and ``/ready``), with the same port offsets; ``:PORT``
+    listens on every interface (as in CBT); the default listens on loopback only."""
 
     @field_validator("metrics_addr", "health_addr")
     @classmethod

@@ -2,7 +2,9 @@
 
 Names and labels follow the original's Prometheus metrics where the concept is the same (``cbt_tasks_total{model,
 status}``, ``cbt_task_duration_seconds``, ``cbt_tasks_running``, ``cbt_tasks_enqueued_total``, ``cbt_errors_total``,
-``cbt_dependency_validation_total``), so existing dashboards carry over. The Prometheus exporter adds ``_total`` to
+``cbt_dependency_validation_total``, ``cbt_scheduled_tasks_registered``, ``cbt_scheduled_task_executions_total``,
+``cbt_backfill_gaps_analyzed_total``, ``cbt_backfill_gap_check_limit_reached_total``,
+``cbt_archived_tasks_deleted_total``), so existing dashboards carry over. The Prometheus exporter adds ``_total`` to
 counters and the unit to the rest; the names here are written without them.
 
 Labels are bounded: model ids, statuses, topics, pools, kinds of reason — never a position, a task id or an error
@@ -16,6 +18,8 @@ from collections.abc import Iterable, Mapping
 
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
+
+from cbt.scheduling.forward import GapTally
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -32,7 +36,7 @@ task_duration = _meter.create_histogram(
     description="A task's wall time in the worker (its attempts and the pauses between them), by model and status",
     explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)
 tasks_running = _meter.create_up_down_counter(
-    "cbt_tasks_running", unit="", description="Tasks running now in this worker, by model")
+    "cbt_tasks_running", unit="", description="Tasks running now, by model and worker (the worker process's id)")
 positions_completed = _meter.create_counter(
     "cbt_positions_completed", unit="",
     description="Positions covered by completed incremental tasks, by model (a batch counts all its intervals)")
@@ -70,6 +74,35 @@ cascade_latency = _meter.create_histogram(
 leader = _meter.create_gauge(
     "cbt_leader", unit="", description="1 while this coordinator holds the ticker lease, else 0")
 
+# --- the original CBT's scheduler, backfill and archive metrics: its names, types and labels ----------------------
+scheduled_task_executions = _meter.create_counter(
+    "cbt_scheduled_task_executions", unit="",
+    description="Schedules fired by the leading coordinator, by model, operation (forward, backfill, scheduled) "
+                "and status (success; failure when what it fired could not be planned or enqueued)")
+backfill_gaps_analyzed = _meter.create_counter(
+    "cbt_backfill_gaps_analyzed", unit="",
+    description="Gaps the backfill planner examined, by model and result (fillable: some part ready; blocked: a "
+                "dependency has no data anywhere in it)")
+backfill_gap_check_limit_reached = _meter.create_counter(
+    "cbt_backfill_gap_check_limit_reached", unit="",
+    description="Backfill plans that stopped with ready gaps left because the model's task slots "
+                "(worker.model_concurrency) were full, by model")
+archived_tasks_deleted = _meter.create_counter(
+    "cbt_archived_tasks_deleted", unit="",
+    description="Tasks that failed their last attempt and were dropped from the in-flight ledger (so their range "
+                "is planned again), by queue (the pool) and model")
+
+
+def count_backfill_gaps(model: str, gaps: GapTally) -> None:
+    """What backfill examined in one plan of ``model`` (nothing when it examined no gap)."""
+    if gaps.fillable:
+        backfill_gaps_analyzed.add(gaps.fillable, {"model": model, "result": "fillable"})
+    if gaps.blocked:
+        backfill_gaps_analyzed.add(gaps.blocked, {"model": model, "result": "blocked"})
+    if gaps.is_limit_reached:
+        backfill_gap_check_limit_reached.add(1, {"model": model})
+
+
 # --- bounds (bounds-cache) --------------------------------------------------------------------------------------
 bounds_scans = _meter.create_counter(
     "cbt_bounds_scans", unit="",
@@ -95,6 +128,11 @@ class GaugeTable:
     def _observe(self, options: CallbackOptions) -> Iterable[Observation]:
         return [Observation(value, dict(labels)) for labels, value in self._values.items()]
 
+
+scheduled_tasks_registered = GaugeTable(
+    "cbt_scheduled_tasks_registered", "",
+    "Schedules the leading coordinator has registered, by model and operation (forward, backfill, scheduled; "
+    "model system, operation consolidation); none on the others")
 
 # --- model state (the leading coordinator, every ``telemetry.status_interval``) ---------------------------------
 model_lag = GaugeTable(

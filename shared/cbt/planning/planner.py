@@ -91,6 +91,7 @@ class Planner:
                 log.exception("planning a model failed", extra={"model": model_id})
                 unplannable.append(e)
                 continue
+            metrics.count_backfill_gaps(model_id, plan.backfill_gaps)
             planned += [(model, task) for task in plan.tasks]
         published = await self._enqueue_all(planned)
         if unplannable:

@@ -36,7 +36,7 @@ from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.bounds import Readiness
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.scheduling.forward import FillPlan
+from cbt.scheduling.forward import FillPlan, GapTally
 
 MAX_NOTES = 3
 
@@ -85,26 +85,39 @@ def plan_backfill(model: IncrementalModel, ready: Readiness, effective: Coverage
         return FillPlan()
     tasks: list[Range] = []
     notes: list[str] = []
+    examined = {True: 0, False: 0}
     for item in _candidates(model, ready, effective, win, upstream):
-        if isinstance(item, str):
+        if isinstance(item, GapExamined):
+            examined[item.is_fillable] += 1
+        elif isinstance(item, str):
             notes.append(item)
         elif len(tasks) >= slots:
             return FillPlan(
                 tuple(tasks),
                 f"more backfill intervals are ready below {tasks[-1][0] if tasks else win[1]}",
                 is_out_of_slots=True,
+                gaps=GapTally(examined[True], examined[False], is_limit_reached=True),
             )
         elif item not in tasks:
             tasks.append(item)
-    return FillPlan(tuple(tasks), summarize(notes))
+    return FillPlan(tuple(tasks), summarize(notes), gaps=GapTally(examined[True], examined[False]))
+
+
+@dataclass(frozen=True)
+class GapExamined:
+    """Backfill came to a gap: ``is_fillable`` when some part of it is ready (``GapTally``)."""
+
+    is_fillable: bool
 
 
 def _candidates(model: IncrementalModel, ready: Readiness, effective: Coverage, win: Range,
-                upstream: Upstream) -> Iterator[Range | str]:
-    """Backfill intervals newest first, interleaved with notes on what cannot run."""
+                upstream: Upstream) -> Iterator[Range | str | GapExamined]:
+    """Backfill intervals newest first, interleaved with notes on what cannot run, each gap announced as examined
+    before its intervals."""
     end_grows = _end_can_grow(model, win)
     for gap in reversed(cov.gaps(effective, win)):
         parts = bnd.ready_parts(ready, gap)
+        yield GapExamined(is_fillable=bool(parts))
         if parts != [gap]:
             yield _blocked_note(ready, gap)
         for part in reversed(parts):

@@ -30,12 +30,24 @@ from cbt.scheduling.coverage import Coverage, Range
 
 
 @dataclass(frozen=True)
+class GapTally:
+    """The gaps backfill examined in one plan (the original CBT's gap metrics): those with a ready part, those with
+    none, and whether it stopped, its task slots full, before it had planned every ready one."""
+
+    fillable: int = 0
+    blocked: int = 0
+    is_limit_reached: bool = False
+
+
+@dataclass(frozen=True)
 class FillPlan:
     """Intervals to enqueue, in planning order, and why planning stopped short (``None``: nothing left)."""
 
     tasks: tuple[Range, ...] = ()
     waiting: str | None = None
     is_out_of_slots: bool = False
+    gaps: GapTally = GapTally()
+    """Backfill's: the gaps it examined."""
 
 
 def start_position(model: IncrementalModel, effective: Coverage, valid: Range) -> int:

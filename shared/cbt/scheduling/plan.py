@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from cbt.base.tasks import FILL_DIRECTIONS, FillDirection, TaskDirection, incremental_task_id
 from cbt.models.spec import IncrementalModel, Model, ModelId
@@ -35,7 +35,7 @@ from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.backfill import Upstream, plan_backfill
 from cbt.scheduling.coverage import Coverage, Range
-from cbt.scheduling.forward import FillPlan, plan_forward
+from cbt.scheduling.forward import FillPlan, GapTally, plan_forward
 from cbt.scheduling.rerun import plan_reruns
 from cbt.scheduling.snapshot import StateSnapshot
 
@@ -71,6 +71,8 @@ class ModelPlan:
     valid: Range | None
     tasks: tuple[Task, ...]
     waiting: str | None
+    backfill_gaps: GapTally = field(default_factory=GapTally)
+    """The gaps backfill examined (none when it was not asked for or has nothing to fill)."""
 
 
 def plan_model(
@@ -94,6 +96,7 @@ def plan_model(
     effective = cov.union(effective_coverage(model.id, state), cov.merge(reruns))
     slots = max(concurrency - len(in_flight), 0)
     results: list[tuple[TaskDirection, FillPlan]] = []
+    gaps = GapTally()
     if model.schedules.forwardfill and "forward" in directions:
         forward = _batched(plan_forward(model, ready, effective, slots * batch_size), model, batch_size, slots)
         results.append(("forward", forward))
@@ -110,13 +113,14 @@ def plan_model(
         if results and results[0][0] == "forward":
             results[0], backfill = _backlog_joins_head(results[0][1], backfill, model, batch_size)
         results.append(("backfill", backfill))
+        gaps = replace(backfill.gaps, is_limit_reached=backfill.is_out_of_slots)
     elif not model.schedules.backfill:
         results.append(("backfill", FillPlan(waiting=_unfilled_note(effective, ready.valid))))
     tasks = tuple(
         Task(model.id, start, end - start, direction, _step(model, end - start))
         for direction, fill in results for start, end in fill.tasks
     )
-    return ModelPlan(model.id, ready.valid, tasks, _waiting(results, concurrency, len(in_flight)))
+    return ModelPlan(model.id, ready.valid, tasks, _waiting(results, concurrency, len(in_flight)), gaps)
 
 
 def _batched(fill: FillPlan, model: IncrementalModel, size: int, slots: int) -> FillPlan:
@@ -125,10 +129,10 @@ def _batched(fill: FillPlan, model: IncrementalModel, size: int, slots: int) -> 
         return fill
     groups = batching.group(fill.tasks, model.interval.max, size)
     if len(groups) <= slots:
-        return FillPlan(tuple(r for r, _ in groups), fill.waiting, fill.is_out_of_slots)
+        return replace(fill, tasks=tuple(r for r, _ in groups))
     first_left = groups[slots][0]
-    return FillPlan(tuple(r for r, _ in groups[:slots]), f"more intervals are ready from [{first_left[0]}, "
-                    f"{first_left[1]})", is_out_of_slots=True)
+    return replace(fill, tasks=tuple(r for r, _ in groups[:slots]),
+                   waiting=f"more intervals are ready from [{first_left[0]}, {first_left[1]})", is_out_of_slots=True)
 
 
 def _backlog_joins_head(forward: FillPlan, backfill: FillPlan, model: IncrementalModel,
@@ -145,7 +149,7 @@ def _backlog_joins_head(forward: FillPlan, backfill: FillPlan, model: Incrementa
     if high != head_start or any(n % step for n in lengths) or sum(lengths) > size * step:
         return ("forward", forward), backfill
     joined = FillPlan(((low, head_end), *forward.tasks[1:]), forward.waiting, forward.is_out_of_slots)
-    return ("forward", joined), FillPlan(backfill.tasks[1:], backfill.waiting, backfill.is_out_of_slots)
+    return ("forward", joined), replace(backfill, tasks=backfill.tasks[1:])
 
 
 def _step(model: IncrementalModel, length: int) -> int | None:

@@ -29,6 +29,7 @@ from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.observability import metrics, model_state
+from cbt.observability.metrics import Labels
 from cbt.planning import hot_index
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
@@ -116,6 +117,7 @@ class Coordinator:
             metrics.leader.set(0)
             raise
         if not self.is_leader:
+            metrics.scheduled_tasks_registered.replace({})
             return
         now = int(time.time())
         if not self.state.coverage.is_built():
@@ -127,8 +129,13 @@ class Coordinator:
             async with self._leadership_kept():  # (it may read the admin tables: seconds on a busy Spark)
                 await self._recover(now)  # when it raises, the next tick recovers again (it is idempotent)
             self.tracker = tracker
+            metrics.scheduled_tasks_registered.replace({**tracker.registered(), **self._consolidation_registered()})
         await self.tracker.run_due(now, self._run_scheduled, self._plan_fills)
         await self._consolidate_when_due(now)
+
+    def _consolidation_registered(self) -> dict[Labels, float]:
+        """The consolidation schedule, as the original CBT's ``system:consolidation`` task (none when off)."""
+        return {(("model", "system"), ("operation", "consolidation")): 1} if self.config.scheduler.consolidation else {}
 
     async def report_model_state(self) -> None:
         """As leader, refresh every model's lag, gaps, backlog and bounds gauges (from Redis) and each worker pool's

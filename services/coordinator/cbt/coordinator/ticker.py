@@ -9,6 +9,8 @@ from typing import Literal
 
 from cbt.base.cron import next_fire, previous_fire
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.observability import metrics
+from cbt.observability.metrics import Labels
 
 Fill = Literal["forward", "backfill"]
 Kind = Literal[Fill, "scheduled"]
@@ -72,6 +74,9 @@ class DueTracker:
                 log.warning("a scheduled run could not be enqueued; retrying at the next tick", exc_info=True,
                             extra={"model": model_id, "fire_time": fire_time})
                 self.retry(model_id, kind, now)
+                _count_executions([model_id], kind, "failure")
+            else:
+                _count_executions([model_id], kind, "success")
         for kind, model_ids in fills.items():
             try:
                 await plan_fills(kind, model_ids)
@@ -80,6 +85,18 @@ class DueTracker:
                             extra={"kind": kind, "models": len(model_ids)})
                 for model_id in model_ids:
                     self.retry(model_id, kind, now)
+                _count_executions(model_ids, kind, "failure")
+            else:
+                _count_executions(model_ids, kind, "success")
+
+    def registered(self) -> dict[Labels, float]:
+        """``cbt_scheduled_tasks_registered``'s series: 1 per schedule this tracker fires."""
+        return {(("model", model_id), ("operation", kind)): 1 for model_id, kind in self.schedules}
+
+
+def _count_executions(model_ids: list[ModelId], kind: Kind, status: str) -> None:
+    for model_id in model_ids:
+        metrics.scheduled_task_executions.add(1, {"model": model_id, "operation": kind, "status": status})
 
 
 def missed_run(schedule: str, last_run: int | None, now: int) -> int | None:

@@ -153,11 +153,12 @@ class TaskRunner:
         """Run one task to the end (steps 0 to 7), counted in the task metrics by its outcome."""
         labels = {"model": task.model if task.model in self.models else "unknown"}
         began = time.monotonic()
-        metrics.tasks_running.add(1, labels)
+        running = {**labels, "worker": self.worker_id}
+        metrics.tasks_running.add(1, running)
         try:
             outcome = await (await self.begin(task))
         finally:
-            metrics.tasks_running.add(-1, labels)
+            metrics.tasks_running.add(-1, running)
         status = {"completed": "success", "failed": "failed"}.get(outcome, outcome)
         metrics.tasks.add(1, {**labels, "status": status})
         if outcome in ("completed", "failed"):
@@ -385,6 +386,7 @@ class TaskRunner:
         )
         await self.ports.publisher.publish(self.topics.task_failed, failed, key=task.model)
         self.ports.ledger.release(task.model, task.task_id)
+        metrics.archived_tasks_deleted.add(1, {"queue": task.pool, "model": task.model})
         try:  # the history for operators; the published message is what the system acts on
             await self.ports.recorder.record_failure(failed)
         except Exception as e:
