@@ -47,9 +47,12 @@ class Summary:
 
 
 def matches(model: Model, kind: str | None, database: str | None, tag: str | None, search: str | None) -> bool:
-    """Whether ``model`` passes every filter given (``search``: case-insensitive part of its id)."""
+    """Whether ``model`` passes every filter given (``search``: case-insensitive part of its id; ``kind``
+    ``transformation``: incremental or scheduled, as CBT's filter)."""
     tags = () if isinstance(model, ExternalModel) else model.tags
-    return ((kind is None or model_kind(model) == kind) and (database is None or model.database == database)
+    own = model_kind(model)
+    is_kind = kind is None or own == kind or (kind == "transformation" and own != "external")
+    return (is_kind and (database is None or model.database == database)
             and (tag is None or tag in tags) and (search is None or search.lower() in model.id.lower()))
 
 

@@ -23,10 +23,10 @@ from cbt.api.schemas import (
     GapsBody,
     IntervalSettings,
     ModelDetail,
+    ModelFilter,
     ModelItem,
     ModelList,
     ModelSummary,
-    ModelType,
     Rendered,
     StatusRangeBody,
     TaskList,
@@ -58,13 +58,13 @@ def _involved(ctx: ApiContext, model_id: ModelId) -> list[ModelId]:
 
 
 @router.get("", response_model=ModelList, summary="Models, filtered by type, database, tag or part of the id")
-async def list_models(ctx: Ctx, type: ModelType | None = None, database: str | None = None, tag: str | None = None,
+async def list_models(ctx: Ctx, type: ModelFilter | None = None, database: str | None = None, tag: str | None = None,
                       search: str | None = None) -> ModelList:
     chosen = [m for m in ctx.models if catalog.matches(m, type, database, tag, search)]
     ids = list(dict.fromkeys(i for m in chosen for i in _involved(ctx, m.id)))
     state = await blocking(ctx.live.read_shown, ids)
     failed = catalog.failed_counts(await blocking(ctx.hot.failures.recent_failures, [m.id for m in chosen]))
-    return ModelList(models=[_item(ctx, m, state, failed.get(m.id, 0)) for m in chosen])
+    return ModelList(models=[_item(ctx, m, state, failed.get(m.id, 0)) for m in chosen], total=len(chosen))
 
 
 def _item(ctx: ApiContext, model: Model, state: StateSnapshot, failed: int) -> ModelItem:

@@ -16,6 +16,8 @@ Span = Annotated[tuple[int, int], WithJsonSchema({"type": "array", "items": {"ty
 """``[start, end)``: a two-item array (published as ``items`` + ``minItems``/``maxItems``, not ``prefixItems``,
 which some OpenAPI tools mis-read)."""
 ModelType = Literal["external", "incremental", "scheduled"]
+ModelFilter = Literal["external", "incremental", "scheduled", "transformation"]
+"""``transformation``: incremental or scheduled (CBT's filter)."""
 Position = int
 
 
@@ -54,6 +56,7 @@ class ModelItem(Body):
 
 class ModelList(Body):
     models: list[ModelItem]
+    total: int = Field(description="how many models are listed (as CBT's lists)")
 
 
 class ModelDetail(Body):

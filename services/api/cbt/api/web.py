@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from cbt.api import routes_actions, routes_models, routes_pipeline
+from cbt.api import routes_actions, routes_cbt, routes_models, routes_pipeline
 from cbt.api.context import ApiContext
 from cbt.api.limits import RequestLimits
 from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
@@ -27,7 +27,8 @@ DESCRIPTION = (
     "Changes (POST) need `Authorization: Bearer <token>` with one of `api.auth.tokens`; none configured means "
     "changes are disabled."
 )
-ROUTERS = (routes_models.router, routes_pipeline.router, routes_actions.router)
+ROUTERS = (routes_cbt.router, routes_models.router, routes_pipeline.router, routes_actions.router)  # CBT's first: its
+# /api/v1/models/external… must not be read as our /api/v1/models/{model_id}…
 
 
 def create_app(ctx: ApiContext) -> FastAPI:
@@ -35,8 +36,9 @@ def create_app(ctx: ApiContext) -> FastAPI:
                   redoc_url=None)
     app.state.context = ctx
     if ctx.config.api.cors_origins:
-        app.add_middleware(CORSMiddleware, allow_origins=list(ctx.config.api.cors_origins),
-                           allow_methods=["GET", "POST"], allow_headers=["Authorization", "Content-Type"])
+        app.add_middleware(CORSMiddleware, allow_origins=list(ctx.config.api.cors_origins),  # ["*"]: as CBT
+                           allow_methods=["GET", "POST", "PUT", "DELETE"],
+                           allow_headers=["Authorization", "Content-Type"])
     limits = ctx.config.api
     app.add_middleware(RequestLimits, max_body_bytes=limits.max_body_bytes,  # outermost: before any route reads
                        max_concurrent_requests=limits.max_concurrent_requests,
@@ -53,7 +55,8 @@ def openapi_document(app: FastAPI) -> dict[str, Any]:
     """The OpenAPI document, generated once; every error response is a problem (``application/problem+json``)."""
     if app.openapi_schema is None:
         routes = [route for router in ROUTERS for route in router.routes]  # /api/v1 only, not the UI's pages
-        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=routes)
+        schema = get_openapi(title=app.title, version=app.version, description=app.description, routes=routes,
+                             tags=[routes_cbt.TAG_DOC])
         app.openapi_schema = with_problems(schema)
     return app.openapi_schema
 

@@ -1,0 +1,295 @@
+"""The CBT-compatible routes against CBT's own published OpenAPI description (tests/fixtures/cbt/openapi.yaml, copied
+from ethpandaops/cbt): every path it describes answers, at /api/v1 and at /cbt/api/v1, with a body its schema accepts
+(errors too: CBT's ``Error`` members beside the problem's); every admin route answers 501 with a problem; our own
+/api/v1/models stays ours with CBT's ``total`` and ``type=transformation``; CORS opens to CBT's ``*``.
+
+The app is served by uvicorn and asked over HTTP. It reads a real Redis (coverage, bounds, failures and in-flight
+tasks written through the real adapters) and the real Delta admin tables on Spark Connect (a scheduled model's runs),
+as the api process does."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+import uvicorn
+import yaml
+from jsonschema import Draft4Validator, FormatChecker
+from pyspark.sql import SparkSession
+from redis import Redis
+from referencing import Registry, Resource
+from referencing.jsonschema import DRAFT4
+
+from cbt.adapters.delta_admin import tables_from_config
+from cbt.adapters.redis_state import RedisState
+from cbt.adapters.spark import SessionPool
+from cbt.api.context import ApiContext
+from cbt.api.events import EventHub
+from cbt.api.offline import Offline
+from cbt.api.records import ApiRecords
+from cbt.api.routes_cbt import ADMIN, COMPAT_BASE
+from cbt.api.web import create_app
+from cbt.config.settings import Config, admin_database_overrides
+from cbt.contract.messages import TaskFailed
+from cbt.dev.pipeline import free_port
+from cbt.models.dag import ModelSet
+from cbt.scheduling.snapshot import RawBounds
+from cbt.state.admin_records import ScheduledRun
+from cbt.state.ports import InFlightTask
+from tests.conftest import Endpoints
+from tests.unit.scheduling.factories import ext, inc, models_of, sched
+
+pytestmark = pytest.mark.integration
+SPEC_FILE = Path(__file__).resolve().parents[1] / "fixtures" / "cbt" / "openapi.yaml"
+SPEC: dict[str, Any] = yaml.safe_load(SPEC_FILE.read_text(encoding="utf-8"))
+SPEC_URI = "urn:cbt:openapi"
+REGISTRY: Registry[Any] = Registry().with_resource(SPEC_URI, Resource.from_contents(SPEC, default_specification=DRAFT4))
+
+SRC, OTHER = "src.blocks", "src.slots"
+MINUTE, HOUR, FAILING, REPORT = "an.minute", "an.hour", "an.failing", "an.report"
+MODELS = models_of(
+    ext(SRC, lag=5), ext(OTHER),
+    inc(MINUTE, [SRC], imax=10), inc(HOUR, [MINUTE, (SRC, OTHER)], imax=20, limits=(0, None), buffer=2),
+    inc(FAILING, [SRC], imax=10), sched(REPORT, "@every 1h"))
+COVERED = [(100, 150), (170, 200)]
+
+
+def pointer(*parts: str) -> str:
+    return "/".join(p.replace("~", "~0").replace("/", "~1") for p in parts)
+
+
+def check(path: str, answer: Answer, status: int = 200) -> Any:
+    """``answer``'s body, after checking its status and that CBT's schema for ``path`` and ``status`` accepts it."""
+    body = json.loads(answer.body)
+    assert answer.status == status, (path, answer.status, body)
+    response = SPEC["paths"][path]["get"]["responses"][str(status)]
+    if "$ref" in response:  # a shared response (NotFound)
+        ref = pointer(*response["$ref"].removeprefix("#/").split("/"), "content", "application/json", "schema")
+    else:
+        ref = pointer("paths", path, "get", "responses", str(status), "content", "application/json", "schema")
+    validator = Draft4Validator({"$ref": f"{SPEC_URI}#/{ref}"}, registry=REGISTRY, format_checker=FormatChecker())
+    errors = [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in validator.iter_errors(body)]
+    assert not errors, (path, errors, body)
+    return body
+
+
+@dataclass(frozen=True)
+class Answer:
+    status: int
+    headers: dict[str, str]
+    """Lower-case names."""
+    body: bytes
+
+
+@dataclass
+class CbtApi:
+    base_url: str
+
+    def call(self, method: str, path: str, headers: dict[str, str] | None = None, body: bytes | None = None) -> Answer:
+        request = urllib.request.Request(self.base_url + path, data=body, method=method, headers=headers or {})
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                return Answer(response.status, {k.lower(): v for k, v in response.headers.items()}, response.read())
+        except urllib.error.HTTPError as e:
+            return Answer(e.code, {k.lower(): v for k, v in e.headers.items()}, e.read())
+
+    def get(self, base: str, path: str, query: str = "") -> Answer:
+        return self.call("GET", base + path + (f"?{query}" if query else ""))
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` on uvicorn at a free local port, in a thread, as the api process serves it."""
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_config=None,
+                                           access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline and thread.is_alive(), "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def api(spark_sessions: SessionPool, endpoints: Endpoints) -> Iterator[CbtApi]:
+    """One app for the module (its state is only read): admin tables in a fresh database, a fresh key prefix."""
+    spark, suffix = spark_sessions.session("tests"), uuid.uuid4().hex[:10]
+    database, prefix = f"tcbtapi_{suffix}", f"tcbtapi_{suffix}:"
+    spark.sql(f"CREATE DATABASE {database}")
+    redis_client = Redis.from_url(endpoints.redis_url)
+    try:
+        with serving(_app(spark, database, redis_client, prefix)) as url:
+            yield CbtApi(url)
+    finally:
+        keys = list(redis_client.scan_iter(match=prefix + "*"))
+        if keys:
+            redis_client.delete(*keys)
+        redis_client.close()
+        spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
+
+
+def _app(spark: SparkSession, database: str, redis_client: Redis, prefix: str) -> Any:
+    overrides = {k.removeprefix("CBT__ADMIN__").split("__")[0].lower(): {"database": v}
+                 for k, v in admin_database_overrides(database).items()}
+    config = Config.model_validate({"redis": {"key_prefix": prefix}, "admin": overrides,
+                                    "api": {"cors_origins": ["*"]}})
+    tables = tables_from_config(spark, config)
+    records = ApiRecords(tables)
+    records.ensure_tables()
+    state = RedisState(redis_client, prefix)
+    state.bounds.put_bounds(SRC, RawBounds(90, 300))
+    for done in COVERED:
+        state.coverage.record_completed(MINUTE, done, 0)
+    state.coverage.record_completed(HOUR, (120, 150), 0)
+    state.coverage.mark_built(1, "g1")
+    state.ledger.claim(HOUR, InFlightTask("an.hour:150", (150, 170), 2**62))
+    state.failures.record_failure(TaskFailed(model=FAILING, task_id="an.failing:100", position=100, interval=10,
+                                             error="boom", attempts=3, failed_at_ms=1, worker="w1"))
+    state.coverage.record_scheduled_run(REPORT, 1_700_000_000)
+    tables.scheduled.record_scheduled_run(ScheduledRun(REPORT, 1_700_000_000, "an.report:@1700000000", "success",
+                                                       updated_at_ms=1_700_000_005_000))
+    return create_app(ApiContext(config=config, models=ModelSet(MODELS), hot=state,  # type: ignore[arg-type]
+                                 refresh=Offline(), admin=records, commands=Offline(), events=EventHub()))
+
+
+def concrete(path: str) -> str:
+    ids = {"/models/external/{id}": SRC, "/models/external/{id}/bounds": SRC, "/models/transformations/{id}": HOUR,
+           "/models/transformations/{id}/coverage": MINUTE, "/models/transformations/{id}/coverage/{position}": HOUR,
+           "/models/transformations/{id}/runs": REPORT}
+    return path.replace("{id}", ids.get(path, "")).replace("{position}", "150")
+
+
+@pytest.mark.parametrize("base", ["/api/v1", COMPAT_BASE])
+def test_every_path_cbt_describes_answers_with_a_body_its_schema_accepts(api: CbtApi, base: str) -> None:
+    for path in SPEC["paths"]:
+        if base == "/api/v1" and path == "/models":
+            continue  # ours (its superset is checked below)
+        check(path, api.get(base, concrete(path)))
+
+
+def test_the_bodies_say_what_the_state_holds(api: CbtApi) -> None:
+    base = COMPAT_BASE
+    listing = check("/models", api.get(base, "/models", "type=transformation"))
+    assert listing["total"] == 4 and {m["id"] for m in listing["models"]} == {MINUTE, HOUR, FAILING, REPORT}
+    assert {m["type"] for m in listing["models"]} == {"transformation"}
+    assert check("/models", api.get(base, "/models", "search=SLOTS"))["models"][0]["id"] == OTHER
+
+    coverage = check("/models/transformations/coverage", api.get(base, "/models/transformations/coverage"))
+    by_id = {c["id"]: c["ranges"] for c in coverage["coverage"]}
+    assert by_id[MINUTE] == [{"position": 100, "interval": 50}, {"position": 170, "interval": 30}]
+    assert by_id[FAILING] == [] and coverage["total"] == 3
+
+    bounds = check("/models/external/bounds", api.get(base, "/models/external/bounds"))
+    assert bounds == {"bounds": [{"id": SRC, "min": 90, "max": 300, "initial_scan_complete": True}], "total": 1}
+    external = check("/models/external/{id}", api.get(base, f"/models/external/{SRC}"))
+    assert external["lag"] == 5 and external["interval"] == {"type": "block"}
+
+    statuses = {m["id"]: m["metadata"]["last_run_status"] for m in check(
+        "/models/transformations", api.get(base, "/models/transformations"))["models"]}
+    assert statuses == {MINUTE: "success", HOUR: "running", FAILING: "failed", REPORT: "success"}
+    failed = check("/models/transformations", api.get(base, "/models/transformations", "status=failed"))
+    assert [m["id"] for m in failed["models"]] == [FAILING]
+    hour = check("/models/transformations/{id}", api.get(base, f"/models/transformations/{HOUR}"))
+    assert hour["depends_on"] == [MINUTE, [SRC, OTHER]] and hour["fill"]["buffer"] == 2
+    assert hour["interval"] == {"min": 20, "max": 20, "type": "block"} and "schedule" not in hour
+
+    runs = check("/models/transformations/runs", api.get(base, "/models/transformations/runs"))
+    assert runs == {"runs": [{"id": REPORT, "last_run": "2023-11-14T22:13:25Z"}], "total": 1}
+    types = check("/interval/types", api.get(base, "/interval/types"))
+    assert types == {"interval_types": {"block": [{"name": "Position"}]}}
+
+
+def test_coverage_debug_gives_the_planners_verdict_and_each_dependencys_holes(api: CbtApi) -> None:
+    path = "/models/transformations/{id}/coverage/{position}"
+    blocked = check(path, api.get(COMPAT_BASE, f"/models/transformations/{HOUR}/coverage/150"))
+    assert blocked["interval"] == 20 and blocked["end_position"] == 170 and not blocked["can_process"]
+    minute = blocked["dependencies"][0]
+    assert minute["id"] == MINUTE and minute["coverage_status"] == "has_gaps" and minute["blocking"]
+    assert minute["gaps"] == [{"start": 150, "end": 170, "size": 20, "overlaps_request": True}]
+    assert minute["child_dependencies"][0]["bounds"] == {"min": 90, "max": 295, "has_data": True, "lag_applied": 5}
+    group = blocked["dependencies"][1]
+    assert group["type"] == "or_group" and not group["blocking"] and len(group["or_group_members"]) == 2
+    assert blocked["validation"]["has_dependency_gaps"] and blocked["validation"]["next_valid_position"] == 170
+    assert any("an.minute has gap from 150 to 170" in r for r in blocked["validation"]["reasons"])
+    assert blocked["model_coverage"] == {"has_data": True, "first_position": 120, "last_end_position": 150}
+
+    ready = check(path, api.get(COMPAT_BASE, f"/models/transformations/{HOUR}/coverage/170"))
+    assert ready["can_process"] and ready["validation"]["in_bounds"] and ready["validation"]["reasons"] == []
+    assert ready["validation"]["valid_range"] == {"min": 100, "max": 198}  # OR group's span, buffer 2
+    in_gap = check(path, api.get(COMPAT_BASE, f"/models/transformations/{MINUTE}/coverage/155"))
+    assert in_gap["interval"] == 20, "a position inside the model's own gap is checked over the whole gap"
+
+
+@pytest.mark.parametrize(("path", "url", "status"), [
+    pytest.param("/models/external/{id}", f"/models/external/{MINUTE}", 404, id="not-an-external"),
+    pytest.param("/models/transformations/{id}", "/models/transformations/no.such", 404, id="unknown"),
+    pytest.param("/models/transformations/{id}/coverage", f"/models/transformations/{REPORT}/coverage", 400,
+                 id="coverage-of-a-scheduled-model"),
+    pytest.param("/models/transformations/{id}/coverage/{position}",
+                 f"/models/transformations/{MINUTE}/coverage/soon", 400, id="position-not-an-integer"),
+    pytest.param("/models/transformations/{id}/runs", f"/models/transformations/{MINUTE}/runs", 400,
+                 id="runs-of-an-incremental-model"),
+    pytest.param("/models/external/{id}/bounds", f"/models/external/{OTHER}/bounds", 404, id="never-scanned"),
+])
+def test_refusals_are_problems_with_cbts_error_members(api: CbtApi, path: str, url: str, status: int) -> None:
+    for base in ("/api/v1", COMPAT_BASE):
+        answer = api.get(base, url)
+        body = check(path, answer, status)
+        assert answer.headers["content-type"] == "application/problem+json"
+        assert body["status"] == body["code"] == status and body["detail"] == body["error"] != ""
+
+
+def test_every_admin_route_answers_501_with_a_problem(api: CbtApi) -> None:
+    error = Draft4Validator({"$ref": f"{SPEC_URI}#/components/schemas/Error"}, registry=REGISTRY)
+    assert len(ADMIN) == 12
+    for method, path, _ in ADMIN:
+        for base in ("/api/v1", COMPAT_BASE):
+            url = base + path.replace("{id}", MINUTE)
+            answer = api.call(method, url, {"Content-Type": "application/json"}, b"{}")
+            body = json.loads(answer.body)
+            assert answer.status == 501, (method, url, body)
+            assert answer.headers["content-type"] == "application/problem+json"
+            assert body["type"] == "urn:cbt:problem:not-implemented" and body["status"] == 501 and body["detail"]
+            error.validate(body)
+    run_now = json.loads(api.call("POST", f"/api/v1/admin/models/{REPORT}/run-now").body)
+    assert "POST /api/v1/models/{id}/run-now" in run_now["detail"]
+
+
+def test_our_model_list_stays_ours_with_cbts_total_and_type_filter(api: CbtApi) -> None:
+    ours = json.loads(api.get("/api/v1", "/models", "type=transformation").body)
+    assert ours["total"] == len(ours["models"]) == 4
+    assert {m["type"] for m in ours["models"]} == {"incremental", "scheduled"} and "summary" in ours["models"][0]
+    assert json.loads(api.get("/api/v1", "/models").body)["total"] == len(MODELS)
+    session = json.loads(api.get("/api/v1", "/auth/session").body)
+    assert session == {"management_enabled": False, "auth_methods": [], "authenticated": False}
+
+
+def test_cors_opens_to_any_origin_as_cbt(api: CbtApi) -> None:
+    preflight = api.call("OPTIONS", "/api/v1/models/external", {
+        "Origin": "http://cbt-frontend.example", "Access-Control-Request-Method": "GET"})
+    assert preflight.status == 200 and preflight.headers["access-control-allow-origin"] == "*"
+    answer = api.call("GET", "/cbt/api/v1/models", {"Origin": "http://cbt-frontend.example"})
+    assert answer.headers["access-control-allow-origin"] == "*"
+
+
+def test_the_fixture_is_cbts_document_and_every_path_is_served() -> None:
+    header = SPEC_FILE.read_text(encoding="utf-8").splitlines()[:5]
+    assert re.search(r"ethpandaops/cbt, file api/openapi.yaml at commit [0-9a-f]{40}", " ".join(header))
+    assert SPEC["info"]["title"] == "CBT API" and len(SPEC["paths"]) == 13
