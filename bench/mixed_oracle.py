@@ -25,7 +25,7 @@ from cbt.config.settings import Config, load_config
 from cbt.dev.ddl import apply_ddl
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
-from cbt.models.render import exec_argv, exec_environment
+from cbt.models.render import command_argv, exec_environment
 from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
@@ -54,7 +54,8 @@ class Runner:
         settings = RenderSettings.from_config(self.config)
         if model.exec is not None:
             env = exec_environment(model, task, settings)
-            asyncio.run(run_script(exec_argv(model.exec), env, SCRIPT_TIMEOUT_S, str(self.config.base_dir)))
+            asyncio.run(run_script(command_argv(model), env, SCRIPT_TIMEOUT_S, str(self.config.base_dir),
+                                   inherit_env=model.exec_options.inherit_env))
             return
         for statement in task_statements(model, task, settings):
             self.spark.sql(statement).collect()

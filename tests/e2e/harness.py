@@ -30,7 +30,7 @@ from cbt.dev.generator import SourceTables, write_range, write_validator_entitie
 from cbt.dev.pipeline import ServiceProcesses
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
-from cbt.models.render import exec_argv, exec_environment
+from cbt.models.render import command_argv, exec_environment
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import task_statements
@@ -221,7 +221,8 @@ class Oracle:
         task = TaskContext(model_id=model.id, task_start_unix=T0, start=start, end=end)
         if model.exec is not None:
             env = exec_environment(model, task, settings)
-            asyncio.run(run_script(exec_argv(model.exec), env, 300, str(config.base_dir)))
+            asyncio.run(run_script(command_argv(model), env, 300, str(config.base_dir),
+                                   inherit_env=model.exec_options.inherit_env))
             return
         for statement in task_statements(model, task, settings):
             self.deployment.spark.sql(statement).collect()

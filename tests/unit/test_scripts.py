@@ -76,3 +76,12 @@ def test_a_script_that_prints_without_end_is_kept_to_a_bound_and_its_error_keeps
         asyncio.run(run_script(["sh", "-c", f"{loud}; echo 'the end' >&2; exit 4"], {}, 60.0))
     assert "exited with 4: FatalError: first" in str(info.value) and str(info.value).endswith("the end\n")
     assert len(str(info.value)) < 3 * STDERR_TAIL_CHARS
+
+
+def test_only_the_basics_of_the_services_environment_unless_inherit_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CBT_TEST_SERVICE_SECRET", "from-the-service")
+    show = ["sh", "-c", 'echo "${CBT_TEST_SERVICE_SECRET:-unset} $PATH"']
+    isolated = asyncio.run(run_script(show, {}, 10.0)).split()
+    inherited = asyncio.run(run_script(show, {}, 10.0, inherit_env=True)).split()
+    assert isolated[0] == "unset" and isolated[1]  # PATH is one of the basics
+    assert inherited[0] == "from-the-service"

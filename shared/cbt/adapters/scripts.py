@@ -27,9 +27,13 @@ class ScriptError(CbtError):
     """A script exited non-zero or timed out; the message carries the stderr tail."""
 
 
-async def run_script(argv: Sequence[str], env: Mapping[str, str], timeout_s: float, cwd: str | None = None) -> str:
-    """Run ``argv`` in ``cwd`` with the inherited basics plus ``env``; returns stdout, raises ``ScriptError``."""
-    full_env = {**{k: v for k, v in os.environ.items() if k in INHERITED}, **env}
+async def run_script(
+    argv: Sequence[str], env: Mapping[str, str], timeout_s: float, cwd: str | None = None, inherit_env: bool = False
+) -> str:
+    """Run ``argv`` in ``cwd`` with the inherited basics (``inherit_env``: the service's whole environment, as CBT
+    did) plus ``env``; returns stdout, raises ``ScriptError``."""
+    inherited = os.environ if inherit_env else {k: v for k, v in os.environ.items() if k in INHERITED}
+    full_env = {**inherited, **env}
     # ``python3`` in a model's command means the service's own interpreter (and its packages, e.g. pyspark).
     full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", os.defpath)])
     proc = await asyncio.create_subprocess_exec(

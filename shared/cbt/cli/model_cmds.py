@@ -222,7 +222,7 @@ def _render_sql(model: Transformation, task: TaskContext, settings: RenderSettin
 def _render_exec(
     model: Transformation, task: TaskContext, settings: RenderSettings, config: Config, show_secrets: bool
 ) -> str:
-    from cbt.models.render import exec_argv, exec_environment, redact_env
+    from cbt.models.render import command_argv, exec_environment, redact_env
 
     assert model.exec is not None
     env = exec_environment(model, task, settings)
@@ -230,7 +230,7 @@ def _render_exec(
     lines = [
         f"# model {model.id} ({model_kind(model)}, exec), {_task_line(model, task)}",
         f"# working directory: {config.base_dir}",
-        f"# command: {shlex.join(exec_argv(model.exec))}",
+        f"# command: {shlex.join(command_argv(model))}",
         "# environment (added to the worker's own):",
     ]
     lines += [f"{name}={shlex.quote(value)}" for name, value in shown.items()]
@@ -238,7 +238,7 @@ def _render_exec(
 
 
 def _render_external(model: ExternalModel, args: argparse.Namespace, settings: RenderSettings, config: Config) -> str:
-    from cbt.models.render import exec_argv, external_exec_environment, redact_env, render_bounds_query
+    from cbt.models.render import command_argv, external_exec_environment, redact_env, render_bounds_query
     from cbt.models.templates import ScanContext
 
     if args.start is not None or args.end is not None:
@@ -254,7 +254,7 @@ def _render_external(model: ExternalModel, args: argparse.Namespace, settings: R
         lines = [
             f"# {header}",
             f"# working directory: {config.base_dir}",
-            f"# command: {shlex.join(exec_argv(model.exec))}",
+            f"# command: {shlex.join(command_argv(model))}",
             "# environment (added to the worker's own):",
         ]
         return "\n".join(lines + [f"{k}={shlex.quote(v)}" for k, v in shown.items()])

@@ -17,7 +17,7 @@ from cbt.models.checks import cycle_problems, dependency_problems, duplicate_ids
 from cbt.models.dag import ModelSet
 from cbt.models.discovery import Kind, RawDoc, Root, discover, read_doc
 from cbt.models.overrides import apply_overrides
-from cbt.models.render import NotRenderable, exec_argv, render_bounds_query, render_replace_where, render_statements
+from cbt.models.render import NotRenderable, command_argv, render_bounds_query, render_replace_where, render_statements
 from cbt.models.rules import Built, Defaults, build
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId
 from cbt.models.templates import RenderSettings, ScanContext, TaskContext, TemplateRenderError, compile_problem
@@ -109,7 +109,7 @@ def template_problems(
     for model_id, model in sorted(models.items()):
         if model.exec is not None:
             try:
-                exec_argv(model.exec)
+                command_argv(model)
             except NotRenderable as e:
                 problems.append(smaps[model_id].problem(("exec",), str(e)))
             continue

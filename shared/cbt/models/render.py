@@ -146,6 +146,18 @@ def exec_argv(command: str) -> list[str]:
     return argv
 
 
+def command_argv(model: Model) -> list[str]:
+    """The argv an exec model runs: ``sh -c COMMAND`` with ``exec.shell`` (pipes, ``&&``, ``$VAR``, as CBT ran every
+    command), else the command split shell-style and run without a shell."""
+    if model.exec is None:
+        raise NotRenderable(f"{model.id} is a SQL model; it has no command")
+    if model.exec_options.shell:
+        if not model.exec.strip():
+            raise NotRenderable("exec command is empty")
+        return ["sh", "-c", model.exec]
+    return exec_argv(model.exec)
+
+
 def is_secret_name(name: str) -> bool:
     """Whether a variable's value must not be logged or printed (tokens, passwords, keys)."""
     return bool(_SECRET.search(name))
@@ -155,7 +167,9 @@ REDACTED = "***"
 ALWAYS_REDACTED = frozenset({"SPARK_CONF_JSON"})
 """Variables never shown: Spark's settings carry object-store credentials under names of Hadoop's choosing."""
 _URL_PASSWORD = re.compile(r"(://[^:/?#@\s]*:)([^@/\s]+)(@)")
-_TOKEN_PARAMETER = re.compile(r"(;token=)([^;\s]+)", re.IGNORECASE)
+_TOKEN_PARAMETER = re.compile(r"(;token=|;authorization=(?:bearer(?:%20|\s)+)?)([^;\s]+)", re.IGNORECASE)
+"""A Spark Connect token in a URL: ``;token=…``, or the header ``;authorization=Bearer%20…`` that a client sends
+without TLS (the Connect server has none: deploy/docker/spark/entrypoint.sh)."""
 MIN_SECRET_LENGTH = 4
 """Shorter values of secret variables are not searched for elsewhere (``1`` would hide every digit)."""
 

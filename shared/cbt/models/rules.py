@@ -15,11 +15,12 @@ from cbt.base.errors import Problem
 from cbt.base.problems import pydantic_problems
 from cbt.models.crossfield import body_rules, field_rules, parse_dependencies
 from cbt.models.discovery import RawDoc
-from cbt.models.schema import ExternalFields, Fields, IncrementalFields, ScheduledFields
+from cbt.models.schema import ExecFields, ExternalFields, Fields, IncrementalFields, ScheduledFields
 from cbt.models.spec import (
     Batch,
     Cache,
     Dependency,
+    ExecOptions,
     ExternalModel,
     Fill,
     IncrementalModel,
@@ -138,14 +139,14 @@ def _to_model(
     if isinstance(fields, ExternalFields):
         cache = Cache(fields.cache.incremental_scan_interval, fields.cache.full_scan_interval)
         return ExternalModel(
-            database, fields.table, fields.interval.type, source, sql, fields.exec, fields.lag, cache, dict(fields.env),
-            fields.timeout,
+            database, fields.table, fields.interval.type, source, sql, _command(fields.exec), fields.lag, cache,
+            dict(fields.env), fields.timeout, exec_options=_exec_options(fields.exec),
         )
     tags = tuple(dict.fromkeys(fields.tags))
     if isinstance(fields, ScheduledFields):
         return ScheduledModel(
-            database, fields.table, fields.schedule, source, dependencies, tags, dict(fields.env), sql, fields.exec,
-            fields.timeout,
+            database, fields.table, fields.schedule, source, dependencies, tags, dict(fields.env), sql,
+            _command(fields.exec), fields.timeout, exec_options=_exec_options(fields.exec),
         )
     w = fields.write
     write = Write(w.strategy, tuple(w.unique_key), w.replace_where) if w is not None else Write()
@@ -161,8 +162,18 @@ def _to_model(
         tags=tags,
         env=dict(fields.env),
         sql=sql,
-        exec=fields.exec,
+        exec=_command(fields.exec),
+        exec_options=_exec_options(fields.exec),
         write=write,
         timeout_s=fields.timeout,
         batch=Batch(fields.batch.mode, fields.batch.max_intervals),
     )
+
+
+def _command(value: ExecFields | None) -> str | None:
+    return value.command if value is not None else None
+
+
+def _exec_options(value: ExecFields | None) -> ExecOptions:
+    """``exec: {command, shell, inherit_env}``; the short form ``exec: "cmd"`` keeps the safer defaults."""
+    return ExecOptions(value.shell, value.inherit_env) if value is not None else ExecOptions()

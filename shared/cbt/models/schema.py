@@ -75,6 +75,21 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
 
+class ExecFields(Strict):
+    """``exec`` in its long form; ``exec: "cmd"`` is ``exec: {command: "cmd"}``."""
+
+    command: Text
+    shell: bool = False
+    inherit_env: bool = False
+
+
+def _exec_short_form(value: Any) -> Any:
+    return {"command": value} if isinstance(value, str) else value
+
+
+ExecField = Annotated[ExecFields, BeforeValidator(_exec_short_form)]
+
+
 class ExternalInterval(Strict):
     type: Text
 
@@ -91,7 +106,7 @@ class ExternalFields(Strict):
     interval: ExternalInterval
     cache: CacheFields = CacheFields()
     lag: Position = 0
-    exec: Text | None = None
+    exec: ExecField | None = None
     env: Env = {}
     timeout: DurationS | None = None
 
@@ -114,7 +129,7 @@ class LimitsFields(Strict):
 
 class FillFields(Strict):
     direction: Literal["head", "tail"] = "head"
-    allow_gap_skipping: bool = False
+    allow_gap_skipping: bool = True
     buffer: Position = 0
 
 
@@ -140,7 +155,7 @@ class IncrementalFields(Strict):
     fill: FillFields = FillFields()
     tags: list[Text] = []
     env: Env = {}
-    exec: Text | None = None
+    exec: ExecField | None = None
     write: WriteFields | None = None
     timeout: DurationS | None = None
     batch: BatchFields = BatchFields()
@@ -154,7 +169,7 @@ class ScheduledFields(Strict):
     dependencies: list[Any] = []
     tags: list[Text] = []
     env: Env = {}
-    exec: Text | None = None
+    exec: ExecField | None = None
     timeout: DurationS | None = None
 
 

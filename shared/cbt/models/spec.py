@@ -54,7 +54,8 @@ class Limits:
 @dataclass(frozen=True)
 class Fill:
     direction: Literal["head", "tail"] = "head"
-    allow_gap_skipping: bool = False
+    allow_gap_skipping: bool = True
+    """Forward fill jumps over a dependency's hole (CBT's default) instead of waiting at it."""
     buffer: int = 0
 
 
@@ -156,6 +157,17 @@ def is_whole_hour_zone(zone: str, year: int) -> bool:
 
 
 @dataclass(frozen=True)
+class ExecOptions:
+    """How an exec model's command runs (docs/design/models.md#exec-models); the defaults are the safer ones."""
+
+    shell: bool = False
+    """Run the command through ``sh -c`` (pipes, ``&&``, ``$VAR``), as CBT did; else split shell-style and run
+    directly."""
+    inherit_env: bool = False
+    """Pass the service's whole environment to the command, as CBT did; else only PATH, HOME and the like."""
+
+
+@dataclass(frozen=True)
 class Cache:
     incremental_scan_interval_s: int = 60
     full_scan_interval_s: int = 3600
@@ -169,11 +181,13 @@ class ExternalModel:
     source: SourceRef
     sql: str | None = None
     exec: str | None = None
+    """The command of an exec model (``None``: a SQL model); how it runs: ``exec_options``."""
     lag: int = 0
     cache: Cache = Cache()
     env: dict[str, str] = field(default_factory=dict)
     timeout_s: int | None = None
     """Longest the bounds query (or script) may run; ``None``: the global setting."""
+    exec_options: ExecOptions = ExecOptions()
 
     @property
     def id(self) -> ModelId:
@@ -194,10 +208,12 @@ class IncrementalModel:
     env: dict[str, str] = field(default_factory=dict)
     sql: str | None = None
     exec: str | None = None
+    """The command of an exec model (``None``: a SQL model); how it runs: ``exec_options``."""
     write: Write = Write()
     timeout_s: int | None = None
     """Longest one SQL statement (or the whole script) of a task may run; ``None``: the global setting."""
     batch: Batch = Batch()
+    exec_options: ExecOptions = ExecOptions()
 
     @property
     def id(self) -> ModelId:
@@ -240,8 +256,10 @@ class ScheduledModel:
     env: dict[str, str] = field(default_factory=dict)
     sql: str | None = None
     exec: str | None = None
+    """The command of an exec model (``None``: a SQL model); how it runs: ``exec_options``."""
     timeout_s: int | None = None
     """Longest one SQL statement (or the whole script) of a task may run; ``None``: the global setting."""
+    exec_options: ExecOptions = ExecOptions()
 
     @property
     def id(self) -> ModelId:

@@ -13,8 +13,9 @@ Rules, all on half-open ranges:
   < interval.max`` and it holds at least ``interval.min`` (and at least one) positions; otherwise forward fill
   waits.
 - A chunk overlapping a hole in a transformation dependency's coverage is not ready. With
-  ``fill.allow_gap_skipping`` forward fill jumps to where every such dependency has data again and carries on
-  (the skipped positions stay a gap for backfill); without it, forward fill waits for the hole to be filled.
+  ``fill.allow_gap_skipping`` (the default) forward fill jumps to where every such dependency has data again and
+  carries on (the skipped positions stay a gap for backfill); without it, forward fill waits for the hole to be
+  filled.
 - Several consecutive chunks are planned at once, up to the free task slots.
 """
 

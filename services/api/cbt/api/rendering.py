@@ -9,7 +9,7 @@ from cbt.api.schemas import Rendered
 from cbt.base.errors import CbtError
 from cbt.config.settings import Config
 from cbt.models.render import (
-    exec_argv,
+    command_argv,
     exec_environment,
     external_exec_environment,
     redact_env,
@@ -39,7 +39,7 @@ def rendered(config: Config, model: Model, start: int | None, end: int | None, n
         if model.exec is not None:
             env = redact_env(exec_environment(model, task, settings))
             return Rendered(model=model.id, start=task.start, end=task.end, sql=None,
-                            command=exec_argv(model.exec), env=env)
+                            command=command_argv(model), env=env)
         sql = "\n\n".join(s + ";" for s in task_statements(model, task, settings))
         return Rendered(model=model.id, start=task.start, end=task.end, sql=redact_text(sql, _secrets(model, settings)),
                         command=None, env=None)
@@ -51,7 +51,7 @@ def _external(model: ExternalModel, settings: RenderSettings) -> Rendered:
     scan = ScanContext()
     if model.exec is not None:
         env = redact_env(external_exec_environment(model, scan, settings))
-        return Rendered(model=model.id, start=None, end=None, sql=None, command=exec_argv(model.exec), env=env)
+        return Rendered(model=model.id, start=None, end=None, sql=None, command=command_argv(model), env=env)
     sql = "\n\n".join(s + ";" for s in render_bounds_query(model, scan, settings))
     return Rendered(model=model.id, start=None, end=None, sql=redact_text(sql, _secrets(model, settings)),
                     command=None, env=None)

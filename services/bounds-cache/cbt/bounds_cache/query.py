@@ -17,7 +17,7 @@ from cbt.adapters.spark import SessionPool, is_session_lost, run_tagged
 from cbt.base.errors import CbtError
 from cbt.bounds_cache.scanner import parse_bounds_output
 from cbt.concurrency.admission import SparkAdmission
-from cbt.models.render import exec_argv, external_exec_environment, render_bounds_query
+from cbt.models.render import command_argv, external_exec_environment, render_bounds_query
 from cbt.models.spec import ExternalModel
 from cbt.models.templates import RenderSettings, ScanContext
 from cbt.scheduling.scanning import ScanResult
@@ -70,8 +70,8 @@ class SparkBoundsQuery:
         assert model.exec is not None
         env = external_exec_environment(model, scan, self.settings)
         try:
-            return parse_bounds_output(await run_script(exec_argv(model.exec), env, model.timeout_s or self.timeout_s,
-                                                   self.workdir))
+            return parse_bounds_output(await run_script(command_argv(model), env, model.timeout_s or self.timeout_s,
+                                                   self.workdir, inherit_env=model.exec_options.inherit_env))
         except ValueError as e:
             raise BoundsQueryError(f"{model.id}: {e}") from e
 

@@ -23,7 +23,7 @@ from cbt.adapters.scripts import ScriptError, run_script
 from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_tagged
 from cbt.base.errors import CbtError
 from cbt.concurrency.slots import PrioritySlots
-from cbt.models.render import exec_argv, exec_environment
+from cbt.models.render import command_argv, exec_environment
 from cbt.models.spec import IncrementalModel, Transformation, is_whole_hour_zone
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
@@ -113,8 +113,9 @@ class SparkExecutor:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
             whole = not isinstance(model, IncrementalModel) or model.batch_mode == "bounds"
             for run in [task] if whole else task.intervals():
-                await run_script(exec_argv(model.exec), exec_environment(model, run, self.settings),
-                                 model.timeout_s or self.exec_timeout_s, self.workdir)
+                await run_script(command_argv(model), exec_environment(model, run, self.settings),
+                                 model.timeout_s or self.exec_timeout_s, self.workdir,
+                                 inherit_env=model.exec_options.inherit_env)
         else:
             key = self._session_keys.get(model.id)
             if key is None:  # decided once per model: its SQL keeps its shape from task to task
