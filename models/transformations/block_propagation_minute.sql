@@ -13,6 +13,9 @@ schedules:
 dependencies:
   - {{external}}.beacon_blocks
 tags: [propagation]
+expose:                # served by the api's read API: /api/v1/tables/analytics.block_propagation_minute
+  key: [slot, block_root]
+  position: slot_start_date_time
 write:
   strategy: replace   # the body is a SELECT; the worker replaces this interval's rows in one Delta commit
   replace_where: >-

@@ -148,3 +148,9 @@ def test_an_empty_consolidation_schedule_turns_consolidation_off(tmp_path: Path)
 def test_a_bad_consolidation_schedule_is_still_an_error(tmp_path: Path) -> None:
     with pytest.raises(ConfigProblems, match=r"scheduler\.consolidation"):
         load_config(write(tmp_path, 'scheduler: {consolidation: "every tuesday"}\n'), {})
+
+
+def test_an_environment_override_sets_the_level_of_cbt_s_logging_shorthand(tmp_path: Path) -> None:
+    config = load_config(write(tmp_path, "logging: debug\n"), {"CBT__LOGGING__LEVEL": "warn"})
+    assert config.logging.level == "warning" and config.warnings == ()
+    assert load_config(write(tmp_path, "logging: debug\n"), {}).logging.level == "debug"

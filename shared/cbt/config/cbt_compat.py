@@ -87,6 +87,13 @@ CBT_KEYS = (
 )
 
 
+def expand_shorthands(data: dict[str, Any]) -> dict[str, Any]:
+    """CBT's ``logging: info`` as ``logging: {level: info}``, before environment overrides, so that
+    ``CBT__LOGGING__LEVEL`` can still set the level of a config written that way."""
+    logging = data.get("logging")
+    return {**data, "logging": {"level": logging}} if isinstance(logging, str) else data
+
+
 def set_aside(data: dict[str, Any], smap: SourceMap) -> tuple[dict[str, Any], list[Problem]]:
     """``data`` without CBT's keys, and one warning per key found (at its line)."""
     out = dict(data)

@@ -522,6 +522,7 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
         problems = [Problem(str(file), 1, "(root)", "expected a mapping of sections at the top level")]
     if problems:
         raise ConfigProblems(problems)
+    data = cbt_compat.expand_shorthands(data)
     problems = apply_env_overrides(data, env, smap)
     problems += expand_references(data, env, smap)
     data, warnings = cbt_compat.set_aside(data, smap)

@@ -281,7 +281,7 @@ def test_every_problem_of_one_file_is_reported_at_its_own_line(project_with_bloc
         "models/transformations/many.sql:14: write.unique_key: write strategy append requires unique_key (the "
         "columns identifying a row, so a re-run does not insert it twice)",
         "models/transformations/many.sql:15: colour: unknown field; expected one of: batch, database, dependencies, "
-        "env, exec, fill, interval, limits, schedules, table, tags, timeout, type, write",
+        "env, exec, expose, fill, interval, limits, schedules, table, tags, timeout, type, write",
     ]
 
 

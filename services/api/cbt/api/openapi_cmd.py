@@ -21,9 +21,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def openapi_text() -> str:
     """The committed form: two-space indent, sorted keys, a final newline."""
     from cbt.api.offline import offline_app
-    from cbt.api.web import openapi_document
 
-    return json.dumps(openapi_document(offline_app()), indent=2, sort_keys=True) + "\n"
+    return json.dumps(offline_app().openapi(), indent=2, sort_keys=True) + "\n"  # as served (with /tables)
 
 
 def cmd_api(args: argparse.Namespace) -> int:

@@ -10,7 +10,7 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from cbt.api import routes_actions, routes_cbt, routes_models, routes_pipeline
+from cbt.api import routes_actions, routes_cbt, routes_models, routes_pipeline, routes_rows
 from cbt.api.context import ApiContext
 from cbt.api.limits import RequestLimits
 from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
@@ -48,6 +48,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
         app.include_router(router)
     install_ui(app)
     app.openapi = lambda: openapi_document(app)  # type: ignore[method-assign]
+    routes_rows.install(app)  # /api/v1/tables: the exposed tables' rows, their OpenAPI from their schemas
     return app
 
 

@@ -1,0 +1,125 @@
+"""The exposed tables read straight from their Delta files with delta-rs and its DataFusion engine, in the api
+process: a read never waits behind the workers' statements on Spark, and costs the cluster nothing.
+
+A table is found where the Spark catalog keeps managed tables: ``<api.tables.warehouse>/<database>.db/<table>``.
+A read pins a Delta version (a snapshot: later commits do not change it), runs one statement and stops at
+``query_timeout_s`` between record batches.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import decimal
+import math
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]  # (no stubs; only record_batch and to_pylist are used)
+from deltalake import DeltaTable, QueryBuilder
+from deltalake.exceptions import DeltaError, TableNotFoundError
+
+from cbt.api.row_query import Column
+from cbt.config.settings import TablesApiConfig
+from cbt.models.spec import ModelId
+
+
+class TableUnreadable(Exception):
+    """The table is not there (not created yet: 404), or its version is gone (vacuumed: 410): the reason in words."""
+
+    def __init__(self, detail: str, status: int = 404) -> None:
+        super().__init__(detail)
+        self.status = status
+
+
+class ReadTimedOut(Exception):
+    """The read ran past its time limit."""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One version of a table: what a page is read from."""
+
+    model_id: ModelId
+    version: int
+    columns: tuple[Column, ...]
+    table: DeltaTable
+
+
+class DeltaRows:
+    """Reads of the exposed tables' rows, each from a pinned snapshot."""
+
+    def __init__(self, settings: TablesApiConfig, base_dir: Path) -> None:
+        self._settings = settings
+        self._root = _root(settings.warehouse, base_dir) if settings.warehouse else None
+
+    @property
+    def is_enabled(self) -> bool:
+        return self._root is not None
+
+    def location(self, model_id: ModelId) -> str:
+        database, _, table = model_id.partition(".")
+        if self._root is None:
+            raise TableUnreadable("the read API is off: set api.tables.warehouse to the Spark warehouse")
+        return f"{self._root}/{database}.db/{table}"
+
+    def snapshot(self, model_id: ModelId, version: int | None = None) -> Snapshot:
+        """The table at ``version`` (the latest when ``None``)."""
+        options = dict(self._settings.storage_options) or None
+        try:
+            table = DeltaTable(self.location(model_id), version=version, storage_options=options)
+        except TableNotFoundError as e:
+            raise TableUnreadable(f"{model_id} has no Delta table yet (its first run creates it)") from e
+        except (DeltaError, OSError) as e:
+            if version is not None:
+                raise TableUnreadable(f"{model_id}: version {version} of the table can no longer be read "
+                                      "(vacuumed or compacted); start again without page_token", 410) from e
+            raise TableUnreadable(f"{model_id}: the table cannot be read ({type(e).__name__})", 503) from e
+        columns = tuple(Column(f.name, str(getattr(f.type, "type", "other")), bool(f.nullable))
+                        for f in table.schema().fields)
+        return Snapshot(model_id, table.version(), columns, table)
+
+    def rows(self, snapshot: Snapshot, sql: str, table_name: str) -> list[dict[str, Any]]:
+        """The rows ``sql`` selects from the snapshot (registered as ``table_name``), as JSON values; stops at
+        ``query_timeout_s``."""
+        deadline = time.monotonic() + self._settings.query_timeout_s
+        reader = QueryBuilder().register(table_name, snapshot.table).execute(sql)
+        out: list[dict[str, Any]] = []
+        for batch in reader:
+            if time.monotonic() > deadline:
+                raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s "
+                                   f"({self._settings.query_timeout_s} s)")
+            out.extend({k: json_value(v) for k, v in row.items()} for row in pa.record_batch(batch).to_pylist())
+        if time.monotonic() > deadline:
+            raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s "
+                               f"({self._settings.query_timeout_s} s)")
+        return out
+
+
+def _root(warehouse: str, base_dir: Path) -> str:
+    if "://" in warehouse:
+        return warehouse.rstrip("/")
+    path = Path(warehouse)
+    return str(path if path.is_absolute() else (base_dir / path).resolve())
+
+
+def json_value(value: Any) -> Any:
+    """A column value as JSON: times in ISO 8601, decimals as text (exact), bytes in base64, NaN as null."""
+    if isinstance(value, dt.datetime | dt.date | dt.time):
+        return value.isoformat()
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dt.timedelta):
+        return value.total_seconds()
+    if isinstance(value, Mapping):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_value(v) for v in value]
+    return value

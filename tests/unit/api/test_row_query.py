@@ -1,0 +1,150 @@
+"""The read API's query string → SQL: typed filters, the order, the page token (cbt.api.row_query)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+
+import pytest
+
+from cbt.api.row_query import (
+    Column,
+    PageToken,
+    QueryError,
+    condition,
+    covered_condition,
+    parse_filters,
+    parse_key,
+    parse_order,
+    query_digest,
+    statement,
+)
+
+COLUMNS = (Column("slot", "long"), Column("at", "timestamp"), Column("root", "string"), Column("ok", "boolean"),
+           Column("wei", "decimal(38,0)"), Column("ms", "double"), Column("day", "date"), Column("tags", "other"),
+           Column("idx", "integer"))
+
+
+def where(name: str, value: str) -> str:
+    return condition(parse_filters([(name, value)], COLUMNS)[0])
+
+
+@pytest.mark.parametrize(("name", "value", "sql"), [
+    pytest.param("slot_eq", "7", '"slot" = 7', id="eq"),
+    pytest.param("slot_ne", "7", '"slot" <> 7', id="ne"),
+    pytest.param("slot_lt", "-3", '"slot" < -3', id="lt"),
+    pytest.param("slot_lte", "7", '"slot" <= 7', id="lte"),
+    pytest.param("slot_gt", "7", '"slot" > 7', id="gt"),
+    pytest.param("ms_gte", "1.5", '"ms" >= 1.5', id="gte-float"),
+    pytest.param("slot_in_values", "1,2,3", '"slot" IN (1, 2, 3)', id="in"),
+    pytest.param("root_not_in_values", "a,b'c", "\"root\" NOT IN ('a', 'b''c')", id="not-in-quoted"),
+    pytest.param("root_contains", "x'; DROP", "strpos(\"root\", 'x''; DROP') > 0", id="contains-injection-quoted"),
+    pytest.param("root_starts_with", "0x", "starts_with(\"root\", '0x')", id="starts-with"),
+    pytest.param("root_like", "0x%", "\"root\" LIKE '0x%'", id="like"),
+    pytest.param("root_is_null", "true", '"root" IS NULL', id="is-null"),
+    pytest.param("tags_is_null", "false", '"tags" IS NOT NULL', id="is-not-null-any-type"),
+    pytest.param("ok_eq", "TRUE", '"ok" = TRUE', id="boolean"),
+    pytest.param("at_gte", "2024-01-01T00:00:01Z", '"at" >= to_timestamp_micros(1704067201000000)', id="iso-time"),
+    pytest.param("at_lt", "1704067201", '"at" < to_timestamp_micros(1704067201000000)', id="unix-seconds"),
+    pytest.param("wei_gt", "10.50", "\"wei\" > CAST('10.50' AS DECIMAL(38, 2))", id="decimal"),
+    pytest.param("day_eq", "2024-05-01", "\"day\" = DATE '2024-05-01'", id="date"),
+])
+def test_each_filter_becomes_a_typed_condition(name: str, value: str, sql: str) -> None:
+    assert where(name, value) == sql
+
+
+@pytest.mark.parametrize(("name", "value", "reason"), [
+    pytest.param("slot_eq", "abc", "expected an integer", id="not-an-integer"),
+    pytest.param("idx_eq", str(2**31), "expected an integer", id="out-of-int-range"),
+    pytest.param("slot_eq", "1.5", "expected an integer", id="fraction-for-long"),
+    pytest.param("ms_eq", "nan", "expected a finite number", id="nan"),
+    pytest.param("ok_eq", "yes", "expected true or false", id="bad-boolean"),
+    pytest.param("at_gt", "yesterday", "ISO 8601 time", id="bad-time"),
+    pytest.param("slot_in_values", "1,x", "expected an integer", id="bad-list-item"),
+    pytest.param("nope_eq", "1", "not a filter", id="unknown-column"),
+    pytest.param("slot_between", "1", "not a filter", id="unknown-operator"),
+    pytest.param("slot_contains", "1", "takes eq", id="text-match-on-number"),
+    pytest.param("ok_lt", "true", "not lt", id="order-on-boolean"),
+    pytest.param("tags_eq", "x", "not eq", id="compare-other-type"),
+    pytest.param("root_like", "", "empty value", id="empty-pattern"),
+    pytest.param("root_is_null", "maybe", "true or false", id="bad-is-null"),
+])
+def test_a_bad_filter_names_the_parameter_and_the_reason(name: str, value: str, reason: str) -> None:
+    with pytest.raises(QueryError, match=reason) as error:
+        parse_filters([(name, value)], COLUMNS)
+    assert str(error.value).startswith(f"{name}: ")
+
+
+def test_reserved_parameters_are_not_filters() -> None:
+    params = [("page_size", "5"), ("page_token", "x"), ("order_by", "slot"), ("covered_only", "true")]
+    assert parse_filters(params, COLUMNS) == []
+
+
+def test_a_column_named_like_an_operator_suffix_is_still_found() -> None:
+    columns = (Column("x_in", "long"), Column("x", "long"))
+    found = parse_filters([("x_in_values", "1"), ("x_in_eq", "2")], columns)
+    assert [(f.column.name, f.operator) for f in found] == [("x", "in_values"), ("x_in", "eq")]
+
+
+def test_the_order_is_made_total_with_the_key_then_every_ordered_column() -> None:
+    order = parse_order("-ms, root desc", COLUMNS, ("slot", "at"))
+    assert [(k.column, k.is_descending) for k in order][:5] == [("ms", True), ("root", True), ("slot", False),
+                                                                 ("at", False), ("ok", False)]
+    assert "tags" not in [k.column for k in order]
+    assert len({k.column for k in order}) == len(order)
+
+
+@pytest.mark.parametrize("raw", [pytest.param("nope", id="unknown"), pytest.param("slot sideways", id="direction"),
+                                 pytest.param("tags", id="unordered-type")])
+def test_a_bad_order_is_refused(raw: str) -> None:
+    with pytest.raises(QueryError, match="order_by"):
+        parse_order(raw, COLUMNS, ())
+
+
+def test_a_key_is_parsed_by_its_columns_types() -> None:
+    found = parse_key("7,0xab", ("slot", "root"), COLUMNS)
+    assert [condition(f) for f in found] == ['"slot" = 7', "\"root\" = '0xab'"]
+    assert [f.values for f in parse_key("a,b", ("root",), COLUMNS)] == [("a,b",)]
+    with pytest.raises(QueryError, match="expected 2 values"):
+        parse_key("7", ("slot", "root"), COLUMNS)
+    with pytest.raises(QueryError, match=r"key\.slot: expected an integer"):
+        parse_key("x,y", ("slot", "root"), COLUMNS)
+
+
+def test_covered_ranges_become_half_open_conditions_on_the_position() -> None:
+    assert covered_condition(Column("slot", "long"), [(0, 10), (20, 30)]) == \
+        '(("slot" >= 0 AND "slot" < 10) OR ("slot" >= 20 AND "slot" < 30))'
+    assert covered_condition(Column("at", "timestamp"), [(60, 120)]) == \
+        '(("at" >= to_timestamp_seconds(60) AND "at" < to_timestamp_seconds(120)))'
+    assert covered_condition(Column("slot", "long"), []) == "FALSE"
+    with pytest.raises(QueryError, match="expected an integer or a timestamp"):
+        covered_condition(Column("root", "string"), [(0, 1)])
+
+
+def test_the_statement_pages_with_limit_and_offset() -> None:
+    sql = statement("t", ['"slot" = 1'], parse_order("slot", COLUMNS[:1], ()), 11, 20)
+    assert sql == 'SELECT * FROM "t" WHERE ("slot" = 1) ORDER BY "slot" ASC NULLS FIRST LIMIT 11 OFFSET 20'
+
+
+def test_a_page_token_round_trips_and_is_bound_to_its_query() -> None:
+    filters = parse_filters([("slot_gt", "1")], COLUMNS)
+    digest = query_digest("a.b", filters, parse_order(None, COLUMNS, ()), False)
+    token = PageToken.decode(PageToken(12, 200, digest).encode())
+    assert (token.version, token.offset) == (12, 200)
+    token.check(digest)
+    other = query_digest("a.b", parse_filters([("slot_gt", "2")], COLUMNS), parse_order(None, COLUMNS, ()), False)
+    with pytest.raises(QueryError, match="made for another query"):
+        token.check(other)
+
+
+@pytest.mark.parametrize("raw", [pytest.param("%%%", id="not-base64"), pytest.param("e30", id="empty-json"),
+                                 pytest.param(PageToken(-1, 0, "q").encode(), id="negative-version")])
+def test_a_forged_page_token_is_refused(raw: str) -> None:
+    with pytest.raises(QueryError, match="not a token this API made"):
+        PageToken.decode(raw)
+
+
+def test_values_keep_their_types() -> None:
+    found = parse_filters([("wei_eq", "1e3"), ("at_eq", "2024-01-01T02:00:00+02:00")], COLUMNS)
+    assert found[0].values == (decimal.Decimal("1e3"),)
+    assert found[1].values == (dt.datetime(2024, 1, 1, tzinfo=dt.UTC),)
