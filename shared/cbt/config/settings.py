@@ -400,6 +400,22 @@ class InvalidatorConfig(Section):
     admin record and in Redis at once."""
 
 
+class TablesApiConfig(Section):
+    """The read API over the exposed models' Delta tables (``/api/v1/tables``), read straight from storage."""
+
+    warehouse: str | None = None
+    """Where the Spark catalog keeps managed tables (its ``spark.sql.warehouse.dir``): a folder, relative to the config
+    file's, or a URI (``s3://…``); a table is ``<warehouse>/<database>.db/<table>``. Unset: the read API is off."""
+    storage_options: dict[str, EnvValue] = {}
+    """Passed to the Delta reader as-is (object-store credentials and endpoints)."""
+    default_page_size: int = Field(default=100, gt=0)
+    max_page_size: int = Field(default=1000, gt=0)
+    query_timeout_s: DurationS = Field(default=10, gt=0)
+    """A read that takes longer is answered 504; its scan stops at its next batch."""
+    max_concurrent_reads: int = Field(default=4, gt=0)
+    """Reads running at once in one api process; more wait their turn (bounded by ``query_timeout_s``)."""
+
+
 class ApiConfig(Section):
     addr: str = "127.0.0.1:8080"
     auth: ApiAuth = ApiAuth()
@@ -410,6 +426,7 @@ class ApiConfig(Section):
     """Requests handled at once (live event streams aside); more are answered 503 with ``Retry-After``."""
     max_event_streams: int = Field(default=64, gt=0)
     """Live event streams (``/api/v1/events``) open at once; more are answered 503 with ``Retry-After``."""
+    tables: TablesApiConfig = TablesApiConfig()
 
 
 class TelemetryConfig(Section):
