@@ -15,12 +15,13 @@ from cbt.base.errors import Problem
 from cbt.base.problems import pydantic_problems
 from cbt.models.crossfield import body_rules, field_rules, parse_dependencies
 from cbt.models.discovery import RawDoc
-from cbt.models.schema import ExecFields, ExternalFields, Fields, IncrementalFields, ScheduledFields
+from cbt.models.schema import ExecFields, ExposeFields, ExternalFields, Fields, IncrementalFields, ScheduledFields
 from cbt.models.spec import (
     Batch,
     Cache,
     Dependency,
     ExecOptions,
+    Expose,
     ExternalModel,
     Fill,
     IncrementalModel,
@@ -146,7 +147,8 @@ def _to_model(
     if isinstance(fields, ScheduledFields):
         return ScheduledModel(
             database, fields.table, fields.schedule, source, dependencies, tags, dict(fields.env), sql,
-            _command(fields.exec), fields.timeout, exec_options=_exec_options(fields.exec),
+            _command(fields.exec), fields.timeout, _exposure(fields.expose, ()),
+            exec_options=_exec_options(fields.exec),
         )
     w = fields.write
     write = Write(w.strategy, tuple(w.unique_key), w.replace_where) if w is not None else Write()
@@ -167,7 +169,14 @@ def _to_model(
         write=write,
         timeout_s=fields.timeout,
         batch=Batch(fields.batch.mode, fields.batch.max_intervals),
+        expose=_exposure(fields.expose, write.unique_key),
     )
+
+
+def _exposure(fields: ExposeFields | None, unique_key: tuple[str, ...]) -> Expose | None:
+    if fields is None:
+        return None
+    return Expose(tuple(fields.key) if fields.key is not None else unique_key, fields.position)
 
 
 def _command(value: ExecFields | None) -> str | None:

@@ -144,6 +144,21 @@ class BatchFields(Strict):
     max_intervals: int | None = Field(default=None, gt=0)
 
 
+class ExposeFields(Strict):
+    key: Annotated[list[Text], BeforeValidator(_one_or_many)] | None = None
+    position: Text | None = None
+
+
+def _expose(value: Any) -> Any:
+    """``expose: true`` is ``expose: {}``; ``false`` is no exposure."""
+    if value is True:
+        return {}
+    return None if value is False else value
+
+
+Exposure = Annotated[ExposeFields | None, BeforeValidator(_expose)]
+
+
 class IncrementalFields(Strict):
     type: Literal["incremental"]
     database: Name | None = None
@@ -159,6 +174,7 @@ class IncrementalFields(Strict):
     write: WriteFields | None = None
     timeout: DurationS | None = None
     batch: BatchFields = BatchFields()
+    expose: Exposure = None
 
 
 class ScheduledFields(Strict):
@@ -171,6 +187,7 @@ class ScheduledFields(Strict):
     env: Env = {}
     exec: ExecField | None = None
     timeout: DurationS | None = None
+    expose: Exposure = None
 
 
 Fields = ExternalFields | IncrementalFields | ScheduledFields

@@ -78,6 +78,17 @@ class Write:
     ``ts >= timestamp_seconds({{ bounds.start }}) AND ts < timestamp_seconds({{ bounds.end }})``."""
 
 
+@dataclass(frozen=True)
+class Expose:
+    """The model's table is served by the api's read API (``/api/v1/tables/{model}``; docs/read-api.md)."""
+
+    key: tuple[str, ...] = ()
+    """Columns identifying one row, for get by key (default: the write's ``unique_key``); none: no get by key."""
+    position: str | None = None
+    """The column holding a row's position (an integer, or a timestamp read as unix seconds): with it a read may ask
+    for covered ranges only (``covered_only``)."""
+
+
 BatchMode = Literal["auto", "union", "bounds", "off"]
 
 
@@ -213,6 +224,8 @@ class IncrementalModel:
     timeout_s: int | None = None
     """Longest one SQL statement (or the whole script) of a task may run; ``None``: the global setting."""
     batch: Batch = Batch()
+    expose: Expose | None = None
+    """Served by the read API; ``None``: not served."""
     exec_options: ExecOptions = ExecOptions()
 
     @property
@@ -259,6 +272,8 @@ class ScheduledModel:
     """The command of an exec model (``None``: a SQL model); how it runs: ``exec_options``."""
     timeout_s: int | None = None
     """Longest one SQL statement (or the whole script) of a task may run; ``None``: the global setting."""
+    expose: Expose | None = None
+    """Served by the read API; ``None``: not served."""
     exec_options: ExecOptions = ExecOptions()
 
     @property
