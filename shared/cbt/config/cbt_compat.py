@@ -11,8 +11,9 @@ The keys are CBT's ``engine.Config`` (pkg/engine/config.go) and the sections it 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+import difflib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from cbt.base.errors import Problem
@@ -123,3 +124,20 @@ def _without(data: Mapping[str, Any], loc: tuple[str, ...]) -> dict[str, Any]:
     if not rest:
         return {k: v for k, v in data.items() if k != head}
     return {**data, head: _without(data[head], tuple(rest))}
+
+
+def suggest_cbt_keys(problems: Sequence[Problem]) -> list[Problem]:
+    """An unknown key close to one of CBT's that has no closer match of ours gets a "did you mean" naming it."""
+    out = []
+    for problem in problems:
+        section, _, name = problem.field.rpartition(".")
+        known = [n for key in CBT_KEYS if ".".join(key.section) == section for n in key.names]
+        close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+        if problem.message.startswith("unknown field") and "did you mean" not in problem.message and close:
+            problem = replace(
+                problem,
+                message=f"unknown field (did you mean '{close[0]}', a key of the original "
+                "CBT's accepted here with a warning?)",
+            )
+        out.append(problem)
+    return out

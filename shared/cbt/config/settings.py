@@ -546,7 +546,7 @@ def load_config(path: str | os.PathLike[str] | None = None, environ: Mapping[str
     try:
         config = Config.model_validate(data)
     except ValidationError as e:
-        problems += pydantic_problems(e, smap, Config)
+        problems += cbt_compat.suggest_cbt_keys(pydantic_problems(e, smap, Config))
     if problems:
         raise ConfigProblems(problems)
     return _finish(config, smap, file.resolve().parent, str(file), warnings)
