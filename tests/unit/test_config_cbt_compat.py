@@ -175,3 +175,23 @@ def test_an_environment_override_sets_the_level_of_cbt_s_logging_shorthand(tmp_p
     config = load_config(write(tmp_path, "logging: debug\n"), {"CBT__LOGGING__LEVEL": "warn"})
     assert config.logging.level == "warning" and config.warnings == ()
     assert load_config(write(tmp_path, "logging: debug\n"), {}).logging.level == "debug"
+
+
+@pytest.mark.parametrize("command", ["validate", "plan"])
+def test_validate_and_plan_print_each_warning_in_file_order(
+    tmp_path: Path, command: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cbt.cli import main
+
+    for folder in ("external", "transformations"):
+        (tmp_path / "models" / folder).mkdir(parents=True)
+    path = write(tmp_path, "worker: {tags: [a]}\npprofAddr: ':6060'\n")
+    state = tmp_path / "state.json"
+    state.write_text('{"bounds": {}, "coverage": {}, "now": 0}')
+    extra = ["--state", str(state)] if command == "plan" else []
+    assert main([command, "--config", str(path), *extra]) == 0
+    err = capsys.readouterr().err.replace(f"{tmp_path}/", "").splitlines()
+    assert [line.split(": warning: ")[0] for line in err if ": warning: " in line] == [
+        "config.yaml:1: worker.tags",
+        "config.yaml:2: pprofAddr",
+    ]

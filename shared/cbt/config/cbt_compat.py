@@ -108,7 +108,7 @@ def set_aside(data: dict[str, Any], smap: SourceMap) -> tuple[dict[str, Any], li
                 loc = (*key.section, name)
                 warnings.append(smap.problem(loc, key.instead))
                 out = _without(out, loc)
-    return out, warnings
+    return out, sorted(warnings, key=lambda w: w.line)
 
 
 def _section(data: Mapping[str, Any], path: tuple[str, ...]) -> Mapping[str, Any] | None:
