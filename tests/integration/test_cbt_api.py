@@ -165,7 +165,7 @@ def _app(spark: SparkSession, database: str, redis_client: Redis, prefix: str) -
     state.coverage.record_scheduled_run(REPORT, 1_700_000_000)
     tables.scheduled.record_scheduled_run(ScheduledRun(REPORT, 1_700_000_000, "an.report:@1700000000", "success",
                                                        updated_at_ms=1_700_000_005_000))
-    return create_app(ApiContext(config=config, models=ModelSet(MODELS), hot=state,  # type: ignore[arg-type]
+    return create_app(ApiContext(config=config, models=ModelSet(MODELS), hot=state,
                                  refresh=Offline(), admin=records, commands=Offline(), events=EventHub()))
 
 
