@@ -20,6 +20,10 @@ from tests.conftest import Endpoints
 from tests.e2e.harness import CONFIG, Deployment, isolated_deployment
 
 PIPELINE = ("coordinator", "worker", "bounds-cache", "invalidator")
+UNHURRIED = {"CBT__API__RATE_LIMIT__PER_CLIENT_PER_S": "10000", "CBT__API__RATE_LIMIT__BURST": "100000"}
+"""The api's rate limit, out of the way: schemathesis and the browser drive every route from one address as fast as
+they can (thousands of requests), which is the suites' point and no person's pace; the limit itself is tested with a
+tight one (``tests/integration/test_api_access.py``, ``tests/unit/api/test_limits.py``)."""
 
 
 def call(url: str, method: str = "GET", body: object = None, token: str | None = None,
@@ -89,6 +93,7 @@ def api_deployment(endpoints: Endpoints, spark_sessions: SessionPool, *, t0: int
     to ``last_slot_end``; removed again (processes, databases, keys, topics) on the way out."""
     port, open_port, token = free_port(), free_port(), f"api-{uuid.uuid4().hex}"
     overrides = {"CBT__API__ADDR": f"127.0.0.1:{port}", "CBT__API__AUTH__TOKENS": json.dumps([token]),
+                 **UNHURRIED,
                  "CBT__MODELS__OVERRIDES": "{" + ", ".join(f"{m}: {{enabled: false}}" for m in disabled) + "}"}
     with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_sessions.session("tests"),
                              endpoints.spark_remote, f"tapi{uuid.uuid4().hex[:8]}", overrides) as dep:
@@ -107,3 +112,16 @@ def api_deployment(endpoints: Endpoints, spark_sessions: SessionPool, *, t0: int
                            f"http://127.0.0.1:{open_port}" if tokenless else None)
         finally:
             without_token.stop_all()
+
+
+@contextmanager
+def lone_api(endpoints: Endpoints, spark_sessions: SessionPool, api_overrides: dict[str, str]) -> Iterator[
+        tuple[str, Deployment]]:
+    """An api process alone (no pipeline, no data: models as configured, empty state) on an isolated deployment,
+    ready; its base URL and the deployment. For what the api decides by itself: access, limits, ``/docs``."""
+    port = free_port()
+    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_sessions.session("tests"),
+                             endpoints.spark_remote, f"tlone{uuid.uuid4().hex[:8]}",
+                             {"CBT__API__ADDR": f"127.0.0.1:{port}", **api_overrides}) as dep:
+        _start_api(dep.procs, "")
+        yield f"http://127.0.0.1:{port}", dep

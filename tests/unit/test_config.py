@@ -188,6 +188,13 @@ PROBLEM_CASES = [
         "config.yaml:2: api.auth.tokens: a token of 6 characters is too easy to guess; use at least 32",
         id="weak-token",
     ),
+    pytest.param(
+        "api:\n  auth:\n    read_tokens: [0123456789abcdef0123456789abcde]\n", {},
+        "config.yaml:3: api.auth.read_tokens: a token of 31 characters is too easy to guess; use at least 32",
+        id="weak-read-token",
+    ),
+    pytest.param("api: {rate_limit: {burst: 0}}\n", {}, "api.rate_limit.burst: expected greater than 0, got 0",
+                 id="rate-limit-burst"),
 ]
 
 

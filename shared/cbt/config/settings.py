@@ -370,10 +370,13 @@ MIN_TOKEN_LENGTH = 32
 
 class ApiAuth(Section):
     tokens: list[str] = []
-    """Bearer tokens accepted on mutating endpoints, each at least 32 characters; empty means mutating endpoints are
-    refused."""
+    """Bearer tokens accepted on mutating endpoints (and for reading), each at least 32 characters; empty means
+    mutating endpoints are refused."""
+    read_tokens: list[str] = []
+    """Bearer tokens that may read but not change, each at least 32 characters. When any is set, every read (the
+    REST API, its event stream, the UI's pages, ``/docs``) needs a read or write token; empty means reads are open."""
 
-    @field_validator("tokens")
+    @field_validator("tokens", "read_tokens")
     @classmethod
     def _hard_to_guess(cls, tokens: list[str]) -> list[str]:
         for token in tokens:
@@ -416,6 +419,17 @@ class TablesApiConfig(Section):
     """Reads running at once in one api process; more wait their turn (bounded by ``query_timeout_s``)."""
 
 
+class ApiRateLimit(Section):
+    """A token bucket per client (its token when it sends a valid one, else its address), in each api process."""
+
+    per_client_per_s: float = Field(default=20, gt=0)
+    """Requests a client may make per second, sustained; more are answered 429 with ``Retry-After``."""
+    burst: int = Field(default=200, gt=0)
+    """Requests a client may make at once after a quiet spell (a page load is about 25)."""
+    max_clients: int = Field(default=10_000, gt=0)
+    """Clients remembered at once; the one seen least recently is forgotten first (it starts again full)."""
+
+
 class ApiConfig(Section):
     addr: str = "127.0.0.1:8080"
     auth: ApiAuth = ApiAuth()
@@ -426,6 +440,10 @@ class ApiConfig(Section):
     """Requests handled at once (live event streams aside); more are answered 503 with ``Retry-After``."""
     max_event_streams: int = Field(default=64, gt=0)
     """Live event streams (``/api/v1/events``) open at once; more are answered 503 with ``Retry-After``."""
+    rate_limit: ApiRateLimit = ApiRateLimit()
+    forwarded_allow_ips: list[str] = ["127.0.0.1"]
+    """Proxies (addresses, networks, ``*``) whose ``X-Forwarded-For`` names the client, e.g. the Ingress
+    controller's pods: behind a proxy every client has the proxy's address otherwise."""
     tables: TablesApiConfig = TablesApiConfig()
 
 

@@ -1,5 +1,6 @@
 """The api's request limits, driven as an ASGI server would: a too-large body is refused before the app reads it, too
-many requests or event streams at once are answered 503, and every response carries the security headers."""
+many requests or event streams at once are answered 503, a client past its rate limit 429, and every response carries
+the security headers."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 from typing import Any
 
 from cbt.api.limits import RequestLimits
+from cbt.config.settings import ApiRateLimit
 
 
 class Recorder:
@@ -110,3 +112,40 @@ def test_every_response_carries_the_security_headers_once() -> None:
     assert headers["x-frame-options"] == "SAMEORIGIN"  # what the app set is kept, not doubled
     status, headers, _, _ = asyncio.run(call(limits(Recorder(), body=1), content_length=5))
     assert status == 413 and headers["x-frame-options"] == "DENY"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now_s = 100.0
+
+    def __call__(self) -> float:
+        return self.now_s
+
+
+def rate_limited(per_s: float, burst: int, clock: Clock) -> RequestLimits:
+    return RequestLimits(Recorder(), max_body_bytes=100, max_concurrent_requests=4, max_event_streams=4,
+                         rate_limit=ApiRateLimit(per_client_per_s=per_s, burst=burst),
+                         identify=lambda scope: scope["path"], clock=clock)
+
+
+def test_past_its_burst_a_client_is_answered_429_with_retry_after_and_a_problem() -> None:
+    clock = Clock()
+    app = rate_limited(0.5, 2, clock)
+    statuses = [asyncio.run(call(app, "GET", "/a"))[0] for _ in range(2)]
+    status, headers, body, _ = asyncio.run(call(app, "GET", "/a"))
+    assert statuses == [200, 200] and (status, headers["retry-after"]) == (429, "2")
+    assert headers["content-type"] == "application/problem+json" and headers["x-content-type-options"] == "nosniff"
+    assert (body["type"], body["status"]) == ("urn:cbt:problem:too-many-requests", 429)
+    assert "api.rate_limit" in body["detail"] and "retry in 2 s" in body["detail"]
+    assert asyncio.run(call(app, "GET", "/b"))[0] == 200  # another client has its own bucket
+    clock.now_s += 2
+    assert asyncio.run(call(app, "GET", "/a"))[0] == 200
+
+
+def test_a_refused_request_reads_no_body_and_reaches_no_app() -> None:
+    clock = Clock()
+    app = rate_limited(1, 1, clock)
+    inner = app.app
+    assert asyncio.run(call(app))[0] == 200
+    status, _, _, pulled = asyncio.run(call(app))
+    assert (status, pulled, inner.calls) == (429, 0, 1)  # type: ignore[attr-defined]

@@ -77,7 +77,8 @@ def build_context(config: Config, models: ModelSet, clients: Clients, events: Ev
 def http_server(config: Config, ctx: ApiContext) -> uvicorn.Server:
     host, port = bind_address(config.api.addr)  # (":PORT": every interface, as in CBT)
     return _Server(uvicorn.Config(create_app(ctx), host=host, port=port, lifespan="off",
-                                  log_config=None, access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S))
+                                  log_config=None, access_log=False, timeout_graceful_shutdown=SHUTDOWN_GRACE_S,
+                                  forwarded_allow_ips=config.api.forwarded_allow_ips))
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,
@@ -117,4 +118,5 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     # for, so `--until-idle` stops the api after the quiet period)
     return Work(subscribers=[stream], main=serve_http, drained=(),
                 started={"addr": config.api.addr,
-                         "mutations": "enabled" if config.api.auth.tokens else "disabled (no token)"})
+                         "mutations": "enabled" if config.api.auth.tokens else "disabled (no token)",
+                "reads": "need a token" if config.api.auth.read_tokens else "open"})

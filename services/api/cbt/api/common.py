@@ -25,7 +25,9 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
     status: {"description": what} for status, what in (
         (400, "Bad request: a range or a model that does not fit the request"),
         (404, "Unknown model"),
+        (401, "Reads need a token (api.auth.read_tokens is set) and the request shows none of the configured ones"),
         (422, "Invalid parameters or body: each field and why"),
+        (429, "Too many requests from this client (api.rate_limit): retry after Retry-After seconds"),
         (503, "Redis, Kafka or Spark did not answer"),
     )
 }
@@ -33,7 +35,7 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
 AUTH_PROBLEMS: dict[int | str, dict[str, Any]] = {
     **PROBLEMS,
     401: {"description": "No bearer token, or not one of api.auth.tokens"},
-    403: {"description": "Mutations are disabled: no token is configured"},
+    403: {"description": "Mutations are disabled (no token is configured), or the token may only read"},
 }
 
 

@@ -5,6 +5,9 @@
 - a request body larger than ``api.max_body_bytes`` is refused with 413 before the app reads it — at once when
   ``Content-Length`` says so, else as soon as the received chunks pass the limit (so a token check never waits
   behind a large upload);
+- each client (its token's fingerprint when it shows a configured token, else its address) has a token bucket of
+  ``api.rate_limit.burst`` requests refilled at ``api.rate_limit.per_client_per_s``; past it, 429 with ``Retry-After``
+  (the count is per api process: with N replicas behind a balancer a client may make up to N times as many);
 - at most ``api.max_concurrent_requests`` requests are handled at once and at most ``api.max_event_streams`` live
   event streams (``/api/v1/events``) are open; beyond that, 503 with ``Retry-After`` instead of queueing;
 - every response says ``nosniff``, may not be framed by another site, and sends no referrer.
@@ -12,10 +15,16 @@
 
 from __future__ import annotations
 
+import math
+import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from fastapi.responses import JSONResponse
+
 from cbt.api.problems import problem_response
+from cbt.api.token_bucket import TokenBuckets
+from cbt.config.settings import ApiRateLimit
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -34,9 +43,15 @@ SECURITY_HEADERS = (
 
 
 class RequestLimits:
-    def __init__(self, app: App, *, max_body_bytes: int, max_concurrent_requests: int,
-                 max_event_streams: int) -> None:
+    def __init__(self, app: App, *, max_body_bytes: int, max_concurrent_requests: int, max_event_streams: int,
+                 rate_limit: ApiRateLimit | None = None, identify: Callable[[Scope], str] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.app = app
+        self.rate_limit = rate_limit
+        self.buckets = None if rate_limit is None else TokenBuckets(rate_limit.per_client_per_s, rate_limit.burst,
+                                                                    rate_limit.max_clients)
+        self.identify = identify or address_of
+        self.clock = clock
         self.max_body_bytes = max_body_bytes
         self.limits = {"requests": max_concurrent_requests, "event streams": max_event_streams}
         self.running = {"requests": 0, "event streams": 0}
@@ -46,6 +61,10 @@ class RequestLimits:
             await self.app(scope, receive, send)
             return
         send = with_security_headers(send)
+        wait_s = 0.0 if self.buckets is None else self.buckets.take(self.identify(scope), self.clock())
+        if wait_s > 0:
+            await self._too_many(wait_s)(scope, receive, send)
+            return
         kind = "event streams" if scope.get("path") == EVENTS_PATH else "requests"
         if self.running[kind] >= self.limits[kind]:
             busy = problem_response(503, "Too busy", f"the api already serves {self.limits[kind]} {kind}; retry "
@@ -66,6 +85,16 @@ class RequestLimits:
         finally:
             self.running[kind] -= 1
 
+    def _too_many(self, wait_s: float) -> JSONResponse:
+        assert self.rate_limit is not None
+        retry_s = math.ceil(wait_s)
+        limit = self.rate_limit
+        too_many = problem_response(429, "Too many requests", f"a client may make {limit.per_client_per_s:g} "
+                                    f"requests a second, {limit.burst} at once (api.rate_limit); retry in "
+                                    f"{retry_s} s", "too-many-requests")
+        too_many.headers["Retry-After"] = str(retry_s)
+        return too_many
+
     async def _bounded_body(self, scope: Scope, receive: Receive) -> list[Message] | None:
         """The request's body messages, read up to the limit; ``None`` when it is larger. Nothing is read when
         ``Content-Length`` already says it is too large, nor for a request without a body."""
@@ -85,6 +114,11 @@ class RequestLimits:
                 return None
             if not message.get("more_body", False):
                 return messages
+
+
+def address_of(scope: Scope) -> str:
+    client = scope.get("client")
+    return f"addr:{client[0] if client else 'unknown'}"
 
 
 def replay(messages: list[Message], receive: Receive) -> Receive:

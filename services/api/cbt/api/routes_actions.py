@@ -49,7 +49,8 @@ _bearer = HTTPBearer(auto_error=False, description="one of api.auth.tokens")
 def caller(ctx: Ctx, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]) -> str:
     """The caller's token fingerprint, or 401/403 (``Refused``)."""
     header = None if credentials is None else f"{credentials.scheme} {credentials.credentials}"
-    return authenticate(header, ctx.config.api.auth.tokens)
+    auth = ctx.config.api.auth
+    return authenticate(header, auth.tokens, auth.read_tokens)
 
 
 Who = Annotated[str, Depends(caller)]

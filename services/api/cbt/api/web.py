@@ -4,6 +4,7 @@ nothing happens at import time."""
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from fastapi import FastAPI
@@ -11,6 +12,7 @@ from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
 from cbt.api import routes_actions, routes_cbt, routes_models, routes_pipeline, routes_rows
+from cbt.api.access import client_key, install_access
 from cbt.api.context import ApiContext
 from cbt.api.limits import RequestLimits
 from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
@@ -25,16 +27,19 @@ DESCRIPTION = (
     "invalidations, bounds, scheduled runs, the DAG, live events, and operator actions. Positions are integers; "
     "every range is half-open [start, end) written as a two-item array. Errors are RFC 9457 problem details. "
     "Changes (POST) need `Authorization: Bearer <token>` with one of `api.auth.tokens`; none configured means "
-    "changes are disabled."
+    "changes are disabled. When `api.auth.read_tokens` is set, reads need a token too (a read or a write token; "
+    "a browser signs in at `/login`). Each client may make `api.rate_limit` requests; past it, 429 with "
+    "`Retry-After`."
 )
 ROUTERS = (routes_cbt.router, routes_models.router, routes_pipeline.router, routes_actions.router)  # CBT's first: its
 # /api/v1/models/external… must not be read as our /api/v1/models/{model_id}…
 
 
 def create_app(ctx: ApiContext) -> FastAPI:
-    app = FastAPI(title=TITLE, version=VERSION, description=DESCRIPTION, openapi_url=OPENAPI_URL, docs_url="/docs",
-                  redoc_url=None)
+    app = FastAPI(title=TITLE, version=VERSION, description=DESCRIPTION, openapi_url=OPENAPI_URL, docs_url=None,
+                  redoc_url=None)  # (/docs is the UI's, from local assets)
     app.state.context = ctx
+    readers = install_access(app, ctx.config.api.auth)  # before CORS: a preflight needs no token
     if ctx.config.api.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(ctx.config.api.cors_origins),  # ["*"]: as CBT
                            allow_methods=["GET", "POST", "PUT", "DELETE"],
@@ -42,7 +47,8 @@ def create_app(ctx: ApiContext) -> FastAPI:
     limits = ctx.config.api
     app.add_middleware(RequestLimits, max_body_bytes=limits.max_body_bytes,  # outermost: before any route reads
                        max_concurrent_requests=limits.max_concurrent_requests,
-                       max_event_streams=limits.max_event_streams)
+                       max_event_streams=limits.max_event_streams, rate_limit=limits.rate_limit,
+                       identify=functools.partial(client_key, readers))
     install_problem_handlers(app)
     for router in ROUTERS:
         app.include_router(router)

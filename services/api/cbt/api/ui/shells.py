@@ -73,3 +73,8 @@ def render_page(page: str, title: str, **context: Any) -> str:
     if page not in PAGES:
         raise ValueError(f"unknown page {page!r}; expected one of {sorted(PAGES)}")
     return environment().get_template(f"{page}.html").render(page=page, title=title, **context)
+
+
+def render_login(next_path: str, error: str | None = None) -> str:
+    """The login form (when ``api.auth.read_tokens`` is set): a token in, then back to ``next_path``."""
+    return environment().get_template("login.html").render(next_path=next_path, error=error)

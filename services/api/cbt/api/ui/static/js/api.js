@@ -39,6 +39,10 @@ async function send(path, init, params) {
   } catch (error) {
     throw new ApiError(0, { title: "The API cannot be reached", detail: String(error?.message || error) });
   }
+  if (response.status === 401 && !init.method && typeof location !== "undefined") {
+    // Reads need a token (api.auth.read_tokens) and the session is gone: sign in again, then come back here.
+    location.assign(`/login?next=${encodeURIComponent(location.pathname + location.search)}`);
+  }
   if (!response.ok) throw new ApiError(response.status, await problemOf(response));
   if (response.status === 204) return null;
   return response.json();
