@@ -31,7 +31,6 @@ from cbt.models.spec import Expose, IncrementalModel, Write
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.worker.executor import SparkExecutor
 from tests.conftest import Endpoints
-from tests.unit.api.asgi import call
 from tests.unit.scheduling.factories import inc
 
 pytestmark = pytest.mark.integration
@@ -85,9 +84,27 @@ def app(table: tuple[IncrementalModel, SparkExecutor], spark: SparkSession, redi
                                  refresh=Offline(), admin=Offline(), commands=Offline(), events=EventHub()))
 
 
+def call(app: Any, path: str, query: str = "") -> tuple[int, bytes]:
+    """One GET through the ASGI app, as a server would send it: status and body."""
+    scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "GET", "scheme": "http",
+             "path": path, "raw_path": path.encode(), "query_string": query.encode(), "root_path": "", "headers": [],
+             "client": ("203.0.113.7", 50000), "server": ("testserver", 80)}
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    asyncio.run(app(scope, receive, send))
+    status = next(m["status"] for m in sent if m["type"] == "http.response.start")
+    return status, b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+
+
 def get(app: Any, path: str, **params: str) -> tuple[int, Any]:
-    answer = call(app, "GET", path + ("?" + urlencode(params) if params else ""))
-    return answer.status, json.loads(answer.body)
+    status, body = call(app, path, urlencode(params))
+    return status, json.loads(body)
 
 
 def slots(app: Any, model: IncrementalModel, **params: str) -> list[int]:
@@ -188,7 +205,7 @@ def test_a_column_added_to_the_table_shows_in_the_openapi_document(
     path = f"/api/v1/tables/{model.id}"
 
     def parameters() -> dict[str, Any]:
-        document = json.loads(call(app, "GET", "/api/v1/openapi.json").body)
+        document = json.loads(call(app, "/api/v1/openapi.json")[1])
         return {p["name"]: p["schema"] for p in document["paths"][path]["get"]["parameters"]}
 
     before = parameters()
