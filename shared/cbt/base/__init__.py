@@ -23,6 +23,7 @@ checks it:
     cbt.planning | cbt.concurrency
     cbt.adapters
     cbt.service
+    cbt.import_cbt
     cbt.cli
     cbt.coordinator | cbt.worker | cbt.bounds_cache | cbt.invalidator | cbt.api    (the services, one distribution each)
     cbt.dev
