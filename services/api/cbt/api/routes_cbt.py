@@ -23,7 +23,7 @@ from cbt.api import catalog, cbt_shapes
 from cbt.api import cbt_schemas as s
 from cbt.api.cbt_debug import coverage_debug
 from cbt.api.cbt_errors import CbtRoute, cbt_problem
-from cbt.api.common import blocking, context
+from cbt.api.common import PROBLEMS, blocking, context
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, bad_request
 from cbt.contract.messages import MAX_POSITION
@@ -46,6 +46,7 @@ Ctx = Annotated[ApiContext, Depends(context)]
 Position = Annotated[int, Path(ge=0, le=MAX_POSITION)]
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"description": "Unknown model, or not of this kind"}}
 ERRORS: dict[int | str, dict[str, Any]] = {
+    **{status: what for status, what in PROBLEMS.items() if status not in (404, 422)},  # (invalid input is 400 here)
     400: {"description": "Invalid parameters, or a model of the wrong kind (CBT's Error members included)"},
     503: {"description": "Redis or the admin tables did not answer"},
 }
@@ -255,7 +256,8 @@ def _register(router: APIRouter, base: str, documented: bool) -> None:
         router.add_api_route(base + path, _not_implemented(what), methods=[method], response_model=None,
                              status_code=501, summary=f"CBT's {method} {path}: not implemented (501)",
                              include_in_schema=documented,
-                             responses={501: {"description": "Not implemented yet; the problem says what to use"}})
+                             responses={**{k: v for k, v in ERRORS.items() if k in (401, 429)},  # (middleware's)
+                                        501: {"description": "Not implemented yet; the problem says what to use"}})
 
 
 def build_router() -> APIRouter:
