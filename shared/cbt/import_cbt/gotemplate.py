@@ -15,6 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from cbt.import_cbt.functions import Unsupported, call
 from cbt.import_cbt.report import Note
 
 
@@ -59,14 +60,6 @@ class Scope:
 
     def note(self, line: int, what: str, todo: str) -> None:
         self.notes.append(Note(self.path, line, what, todo))
-
-
-class _Unsupported(Exception):
-    """An action with no equivalent: reported, and left out of the output."""
-
-    def __init__(self, what: str, todo: str) -> None:
-        super().__init__(what)
-        self.what, self.todo = what, todo
 
 
 _ACTION = re.compile(r"\{\{(-\s)?(.*?)(\s-)?\}\}", re.DOTALL)
@@ -182,7 +175,7 @@ class _Converter:
             self.emit(Text(text))
             try:
                 self.action(inner, self.line_at(start))
-            except _Unsupported as e:
+            except Unsupported as e:
                 if not self.dead:
                     self.scope.note(self.line_at(start), e.what, e.todo)
             pos, trim_next = end, trim_right
@@ -212,7 +205,7 @@ class _Converter:
         if keyword in handler:
             handler[keyword](rest, line)
         elif keyword in ("define", "template", "block", "break", "continue"):
-            raise _Unsupported(
+            raise Unsupported(
                 f"{{{{ {keyword} }}}}",
                 "named templates and loop control have no equivalent here: inline the template by hand",
             )
@@ -237,7 +230,7 @@ class _Converter:
 
     def else_(self, rest: str, line: int) -> None:
         if not self.blocks:
-            raise _Unsupported("{{ else }} outside a block", "fix the template in CBT's file")
+            raise Unsupported("{{ else }} outside a block", "fix the template in CBT's file")
         block = self.blocks[-1]
         if block.kind == "dead":  # the branch never taken is over: its else is what runs
             self.dead -= 1
@@ -249,16 +242,16 @@ class _Converter:
             return
         if rest.startswith("if "):
             if block.kind != "if":
-                raise _Unsupported("{{ else if }} after range or with", "rewrite it as a nested if")
+                raise Unsupported("{{ else if }} after range or with", "rewrite it as a nested if")
             self.emit(Tag(f"elif {self.pipeline(_tokens(rest[3:]), line)}", line))
             return
         if block.kind == "with":
-            raise _Unsupported("{{ else }} of {{ with }}", "rewrite it as if/else")
+            raise Unsupported("{{ else }} of {{ with }}", "rewrite it as if/else")
         self.emit(Tag("else", line))
 
     def end(self, _rest: str, line: int) -> None:
         if not self.blocks:
-            raise _Unsupported("{{ end }} without a block", "fix the template in CBT's file")
+            raise Unsupported("{{ end }} without a block", "fix the template in CBT's file")
         block = self.blocks.pop()
         if block.kind == "dead":
             self.dead -= 1
@@ -324,7 +317,7 @@ class _Converter:
             else:
                 commands[-1].append(token)
         if not commands[0]:
-            raise _Unsupported("an empty action", "fix the template in CBT's file")
+            raise Unsupported("an empty action", "fix the template in CBT's file")
         value = self.command(commands[0], None, line)
         for command in commands[1:]:
             value = self.command(command, value, line)
@@ -340,7 +333,7 @@ class _Converter:
                 return self.index(items[1:], args, line)
             return call(head[1], args)
         if len(items) > 1 or piped is not None:
-            raise _Unsupported("a value given arguments", "fix the template in CBT's file")
+            raise Unsupported("a value given arguments", "fix the template in CBT's file")
         return self.operand(head, line)
 
     def operand(self, item: tuple[str, str] | list[tuple[str, str]], line: int) -> str:
@@ -359,16 +352,16 @@ class _Converter:
             return {"true": "true", "false": "false", "nil": "none"}.get(text) or call(text, [])
         if kind == "var":
             if text == "$":
-                raise _Unsupported("$ as a value", "name the field you need ($.self.table…)")
+                raise Unsupported("$ as a value", "name the field you need ($.self.table…)")
             return _var_name(text)
         if kind == "field":
             return self.field(text, line)
-        raise _Unsupported(f"{text!r} in an action", "fix the template in CBT's file")
+        raise Unsupported(f"{text!r} in an action", "fix the template in CBT's file")
 
     def field(self, text: str, line: int) -> str:
         if text == ".":
             if self.dot is None:
-                raise _Unsupported("{{ . }} (all of the data)", "name the field you need")
+                raise Unsupported("{{ . }} (all of the data)", "name the field you need")
             return self.dot
         head, _, rest = text.partition(".")
         path = [p for p in rest.split(".") if p]
@@ -396,7 +389,7 @@ class _Converter:
             return f"cache.{rest[0]}"
         if name == "dep" and self.scope.kind != "external":
             return self.dep([json.dumps(p) for p in rest], line)
-        raise _Unsupported(
+        raise Unsupported(
             f"{{{{ .{'.'.join(path)} }}}} is not a template variable of a {self.scope.kind} model",
             "replace it (the variables: docs/design/models.md#templates)",
         )
@@ -408,7 +401,7 @@ class _Converter:
             return EMPTY
         if rest in (["database"], ["table"]) or (rest == ["interval"] and self.scope.kind == "incremental"):
             return f"self.{rest[0]}"
-        raise _Unsupported(f"{{{{ .self.{'.'.join(rest)} }}}}", "replace it (self.database, self.table, self.from…)")
+        raise Unsupported(f"{{{{ .self.{'.'.join(rest)} }}}}", "replace it (self.database, self.table, self.from…)")
 
     def env(self, rest: list[str]) -> str:
         if not rest:
@@ -418,13 +411,13 @@ class _Converter:
             return f"env.{name}"
         if len(rest) == 1:  # Go gives "" for a variable nobody set; our env.NAME would be an error
             return f'env.get({json.dumps(name)}, "")'
-        raise _Unsupported(f"{{{{ .env.{'.'.join(rest)} }}}}", "env values are strings: drop the extra field")
+        raise Unsupported(f"{{{{ .env.{'.'.join(rest)} }}}}", "env values are strings: drop the extra field")
 
     def index(self, raw: list[tuple[str, str] | list[tuple[str, str]]], args: list[str], line: int) -> str:
         if raw and raw[0] == ("field", ".dep") and self.dot is None:
             return self.dep(args[1:], line)
         if not args:
-            raise _Unsupported("index without arguments", "fix the template in CBT's file")
+            raise Unsupported("index without arguments", "fix the template in CBT's file")
         return args[0] + "".join(f"[{key}]" for key in args[1:])
 
     def dep(self, keys: list[str], line: int) -> str:
@@ -445,7 +438,7 @@ class _Converter:
                     keys = [json.dumps(database), json.dumps(table), *keys[1:]]
                     plain = [database, table, *plain[1:]]
                     return self._dep_path(database, table, plain[2:], keys[2:])
-                raise _Unsupported(
+                raise Unsupported(
                     f"dep {plain[0]}.{plain[1]} is not a dependency of this model",
                     "add it to dependencies or fix the name",
                 )
@@ -469,7 +462,7 @@ def _tokens(text: str) -> list[tuple[str, str]]:
     while pos < len(text):
         match = _TOKEN.match(text, pos)
         if match is None:
-            raise _Unsupported(f"{text[pos : pos + 20]!r} in an action", "fix the template in CBT's file")
+            raise Unsupported(f"{text[pos : pos + 20]!r} in an action", "fix the template in CBT's file")
         if match.lastgroup:
             out.append((match.lastgroup, match.group()))
         pos = match.end()
@@ -479,73 +472,3 @@ def _tokens(text: str) -> list[tuple[str, str]]:
 def _var_name(text: str) -> str:
     name = text.lstrip("$") or "root"
     return f"v_{name}" if name in _RESERVED else name
-
-
-def _binary(op: str) -> Callable[[list[str]], str]:
-    return lambda a: f"({a[0]} {op} {a[1]})"
-
-
-def _chain(op: str) -> Callable[[list[str]], str]:
-    return lambda a: "(" + f" {op} ".join(a) + ")"
-
-
-_FUNCTIONS: dict[str, tuple[int | None, Callable[[list[str]], str]]] = {
-    # Go's built-ins
-    "eq": (None, lambda a: "(" + " or ".join(f"{a[0]} == {b}" for b in a[1:]) + ")"),
-    "ne": (2, _binary("!=")),
-    "lt": (2, _binary("<")),
-    "le": (2, _binary("<=")),
-    "gt": (2, _binary(">")),
-    "ge": (2, _binary(">=")),
-    "and": (None, _chain("and")),
-    "or": (None, _chain("or")),
-    "not": (1, lambda a: f"(not {a[0]})"),
-    "len": (1, lambda a: f"({a[0]}|length)"),
-    "print": (None, lambda a: "(" + " ~ ".join(f"({x}|string)" for x in a) + ")"),
-    "printf": (None, lambda a: f"({a[0]}|format({', '.join(a[1:])}))"),
-    # Sprig
-    "default": (2, lambda a: f"({a[1]}|default({a[0]}, true))"),
-    "empty": (1, lambda a: f"(not {a[0]})"),
-    "coalesce": (None, _chain("or")),
-    "ternary": (3, lambda a: f"({a[0]} if {a[2]} else {a[1]})"),
-    "upper": (1, lambda a: f"({a[0]}|upper)"),
-    "lower": (1, lambda a: f"({a[0]}|lower)"),
-    "title": (1, lambda a: f"({a[0]}|title)"),
-    "trim": (1, lambda a: f"({a[0]}|trim)"),
-    "quote": (1, lambda a: f"('\"' ~ {a[0]} ~ '\"')"),
-    "squote": (1, lambda a: f'("\'" ~ {a[0]} ~ "\'")'),
-    "replace": (3, lambda a: f"({a[2]}|replace({a[0]}, {a[1]}))"),
-    "join": (2, lambda a: f"({a[1]}|join({a[0]}))"),
-    "list": (None, lambda a: "[" + ", ".join(a) + "]"),
-    "contains": (2, lambda a: f"({a[0]} in {a[1]})"),
-    "hasPrefix": (2, lambda a: f"({a[1]}|string).startswith({a[0]})"),
-    "hasSuffix": (2, lambda a: f"({a[1]}|string).endswith({a[0]})"),
-    "add": (None, _chain("+")),
-    "add1": (1, lambda a: f"({a[0]} + 1)"),
-    "sub": (2, _binary("-")),
-    "mul": (None, _chain("*")),
-    "div": (2, _binary("//")),
-    "mod": (2, _binary("%")),
-    "max": (None, lambda a: "([" + ", ".join(a) + "]|max)"),
-    "min": (None, lambda a: "([" + ", ".join(a) + "]|min)"),
-    "toString": (1, lambda a: f"({a[0]}|string)"),
-    "int": (1, lambda a: f"({a[0]}|int)"),
-    "int64": (1, lambda a: f"({a[0]}|int)"),
-    "atoi": (1, lambda a: f"({a[0]}|int)"),
-    "float64": (1, lambda a: f"({a[0]}|float)"),
-}
-
-
-def call(name: str, args: list[str]) -> str:
-    """A Go or Sprig function call as a Jinja expression; ``_Unsupported`` when there is none."""
-    known = _FUNCTIONS.get(name)
-    if known is None:
-        raise _Unsupported(
-            f"template function {name}",
-            "no Jinja equivalent here: rewrite the expression by hand "
-            "(the functions converted: docs/coming-from-cbt.md#templates)",
-        )
-    arity, build = known
-    if (arity is not None and len(args) != arity) or (arity is None and len(args) < 1):
-        raise _Unsupported(f"{name} with {len(args)} argument(s)", "fix the template in CBT's file")
-    return build(args)
