@@ -15,6 +15,7 @@ from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
 from cbt.planning import hot_index
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
+from cbt.scheduling.task_runs import TaskRun, compress
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import DurableRecord
 from tests.conftest import Endpoints
@@ -63,7 +64,7 @@ def invalidation(inv_id: str, affected: dict[str, list[tuple[int, int]]]) -> Inv
         reason="reorg",
         source="test",
         metadata={"blocks": [first, last], "note": "it's \\ quoted"},
-        affected={m: tuple(rs) for m, rs in affected.items()},
+        affected={m: compress(rs) for m, rs in affected.items()},
         received_at_ms=1_700_000_000_000 + len(inv_id),
     )
 
@@ -243,7 +244,7 @@ def test_consolidation_keeps_every_task_boundary_so_re_runs_stay_exact(record: D
     assert record.live_pieces([M, OTHER], (0, 2000)) == {M: [Piece((17, 917), 300), Piece((917, 977), 60)],
                                                          OTHER: []}
     assert record.live_pieces([M], (600, 620)) == {M: [Piece((17, 917), 300)]}
-    assert record.invalidated_ranges([M, OTHER]) == {M: ((317, 617),)}
+    assert record.invalidated_ranges([M, OTHER]) == {M: (TaskRun(317, 617, 300),)}
     record.record_invalidation(invalidation("inv-2", {M: [(617, 917)]}))
     assert record.live_pieces([M], (0, 2000)) == {M: [Piece((17, 617), 300), Piece((917, 977), 60)]}
 
@@ -361,3 +362,57 @@ def test_a_consolidation_no_longer_allowed_rewrites_nothing_more(record: Durable
     assert asked == [True, False]
     again = record.consolidate(still_allowed=lambda: True)
     assert {(c.model, c.rows_before, c.rows_after) for c in again} == {(OTHER, 1, 1), (M, 2, 1)}
+
+
+def test_an_affected_set_is_stored_as_runs_and_masks_what_its_tasks_do(record: DurableRecord) -> None:
+    """A year of one-minute tasks is one run in the record; it hides exactly its tasks' positions."""
+    year = 525_600 * 60
+    record.record_completed([done(0, year + 600, model=M)])
+    record.record_invalidation(invalidation("inv-year", {M: [(s, s + 60) for s in range(300, 3_900, 60)]}))
+    stored = record.record_invalidation(InvalidationRecord(
+        id="inv-run", model=M, start=60, end=year, reason="reorg", source="test",
+        affected={M: (TaskRun(3_900, year, 60),)}, received_at_ms=1))
+
+    assert stored.affected == {M: (TaskRun(3_900, year, 60),)}
+    assert record.invalidated_ranges([M]) == {M: (TaskRun(300, 3_900, 60), TaskRun(3_900, year, 60))}
+    assert record.coverage([M]) == {M: ((0, 300), (year, year + 600))}
+
+
+@pytest.mark.integration
+def test_a_record_written_before_runs_is_read_as_one_task_per_range(admin: DeltaAdmin, spark: SparkSession,
+                                                                   spark_database: str) -> None:
+    """Rows already in the table in the old form (``[[start, end], ...]``) keep working: no migration needed."""
+    admin.record_completed([done(0, 100)])
+    spark.sql(f"""INSERT INTO {spark_database}.cbt_invalidations VALUES (timestamp_millis(1), 'old-1', 'an',
+        'hourly', 10, 30, 'reorg', 'test', true, '{{}}', '{{"an.hourly":[[10,20],[20,30]]}}', '{{"an.hourly":1}}')""")
+
+    (old,) = admin.invalidations()
+    assert old.affected == {M: (TaskRun(10, 20, 10), TaskRun(20, 30, 10))}
+    assert admin.invalidated_ranges([M]) == {M: (TaskRun(10, 20, 10), TaskRun(20, 30, 10))}
+    assert admin.coverage([M]) == {M: ((0, 10), (30, 100))}
+
+
+LONG_AGO_MS, NOW_MS = 1_700_000_000_000, 2_000_000_000_000
+
+
+def test_pruning_never_unmasks_a_stale_row_nor_forgets_a_re_run_or_the_newest_epoch(record: DurableRecord) -> None:
+    """An invalidation hides the rows computed before it: deleting one that still hides a stale row would make the
+    stale data count as covered again. Only what changes nothing is pruned."""
+    record.record_completed([done(0, 10), done(10, 20), done(20, 30)])
+    record.record_invalidation(invalidation("inv-1", {M: [(0, 10)]}))
+    record.record_invalidation(invalidation("inv-2", {M: [(20, 30)]}))
+
+    assert record.prune_invalidations(NOW_MS) == [], "inv-1 still hides the stale [0, 10); inv-2 is the newest"
+    assert record.coverage([M]) == {M: ((10, 20),)}
+
+    record.record_completed([done(0, 10, seq=1)])  # inv-1's re-run
+    assert record.prune_invalidations(NOW_MS) == [], "the stale row [0, 10) is still there, hidden by inv-1 alone"
+    assert record.coverage([M]) == {M: ((0, 20),)}
+
+    record.consolidate(M)  # folds every recorded event into the rows
+    assert record.prune_invalidations(LONG_AGO_MS) == [], "younger than the retention"
+    assert [r.id for r in record.prune_invalidations(NOW_MS)] == ["inv-1"]
+    assert record.coverage([M]) == {M: ((0, 20),)}
+    assert record.invalidated_ranges([M]) == {M: (TaskRun(20, 30, 10),)}
+    assert record.invalidation_seqs([M]) == {M: 2}
+    assert record.record_invalidation(invalidation("inv-3", {M: [(0, 10)]})).epoch == 3

@@ -31,6 +31,7 @@ from cbt.models.templates import TaskContext
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
 from cbt.scheduling.snapshot import RawBounds
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, RetriedAttempt
 from cbt.worker.runner import CompletionRow, TaskRunner, WorkerPorts
 from tests.conftest import Endpoints
@@ -139,8 +140,8 @@ def test_bad_events_are_rejected_with_reasons_and_a_good_one_is_applied_once(
     (record,) = admin.invalidations()
     assert (record.id, record.model, record.start, record.end) == ("good-1", models.resolve("beacon_blocks"), 1_000,
                                                                    1_010)
-    assert record.affected[minute] == ((960, 1_020),)
-    assert record.affected[two] == ((960, 1_080),)
+    assert record.affected[minute] == (TaskRun(960, 1_020, 60),)
+    assert record.affected[two] == (TaskRun(960, 1_080, 120),)
 
 
 def _wait_for(condition: Callable[[], bool], timeout_s: float = 60.0) -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Collection, Iterator
+from collections.abc import Collection, Iterator, Mapping, Sequence
 
 import pytest
 from pyspark.sql import SparkSession
@@ -22,6 +22,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId
 from cbt.planning import hot_index
 from cbt.scheduling.coverage import Coverage
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval
 from tests.integration.test_invalidator import CapturingPublisher
 from tests.unit.scheduling.factories import ext, inc, models_of
@@ -147,7 +148,7 @@ def test_consolidation_between_recording_and_applying_keeps_the_rest_of_a_row(st
     stores.admin.consolidate()  # one row [0, 1000)
     apply = stores.state.coverage.apply_invalidation
 
-    def consolidate_then_apply(epoch: int, ranges: dict[ModelId, Coverage]) -> None:
+    def consolidate_then_apply(epoch: int, ranges: Mapping[ModelId, Sequence[TaskRun]]) -> None:
         stores.admin.consolidate()  # the leader's consolidation lands inside the window
         apply(epoch, ranges)
 

@@ -13,12 +13,14 @@ import time
 from collections.abc import Callable, Sequence
 
 import pytest
+from redis import Redis
 
 from cbt.adapters.redis_state import RedisState
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.snapshot import RawBounds
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.ports import Fence, InFlightTask, StatePorts
 from tests.twins.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
 
@@ -26,6 +28,11 @@ A, B, C = "db.a", "db.b", "db.c"
 
 
 MakeState = Callable[..., StatePorts]
+
+
+def singles(ranges: Sequence[Range]) -> list[TaskRun]:
+    """Each range one task."""
+    return [TaskRun.single(r) for r in ranges]
 
 
 @pytest.fixture(
@@ -94,7 +101,7 @@ def test_record_completed_against_invalidations(
     (docs/protocol.md#re-runs); the rest of its range it computed from valid data
     (``cbt.scheduling.protocol.accepted_part``)."""
     observed = state.coverage.invalidation_seq(model)
-    state.coverage.apply_invalidation(1, {A: [invalidated]})
+    state.coverage.apply_invalidation(1, {A: singles([invalidated])})
     if observed_after:
         observed = state.coverage.invalidation_seq(model)
     assert state.coverage.record_completed(model, done, observed) is (added == (done,))
@@ -108,14 +115,15 @@ def _rebuilt(state: StatePorts, model: ModelId, coverage: Coverage, seq: int) ->
 def test_apply_invalidation_removes_only_the_ranges_across_models(state: StatePorts) -> None:
     _rebuilt(state, A, ((0, 100), (200, 300)), 0)
     _rebuilt(state, B, ((0, 1000),), 4)
-    state.coverage.apply_invalidation(5, {A: [(50, 250), (280, 290)], B: [(100, 200), (900, 1100)], C: []})
+    state.coverage.apply_invalidation(5, {A: singles([(50, 250), (280, 290)]), B: singles([(100, 200), (900, 1100)]),
+                                          C: []})
     assert state.coverage.coverages([A, B, C]) == {
         A: ((0, 50), (250, 280), (290, 300)),
         B: ((0, 100), (200, 900)),
         C: (),
     }
     assert [state.coverage.invalidation_seq(m) for m in (A, B, C)] == [5, 5, 5]
-    state.coverage.apply_invalidation(6, {A: [(0, 10)]})
+    state.coverage.apply_invalidation(6, {A: singles([(0, 10)])})
     assert state.coverage.coverage(A) == ((10, 50), (250, 280), (290, 300))
     assert [state.coverage.invalidation_seq(m) for m in (A, B)] == [6, 5]
 
@@ -123,7 +131,7 @@ def test_apply_invalidation_removes_only_the_ranges_across_models(state: StatePo
 def test_invalidated_tasks_stay_listed_as_re_runs_until_the_coverage_holds_them_again(state: StatePorts) -> None:
     """Scenario 10: the tasks themselves are kept, so each is planned whole and once, not the gap they leave."""
     state.coverage.record_completed(A, (17, 917), 0)
-    state.coverage.apply_invalidation(1, {A: [(317, 617), (617, 917)], B: [(0, 10)]})
+    state.coverage.apply_invalidation(1, {A: singles([(317, 617), (617, 917)]), B: singles([(0, 10)])})
     assert state.coverage.reruns([A, B, C]) == {A: ((317, 617), (617, 917)), B: ((0, 10),), C: ()}
     assert state.coverage.record_completed(A, (617, 917), 0) is False, "read before the event: not a re-run"
     assert state.coverage.reruns([A])[A] == ((317, 617), (617, 917))
@@ -132,14 +140,29 @@ def test_invalidated_tasks_stay_listed_as_re_runs_until_the_coverage_holds_them_
     assert state.coverage.reruns([A])[A] == ((317, 617),), "half of it ran: still to re-run whole"
     assert state.coverage.record_completed(A, (467, 617), 1)
     assert state.coverage.reruns([A])[A] == ()
-    state.coverage.apply_invalidation(1, {A: [(317, 617)]})
+    state.coverage.apply_invalidation(1, {A: singles([(317, 617)])})
     assert state.coverage.reruns([A])[A] == (), "a redelivered epoch lists nothing again"
 
 
+def test_a_run_of_tasks_is_removed_and_listed_whole_then_split_as_its_tasks_run_again(state: StatePorts) -> None:
+    """An affected set is stored as runs (one member for a year of tasks); each task still re-runs whole, once."""
+    state.coverage.record_completed(A, (0, 6000), 0)
+    state.coverage.apply_invalidation(1, {A: [TaskRun(1000, 5000, 60)]})  # 66 tasks of 60, the last one of 40
+    assert state.coverage.coverage(A) == ((0, 1000), (5000, 6000))
+    pending = state.coverage.reruns([A])[A]
+    assert (len(pending), pending[0], pending[-1]) == (67, (1000, 1060), (4960, 5000))
+    assert state.coverage.record_completed(A, (1060, 1120), 1)
+    assert state.coverage.record_completed(A, (1100, 1130), 1), "part of a task: it stays pending"
+    assert state.coverage.record_completed(A, (4960, 5000), 1), "the short last task"
+    after = state.coverage.reruns([A])[A]
+    assert (1060, 1120) not in after and (4960, 5000) not in after and (1120, 1180) in after
+    assert len(after) == 65
+
+
 def test_a_rebuild_replaces_the_re_runs(state: StatePorts) -> None:
-    state.coverage.apply_invalidation(1, {A: [(0, 10)]})
+    state.coverage.apply_invalidation(1, {A: singles([(0, 10)])})
     version = state.coverage.versions([A])[A]
-    assert state.coverage.replace_coverage(A, ((10, 20),), 1, version, [(20, 30), (30, 40)])
+    assert state.coverage.replace_coverage(A, ((10, 20),), 1, version, singles([(20, 30), (30, 40)]))
     assert state.coverage.reruns([A])[A] == ((20, 30), (30, 40))
     assert state.coverage.coverage(A) == ((10, 20),)
 
@@ -147,12 +170,12 @@ def test_a_rebuild_replaces_the_re_runs(state: StatePorts) -> None:
 def test_an_epoch_is_applied_once(state: StatePorts) -> None:
     """A redelivered event must neither move the sequence nor remove what re-runs restored since (scenario 4)."""
     state.coverage.record_completed(A, (0, 100), 0)
-    state.coverage.apply_invalidation(3, {A: [(40, 60)]})
+    state.coverage.apply_invalidation(3, {A: singles([(40, 60)])})
     assert state.coverage.record_completed(A, (40, 60), 3), "the re-run"
-    state.coverage.apply_invalidation(3, {A: [(40, 60)]})
+    state.coverage.apply_invalidation(3, {A: singles([(40, 60)])})
     assert state.coverage.coverage(A) == ((0, 100),)
     assert state.coverage.invalidation_seq(A) == 3
-    state.coverage.apply_invalidation(2, {A: [(0, 10)]})
+    state.coverage.apply_invalidation(2, {A: singles([(0, 10)])})
     assert state.coverage.invalidation_seq(A) == 3, "an older epoch applied late never lowers the sequence"
     assert state.coverage.coverage(A) == ((10, 100),)
 
@@ -163,8 +186,8 @@ def test_an_event_applied_after_the_log_was_pruned_past_it_still_applies(make_st
     state = make_state(keep_invalidations=2)
     state.coverage.record_completed(A, (0, 100), 0)
     for epoch in (4, 5, 6):
-        state.coverage.apply_invalidation(epoch, {A: [(90 + epoch, 91 + epoch)]})
-    state.coverage.apply_invalidation(3, {A: [(10, 20)]})
+        state.coverage.apply_invalidation(epoch, {A: singles([(90 + epoch, 91 + epoch)])})
+    state.coverage.apply_invalidation(3, {A: singles([(10, 20)])})
     assert state.coverage.coverage(A) == ((0, 10), (20, 94), (97, 100))
 
 
@@ -193,7 +216,7 @@ def test_a_rebuild_does_not_overwrite_a_model_written_since_it_read(state: State
     if write == "completion":
         state.coverage.record_completed(A, (0, 10), 0)
     elif write == "invalidation":
-        state.coverage.apply_invalidation(1, {A: [(0, 10)]})
+        state.coverage.apply_invalidation(1, {A: singles([(0, 10)])})
     else:
         _rebuilt(state, A, ((0, 5),), 0)
     before = state.coverage.coverage(A), state.coverage.invalidation_seq(A)
@@ -261,7 +284,7 @@ def test_record_refused_when_observed_sequence_is_ahead_of_the_state(state: Stat
 def test_pruned_invalidation_log_fails_closed(make_state: MakeState) -> None:
     state = make_state(keep_invalidations=2)
     for epoch in (1, 2, 3):
-        state.coverage.apply_invalidation(epoch, {A: [(1000, 2000)]})
+        state.coverage.apply_invalidation(epoch, {A: singles([(1000, 2000)])})
     assert state.coverage.record_completed(A, (0, 10), observed_seq=0) is False, "invalidation 1 was forgotten"
     assert state.coverage.record_completed(A, (0, 10), observed_seq=1) is True
     assert state.coverage.record_completed(A, (1500, 1600), observed_seq=2) is False, "invalidation 3 is kept"
@@ -428,7 +451,7 @@ def test_invalidation_wins_over_racing_completions(state: StatePorts) -> None:
                 start = rng.randrange(0, 20_000, 100)
                 chosen[model] = (start, start + rng.choice((100, 1000, 4000)))
             epoch = len(invalidations) + 1
-            state.coverage.apply_invalidation(epoch, {m: [r] for m, r in chosen.items()})
+            state.coverage.apply_invalidation(epoch, {m: singles([r]) for m, r in chosen.items()})
             invalidations.append((epoch, chosen))
             time.sleep(0.002)
 
@@ -476,3 +499,27 @@ def test_concurrent_skips_of_one_model_are_all_kept(state: StatePorts) -> None:
     for t in threads:
         t.join()
     assert state.skips.skipped([A]) == {A: tuple(ranges)}
+
+
+def test_a_re_run_listed_before_runs_one_task_per_member_is_still_read_and_dropped(redis_client: Redis,
+                                                                                    redis_prefix: str) -> None:
+    """Redis holding members written by an earlier version ("start:end", one task) keeps working after an upgrade."""
+    state = RedisState(redis_client, redis_prefix)
+    state.coverage.apply_invalidation(1, {A: [TaskRun(0, 30, 10)]})
+    redis_client.zadd(f"{redis_prefix}rerun:{A}", {"100:160": 100})
+    assert state.coverage.reruns([A])[A] == ((0, 10), (10, 20), (20, 30), (100, 160))
+    assert state.coverage.record_completed(A, (100, 160), 1)
+    assert state.coverage.reruns([A])[A] == ((0, 10), (10, 20), (20, 30))
+
+
+def test_a_pruned_invalidation_is_forgotten_and_older_completions_fail_closed(state: StatePorts) -> None:
+    state.coverage.record_completed(A, (0, 100), 0)
+    state.coverage.apply_invalidation(1, {A: singles([(0, 10)])})
+    state.coverage.apply_invalidation(2, {A: singles([(50, 60)])})
+    assert state.coverage.record_completed(A, (0, 10), 1)
+    state.coverage.forget_invalidation({A: 1})
+    assert state.coverage.record_completed(A, (20, 30), 0) is False, "read before the pruned epoch: refused"
+    assert state.coverage.record_completed(A, (50, 60), 1) is False, "the kept mark of epoch 2 still applies"
+    assert state.coverage.record_completed(A, (50, 60), 2)
+    assert state.coverage.coverage(A) == ((0, 100),)
+    assert state.coverage.invalidation_seq(A) == 2

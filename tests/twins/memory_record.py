@@ -15,6 +15,7 @@ from cbt.scheduling import coverage as cov
 from cbt.scheduling import protocol
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import UNKNOWN_STEP, CompletedRange, Mark, Piece
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CONSOLIDATED, CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
 
 
@@ -39,9 +40,9 @@ class MemoryRecord:
             return {m: sorted({p for p in self._pieces(m) if p.range[0] < window[1] and p.range[1] > window[0]})
                     for m in model_ids}
 
-    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[TaskRun, ...]]:
         with self._lock:
-            out: dict[ModelId, set[Range]] = {}
+            out: dict[ModelId, set[TaskRun]] = {}
             for record in self.invalidations.values():
                 for model, ranges in record.affected.items():
                     if model in model_ids and model in record.seqs:
@@ -56,6 +57,20 @@ class MemoryRecord:
                     if model_ids is None or model in model_ids:
                         out[model] = max(out.get(model, 0), seq)
             return out
+
+    def prune_invalidations(self, received_before_ms: int) -> list[InvalidationRecord]:
+        with self._lock:
+            gone = [r for r in self.invalidations.values()
+                    if r.received_at_ms < received_before_ms and all(self._is_prunable(r, m) for m in r.seqs)]
+            for r in gone:
+                del self.invalidations[r.id]
+            return gone
+
+    def _is_prunable(self, record: InvalidationRecord, model: ModelId) -> bool:
+        top = max(r.seqs.get(model, 0) for r in self.invalidations.values())
+        rows = [CompletedRange(r.range, r.invalidation_seq, _step(r)) for r in self.rows if r.model == model]
+        spans = [run.span for run in record.affected.get(model, ())]
+        return protocol.is_prunable(record.seqs[model], top, spans, rows, self._live(model))
 
     def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:
         with self._lock:
@@ -99,8 +114,8 @@ class MemoryRecord:
             return out
 
     def _marks(self, model: ModelId) -> list[Mark]:
-        return [Mark(r.seqs[model], rng) for r in self.invalidations.values() if model in r.seqs
-                for rng in r.affected.get(model, ())]
+        return [Mark(r.seqs[model], run.span) for r in self.invalidations.values() if model in r.seqs
+                for run in r.affected.get(model, ())]
 
     def _pieces(self, model: ModelId) -> list[Piece]:
         marks = self._marks(model)

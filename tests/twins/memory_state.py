@@ -22,6 +22,7 @@ from cbt.scheduling import protocol
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
 from cbt.scheduling.protocol import Mark
 from cbt.scheduling.snapshot import RawBounds
+from cbt.scheduling.task_runs import TaskRun, all_tasks, tasks
 from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, InFlightTask
 
 
@@ -48,17 +49,17 @@ class _ModelCoverage:
         self.version += 1
         return part == (done,)
 
-    def invalidate(self, epoch: int, ranges: Sequence[Range], keep: int) -> None:
-        """Remove ``ranges`` and log them under ``epoch`` unless it is already applied; prune the log."""
+    def invalidate(self, epoch: int, runs: Sequence[TaskRun], keep: int) -> None:
+        """Remove the runs' tasks and log each run under ``epoch`` unless it is already applied; prune the log."""
         if protocol.is_applied(epoch, self.rebuilt_at, self.log):
             return
         self.seq = max(self.seq, epoch)
         self.version += 1
-        for r in ranges:
-            if r[0] < r[1]:
-                self.ranges = cov.remove(self.ranges, r)
-                self.log.append(Mark(epoch, r))
-                self.reruns.add(r)
+        for run in runs:
+            if run.start < run.end:
+                self.ranges = cov.remove(self.ranges, run.span)
+                self.log.append(Mark(epoch, run.span))
+                self.reruns.update(tasks(run))
         if len(self.log) > keep:
             self.log.sort(key=lambda m: m.epoch)
             dropped, self.log = self.log[: len(self.log) - keep], self.log[len(self.log) - keep :]
@@ -138,24 +139,31 @@ class MemoryCoverage:
                 return False
             return self._models.setdefault(model, _ModelCoverage()).complete(done, observed_seq)
 
-    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[Range]]) -> None:
+    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[TaskRun]]) -> None:
         with self._lock:
             for model, rs in ranges.items():
                 self._models.setdefault(model, _ModelCoverage()).invalidate(epoch, rs, self._keep)
+
+    def forget_invalidation(self, epochs: Mapping[ModelId, int]) -> None:
+        with self._lock:
+            for model, epoch in epochs.items():
+                state = self._models.setdefault(model, _ModelCoverage())
+                state.log = [m for m in state.log if m.epoch != epoch]
+                state.floor = max(state.floor, epoch)
 
     def versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
         with self._lock:
             return {m: f"{self._generation}:{self._get(m).version}" for m in models}
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
-                         reruns: Sequence[Range] = ()) -> bool:
+                         reruns: Sequence[TaskRun] = ()) -> bool:
         with self._lock:
             state = self._get(model)
             if version != f"{self._generation}:{state.version}":
                 return False
             self._models[model] = _ModelCoverage(ranges=cov.merge(coverage), seq=seq, floor=seq, rebuilt_at=seq,
                                                  version=state.version + 1,
-                                                 reruns={r for r in reruns if r[0] < r[1]})
+                                                 reruns=set(all_tasks(reruns)))
             return True
 
     def _get(self, model: ModelId) -> _ModelCoverage:

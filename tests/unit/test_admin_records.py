@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import (
     AdminRecordError,
     CompletedInterval,
@@ -41,10 +42,12 @@ def test_a_completed_interval_must_cover_something() -> None:
 
 
 def test_json_columns_round_trip_and_are_stable() -> None:
-    affected = {"z.t": ((5, 6),), "a.t": ((0, 10), (20, 30))}
+    affected = {"z.t": (TaskRun(5, 6, 1),), "a.t": (TaskRun(0, 10, 10), TaskRun(20, 50, 10))}
     text = encode_ranges(affected)
 
-    assert text == '{"a.t":[[0,10],[20,30]],"z.t":[[5,6]]}'
+    assert text == '{"a.t":[[0,10,10],[20,50,10]],"z.t":[[5,6,1]]}'
+    old_form = decode_ranges('{"a.t":[[0,10],[20,30]]}')
+    assert old_form == {"a.t": (TaskRun(0, 10, 10), TaskRun(20, 30, 10))}, "rows written before runs: one task each"
     assert decode_ranges(text) == affected
     assert decode_seqs(encode_seqs({"b.t": 2, "a.t": 7})) == {"a.t": 7, "b.t": 2}
     assert decode_metadata(encode_metadata({"block": 995, "note": "it's"})) == {"block": 995, "note": "it's"}
@@ -56,7 +59,9 @@ def test_json_columns_round_trip_and_are_stable() -> None:
     [
         pytest.param("[1]", "affected: expected a JSON object", id="not-an-object"),
         pytest.param("{oops", "affected: expected a JSON object", id="not-json"),
-        pytest.param('{"a.t": [[1, 2, 3]]}', r"a.t: expected \[\[start, end\]", id="triple"),
+        pytest.param('{"a.t": [[1, 2, 3, 4]]}', r"a.t: expected \[\[start, end, step\]", id="quadruple"),
+        pytest.param('{"a.t": [[1, 2, 0]]}', "a.t: expected start < end and step > 0", id="zero-step"),
+        pytest.param('{"a.t": [[2, 2]]}', "a.t: expected start < end and step > 0", id="empty"),
         pytest.param('{"a.t": [[1, "2"]]}', "affected: expected integers", id="string-position"),
     ],
 )

@@ -16,6 +16,7 @@ from cbt.models.spec import Model
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.invalidation import impact, most_tasks, reach, snap, why_rejected
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
+from cbt.scheduling.task_runs import TaskRun, all_tasks
 from tests.unit.scheduling.factories import ext, inc, models_of, sched
 
 SCHEMAS = Path(__file__).resolve().parents[2] / "docs" / "schemas"
@@ -39,8 +40,9 @@ def model_set(*extra: Model) -> ModelSet:
     return ModelSet(models)
 
 
-def ranges_of(result: Mapping[str, Sequence[Range]]) -> dict[str, list[Range]]:
-    return {m: list(r) for m, r in result.items()}
+def ranges_of(result: Mapping[str, Sequence[TaskRun]]) -> dict[str, list[Range]]:
+    """The tasks of each model's runs, one by one (what the runs stand for)."""
+    return {m: list(all_tasks(r)) for m, r in result.items()}
 
 
 @pytest.mark.parametrize(

@@ -12,8 +12,10 @@ import pytest
 from cbt.contract.messages import Invalidation, InvalidationRejected, Message
 from cbt.contract.topics import Topics
 from cbt.invalidator.handler import InvalidationHandler
+from cbt.invalidator.history import prune_history
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord
 from cbt.state.ports import InFlightTask
 from tests.twins.memory_record import MemoryRecord
@@ -146,7 +148,7 @@ def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> No
     assert rig.state.coverage.reruns(["an.minute", "an.two"]) == {"an.minute": ((120, 180),),
                                                                  "an.two": ((120, 240),)}
     record = rig.admin.invalidations["e1"]
-    assert dict(record.affected) == {"an.minute": ((120, 180),), "an.two": ((120, 240),)}
+    assert dict(record.affected) == {"an.minute": (TaskRun(120, 180, 60),), "an.two": (TaskRun(120, 240, 120),)}
     assert dict(record.seqs) == {"an.minute": 1, "an.two": 1}
     assert (record.model, record.start, record.end, record.reason) == ("ext.blocks", 130, 150, "reorg")
     assert rig.state.coverage.invalidation_seq("an.two") == 1
@@ -164,8 +166,8 @@ def test_the_tasks_that_ran_are_re_run_whatever_their_offset() -> None:
     assert asyncio.run(rig.handler().handle(good(start=140, end=260))) == "applied"
 
     assert rig.admin.invalidations["e1"].affected == {
-        "an.minute": ((137, 197), (197, 257), (257, 317)),
-        "an.two": ((137, 257), (257, 317)),
+        "an.minute": (TaskRun(137, 317, 60),),  # three tasks of 60, stored as one run
+        "an.two": (TaskRun(137, 257, 120), TaskRun(257, 317, 60)),
     }
     assert rig.state.coverage.coverage("an.two") == ((17, 137),)
 
@@ -245,7 +247,8 @@ def test_in_flight_task_overlapping_the_range_cannot_record_its_completion() -> 
     asyncio.run(rig.handler().handle(good()))
 
     assert not rig.state.coverage.record_completed("an.minute", (100, 170), observed)
-    assert rig.admin.invalidations["e1"].affected["an.minute"] == ((100, 170),), "[0, 100) ran, but not over it"
+    affected = rig.admin.invalidations["e1"].affected
+    assert affected["an.minute"] == (TaskRun(100, 170, 70),), "[0, 100) ran, but not over it"
 
 
 def test_no_cascade_on_an_external_model_is_recorded_and_removes_nothing() -> None:
@@ -260,3 +263,32 @@ def test_event_built_by_the_message_class_is_accepted() -> None:
     rig = Rig()
     raw = Invalidation(id="m1", model="an.minute", start=0, end=60, reason="manual", source="cbt-cli").encode()
     assert asyncio.run(rig.handler().handle(raw)) == "applied"
+
+
+def test_a_wide_event_is_recorded_and_applied_as_one_run_per_model() -> None:
+    """5,000 one-minute tasks: one run in the record, one member in the re-runs; each task still re-runs whole."""
+    rig = Rig()
+    rig.complete("an.minute", (0, 300_000), 60)
+    handler = replace(rig.handler(), max_range=10**6)
+
+    assert asyncio.run(handler.handle(good(model="an.minute", start=0, end=300_000, cascade=False))) == "applied"
+
+    assert rig.admin.invalidations["e1"].affected == {"an.minute": (TaskRun(0, 300_000, 60),)}
+    pending = rig.state.coverage.reruns(["an.minute"])["an.minute"]
+    assert (len(pending), pending[0], pending[-1]) == (5_000, (0, 60), (299_940, 300_000))
+
+
+def test_pruning_the_history_deletes_what_changes_nothing_and_forgets_its_marks() -> None:
+    rig = Rig()
+    rig.complete("an.minute", (0, 600), 60)
+    asyncio.run(rig.handler().handle(good("e1", model="an.minute", start=130, end=150, cascade=False)))
+    asyncio.run(rig.handler().handle(good("e2", model="an.minute", start=430, end=450, cascade=False)))
+    now_ms = max(r.received_at_ms for r in rig.admin.invalidations.values()) + 1
+
+    assert prune_history(rig.admin, rig.state.coverage, retention_s=0, now_ms=now_ms) == 0, "stale rows still hidden"
+    rig.complete("an.minute", (120, 180), 60)  # e1's re-run (it read sequence 0: refused by the hot index)
+    rig.admin.rows = [replace(r, invalidation_seq=2) for r in rig.admin.rows]  # as consolidation leaves them
+    assert prune_history(rig.admin, rig.state.coverage, retention_s=0, now_ms=now_ms) == 1
+
+    assert set(rig.admin.invalidations) == {"e2"}, "e2 is the newest: kept"
+    assert rig.state.coverage.record_completed("an.minute", (0, 60), 0) is False, "older than the pruned epoch"

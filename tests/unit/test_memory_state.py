@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.ports import Fence
 from tests.twins.memory_state import MemoryCoverage, MemoryLeases
 
@@ -58,5 +59,5 @@ def test_pruned_log_refuses_completions_older_than_its_floor(
 ) -> None:
     coverage = MemoryCoverage(keep_invalidations=keep)
     for epoch in range(1, invalidations + 1):
-        coverage.apply_invalidation(epoch, {"db.a": [(100, 200)]})
+        coverage.apply_invalidation(epoch, {"db.a": [TaskRun.single((100, 200))]})
     assert coverage.record_completed("db.a", (0, 10), observed) is is_accepted

@@ -29,6 +29,7 @@ from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, 
 from cbt.planning import hot_index
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.task_runs import TaskRun, all_tasks, not_held
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord
 from tests.twins.memory_record import MemoryRecord
 from tests.twins.memory_state import MemoryState
@@ -62,7 +63,7 @@ class Rebuild:
     version: str
     seq: int
     coverage: Coverage | None = None
-    reruns: tuple[Range, ...] = ()
+    reruns: tuple[TaskRun, ...] = ()
 
 
 @dataclass
@@ -126,7 +127,7 @@ class Protocol(RuleBasedStateMachine):
     def event_is_recorded(self, r: Range) -> None:
         event_id = f"e{len(self.events)}"
         stored = self.record.record_invalidation(InvalidationRecord(event_id, M, r[0], r[1], "reorg", "test",
-                                                                    affected={M: (r,)}))
+                                                                    affected={M: (TaskRun.single(r),)}))
         assert stored.epoch > max((e.epoch for e in self.events), default=0), "epochs only grow"
         self.events.append(Event(event_id, r, stored.epoch, self.tick()))
 
@@ -134,7 +135,7 @@ class Protocol(RuleBasedStateMachine):
     @rule(data=st.data())
     def event_is_applied(self, data: st.DataObject) -> None:
         event = data.draw(st.sampled_from([e for e in self.events if e.applied is None]))
-        self.hot.coverage.apply_invalidation(event.epoch, {M: [event.range]})
+        self.hot.coverage.apply_invalidation(event.epoch, {M: [TaskRun.single(event.range)]})
         event.applied = self.tick()
 
     @precondition(lambda self: any(e.applied is not None for e in self.events))
@@ -142,8 +143,9 @@ class Protocol(RuleBasedStateMachine):
     def event_is_redelivered(self, data: st.DataObject) -> None:
         event = data.draw(st.sampled_from([e for e in self.events if e.applied is not None]))
         stored = self.record.record_invalidation(InvalidationRecord(event.id, M, 0, 1, "again", "test",
-                                                                    affected={M: ((0, 100),)}))
-        assert (stored.epoch, stored.affected) == (event.epoch, {M: (event.range,)}), "kept as first recorded"
+                                                                    affected={M: (TaskRun.single((0, 100)),)}))
+        first = {M: (TaskRun.single(event.range),)}
+        assert (stored.epoch, stored.affected) == (event.epoch, first), "kept as first recorded"
         self.hot.coverage.apply_invalidation(stored.epoch, stored.affected)
         self.tick()
 
@@ -189,7 +191,7 @@ class Protocol(RuleBasedStateMachine):
         """Quiet: every event applied, every task recorded, superseded ones re-run, the index rebuilt."""
         for event in self.events:
             if event.applied is None:
-                self.hot.coverage.apply_invalidation(event.epoch, {M: [event.range]})
+                self.hot.coverage.apply_invalidation(event.epoch, {M: [TaskRun.single(event.range)]})
                 event.applied = self.tick()
         self.rebuild_read = None
         if not self.hot.coverage.is_built():
@@ -211,14 +213,14 @@ class Protocol(RuleBasedStateMachine):
         durable = self.record.coverage([M])[M]
         assert self.hot.coverage.coverage(M) == durable, "quiet: hot index = durable record"
         uncovered = {p for e in self.events for p in range(*e.range) if not cov.covers(durable, (p, p + 1))}
-        rebuilt = self._durable_reruns(durable)
+        rebuilt = all_tasks(self._durable_reruns(durable))
         for name, pending in (("hot index", self.hot.coverage.reruns([M])[M]), ("rebuild", rebuilt)):
             assert not any(cov.covers(durable, r) for r in pending), f"{name}: a covered range listed as a re-run"
             assert {p for r in pending for p in range(*r)} >= uncovered, f"{name}: an invalidated position forgotten"
 
-    def _durable_reruns(self, durable: Coverage) -> tuple[Range, ...]:
-        """What a rebuild lists as re-runs: the recorded ranges the durable coverage does not hold."""
-        return tuple(r for r in self.record.invalidated_ranges([M]).get(M, ()) if not cov.covers(durable, r))
+    def _durable_reruns(self, durable: Coverage) -> tuple[TaskRun, ...]:
+        """What a rebuild lists as re-runs: the recorded tasks the durable coverage does not hold, as runs."""
+        return tuple(left for run in self.record.invalidated_ranges([M]).get(M, ()) for left in not_held(run, durable))
 
     # -- what must hold ---------------------------------------------------------------------------------------
 

@@ -34,6 +34,7 @@ from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
 
 __all__ = ["AdminTableError", "AdminTables", "DeltaAdmin", "Permit", "TableName", "admin_from_config", "is_conflict",
@@ -144,11 +145,14 @@ class DeltaAdmin:
     def invalidations(self, limit: int = 100) -> list[InvalidationRecord]:
         return self.tables.invalidations.invalidations(limit)
 
-    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
+    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[TaskRun, ...]]:
         return self.tables.invalidations.invalidated_ranges(model_ids)
 
     def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
         return self.tables.invalidations.invalidation_seqs(model_ids)
+
+    def prune_invalidations(self, received_before_ms: int) -> list[InvalidationRecord]:
+        return self.tables.invalidations.prune_invalidations(self.tables.completions.name, received_before_ms)
 
     # -- cbt_failures, cbt_retries --------------------------------------------------------------------------------
 

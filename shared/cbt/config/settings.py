@@ -399,8 +399,18 @@ class InvalidatorConfig(Section):
     """Invalidations wider than this many positions are rejected (a typo, not a reorg)."""
     max_tasks: int = Field(default=100_000, gt=0)
     """Invalidations that could re-run more tasks than this, over the model and its descendants, are rejected before
-    anything is read (``cbt.scheduling.invalidation.most_tasks``): the affected tasks are listed in memory, in the
-    admin record and in Redis at once."""
+    anything is read (``cbt.scheduling.invalidation.most_tasks``). Records and Redis keep runs of tasks, but the
+    planner derives pending re-runs one task at a time (docs/design/invalidations.md#limits-measured)."""
+    history_retention_s: DurationS | None = Field(
+        default=90 * 24 * 3600, validation_alias=AliasChoices("history_retention", "historyRetention"))
+    """Accepted invalidations older than this (``90d``, ``2160h``…) are deleted from ``cbt_invalidations`` and their
+    marks from Redis — only those whose deletion changes nothing (``cbt.scheduling.protocol.is_prunable``): not a
+    model's newest, masking no row computed before them, every task they re-run covered again. ``null`` keeps the
+    history for good. An id older than this, published again, is applied again (keep it above the
+    longest time a publisher may retry one)."""
+    history_prune_every_s: DurationS = Field(
+        default=3600, gt=0, validation_alias=AliasChoices("history_prune_every", "historyPruneEvery"))
+    """How often the invalidator looks for invalidations to prune."""
 
 
 class TablesApiConfig(Section):

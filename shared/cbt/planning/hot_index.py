@@ -18,7 +18,7 @@ from collections.abc import Collection
 
 from cbt.base.errors import CbtError
 from cbt.models.spec import ModelId
-from cbt.scheduling import coverage as cov
+from cbt.scheduling.task_runs import normalize, not_held
 from cbt.state.ports import CoverageWriter, DurableRecord
 
 log = logging.getLogger("cbt.planning")
@@ -50,7 +50,7 @@ def rebuild(admin: DurableRecord, coverage: CoverageWriter, model_ids: Collectio
         missed = []
         for model_id in pending:
             ranges = covered.get(model_id, ())
-            reruns = [r for r in invalidated.get(model_id, ()) if not cov.covers(ranges, r)]
+            reruns = normalize(left for run in invalidated.get(model_id, ()) for left in not_held(run, ranges))
             if coverage.replace_coverage(model_id, ranges, seqs.get(model_id, 0), versions[model_id], reruns):
                 counts[model_id] = len(ranges)
             else:

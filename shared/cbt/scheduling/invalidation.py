@@ -33,19 +33,25 @@ from cbt.models.dag import ModelSet, UnknownModel
 from cbt.models.spec import ExternalModel, IncrementalModel, ModelId
 from cbt.scheduling.coverage import Coverage, Range, merge
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
+from cbt.scheduling.task_runs import TaskRun, clip, normalize
 
 
 @dataclass(frozen=True)
 class Impact:
     """The tasks an invalidation re-runs per incremental model, and the scheduled models it reached."""
 
-    ranges: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
-    """Every affected incremental model, in topological order (parents first), with its tasks, sorted."""
+    ranges: Mapping[ModelId, tuple[TaskRun, ...]] = field(default_factory=dict)
+    """Every affected incremental model, in topological order (parents first), with its tasks as runs
+    (``cbt.scheduling.task_runs``), sorted."""
     scheduled: tuple[ModelId, ...] = ()
 
     @property
     def models(self) -> tuple[ModelId, ...]:
         return tuple(self.ranges)
+
+    @property
+    def task_count(self) -> int:
+        return sum(run.task_count for runs in self.ranges.values() for run in runs)
 
 
 def snap(r: Range, interval: int) -> Range:
@@ -56,30 +62,31 @@ def snap(r: Range, interval: int) -> Range:
     return (start // interval * interval, -(-end // interval) * interval)
 
 
-def _tasks_over(model: IncrementalModel, r: Range, ran: Sequence[Piece], in_flight: Sequence[Range]) -> set[Range]:
-    """M's tasks that overlap ``r``: ran (live pieces, cut at their tasks), or in flight. It runs for every model of
-    a cascade (thousands), so overlaps are plain comparisons and a piece away from ``r`` costs no call."""
+def _tasks_over(model: IncrementalModel, r: Range, ran: Sequence[Piece], in_flight: Sequence[Range]) -> list[TaskRun]:
+    """M's tasks that overlap ``r`` as runs: ran (live pieces, cut at their tasks), or in flight. It runs for every
+    model of a cascade (thousands), so overlaps are plain comparisons and a piece away from ``r`` costs no call; a
+    piece's tasks are never listed one by one."""
     start, end = r
     if start >= end:
-        return set()
-    found = {t for t in in_flight if t[0] < end and start < t[1] and t[0] < t[1]} if in_flight else set()
+        return []
+    found = [TaskRun.single(t) for t in in_flight if t[0] < end and start < t[1] and t[0] < t[1]]
     for piece in ran:
         low, high = piece.range
         if low >= end or high <= start or low >= high:
             continue
         if piece.step == UNKNOWN_STEP:
-            found.add(snap((max(start, low), min(end, high)), model.interval.max))
+            found.append(TaskRun.single(snap((max(start, low), min(end, high)), model.interval.max)))
         else:
-            found.update(piece.tasks(r))
+            clipped = clip(TaskRun(low, high, piece.step), r)
+            if clipped is not None:
+                found.append(clipped)
     return found
 
 
 def rerun_tasks(model: IncrementalModel, inputs: Coverage, ran: Sequence[Piece],
-                in_flight: Sequence[Range]) -> tuple[Range, ...]:
-    """The tasks of ``model`` to re-run for ``inputs`` (see the module docstring), sorted."""
-    if len(inputs) == 1:
-        return tuple(sorted(_tasks_over(model, inputs[0], ran, in_flight)))
-    return tuple(sorted({t for r in inputs for t in _tasks_over(model, r, ran, in_flight)}))
+                in_flight: Sequence[Range]) -> tuple[TaskRun, ...]:
+    """The tasks of ``model`` to re-run for ``inputs`` (see the module docstring), as sorted runs."""
+    return normalize(run for r in inputs for run in _tasks_over(model, r, ran, in_flight))
 
 
 def impact(
@@ -96,7 +103,7 @@ def impact(
     running, pieces = in_flight or {}, ran or {}
     order = (model_id, *models.descendants(model_id)) if cascade else (model_id,)
     inputs: dict[ModelId, set[Range]] = {model_id: {rng}}  # a set: a range reaches a model from each dependency
-    ranges: dict[ModelId, tuple[Range, ...]] = {}
+    ranges: dict[ModelId, tuple[TaskRun, ...]] = {}
     scheduled: list[ModelId] = []
     for current in order:
         model = models.models[current]
@@ -105,7 +112,7 @@ def impact(
             continue
         if isinstance(model, IncrementalModel):
             ranges[current] = rerun_tasks(model, received, pieces.get(current, ()), running.get(current, ()))
-            changed = merge({*received, *ranges[current]})
+            changed = merge({*received, *(run.span for run in ranges[current])})
         elif isinstance(model, ExternalModel):
             changed = received
         else:

@@ -139,3 +139,26 @@ def is_applied(epoch: int, rebuilt_at: int, log: Iterable[Mark]) -> bool:
     last rebuild read from the durable record (``rebuilt_at``). Not the pruning floor: an epoch older than the log
     keeps may never have been applied (a delayed event), and applying it again only costs a re-run."""
     return epoch <= rebuilt_at or any(m.epoch == epoch for m in log)
+
+
+def masks_nothing(epoch: int, spans: Iterable[Range], rows: Iterable[CompletedRange]) -> bool:
+    """Whether an invalidation recorded under ``epoch`` over ``spans`` hides no part of ``rows`` (one model's): no
+    row computed before it (``seq`` < ``epoch``) overlaps them. Consolidation gives every row the model's highest
+    epoch, which folds every recorded event into the rows."""
+    held = tuple(spans)
+    return not any(row.seq < epoch and r[0] < row.range[1] and row.range[0] < r[1] for row in rows for r in held)
+
+
+def is_prunable(epoch: int, top_seq: int, spans: Iterable[Range], rows: Iterable[CompletedRange],
+                coverage: Coverage) -> bool:
+    """Whether one model's part of an invalidation (``spans``: its runs of tasks) can be forgotten without changing
+    anything either store derives from the durable record. All three must hold:
+
+    * it is not the model's newest (``epoch`` < ``top_seq``): the model's sequence and the next epoch stay;
+    * it masks nothing (``masks_nothing``): every row's live part stays the same, so coverage, live pieces and
+      consolidation do; deleting it while it still hid a stale row would mark that row's old data covered again;
+    * its tasks are all covered again (each run's span lies in ``coverage``): a rebuild lists no pending re-run
+      from it, so none is lost.
+    """
+    held = tuple(spans)
+    return epoch < top_seq and masks_nothing(epoch, held, rows) and all(cov.covers(coverage, r) for r in held)

@@ -16,6 +16,7 @@ from typing import Literal
 from cbt.base.errors import CbtError
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Range
+from cbt.scheduling.task_runs import TaskRun
 
 RunStatus = Literal["success", "failed"]
 CONSOLIDATED = "consolidated"
@@ -117,7 +118,8 @@ class InvalidationRecord:
     """An accepted invalidation event and what applying it did.
 
     ``affected`` holds per model the tasks it re-runs (the named model and, with cascade, its descendants: the
-    intervals that ran over the range, or were running); ``seqs`` maps each of those models to the event's epoch,
+    intervals that ran over the range, or were running) as runs of tasks (``cbt.scheduling.task_runs``);
+    ``seqs`` maps each of those models to the event's epoch,
     allocated by the durable record when it records the event (``cbt.scheduling.protocol``).
     """
 
@@ -129,7 +131,7 @@ class InvalidationRecord:
     source: str
     cascade: bool = True
     metadata: Mapping[str, object] = field(default_factory=dict)
-    affected: Mapping[ModelId, tuple[Range, ...]] = field(default_factory=dict)
+    affected: Mapping[ModelId, tuple[TaskRun, ...]] = field(default_factory=dict)
     seqs: Mapping[ModelId, int] = field(default_factory=dict)
     received_at_ms: int = field(default_factory=now_ms)
 
@@ -153,9 +155,10 @@ class Consolidation:
     """Concurrent appends to the model kept conflicting with the rewrite; nothing changed, try again later."""
 
 
-def encode_ranges(affected: Mapping[ModelId, Sequence[Range]]) -> str:
-    """``{"db.t": [[start, end], …]}``, keys sorted so equal values give equal text."""
-    return json.dumps({m: [[s, e] for s, e in rs] for m, rs in sorted(affected.items())}, separators=(",", ":"))
+def encode_ranges(affected: Mapping[ModelId, Sequence[TaskRun]]) -> str:
+    """``{"db.t": [[start, end, step], …]}`` (runs of tasks), keys sorted so equal values give equal text."""
+    return json.dumps({m: [[r.start, r.end, r.step] for r in rs] for m, rs in sorted(affected.items())},
+                      separators=(",", ":"))
 
 
 def encode_seqs(seqs: Mapping[ModelId, int]) -> str:
@@ -187,13 +190,22 @@ def _as_int(value: object, column: str) -> int:
     return value
 
 
-def decode_ranges(text: str | None) -> dict[ModelId, tuple[Range, ...]]:
-    out: dict[ModelId, tuple[Range, ...]] = {}
+def decode_ranges(text: str | None) -> dict[ModelId, tuple[TaskRun, ...]]:
+    """``encode_ranges``'s runs; a two-item ``[start, end]`` (how records listed tasks before runs) is one task."""
+    out: dict[ModelId, tuple[TaskRun, ...]] = {}
     for model, ranges in _json_object(text, "affected").items():
-        if not isinstance(ranges, list) or not all(isinstance(r, list) and len(r) == 2 for r in ranges):
-            raise AdminRecordError(f"affected: {model}: expected [[start, end], …], got {ranges!r}")
-        out[model] = tuple((_as_int(r[0], "affected"), _as_int(r[1], "affected")) for r in ranges)
+        if not isinstance(ranges, list) or not all(isinstance(r, list) and len(r) in (2, 3) for r in ranges):
+            raise AdminRecordError(f"affected: {model}: expected [[start, end, step], …], got {str(ranges)[:80]}")
+        out[model] = tuple(_run([_as_int(v, "affected") for v in r], model) for r in ranges)
     return out
+
+
+def _run(values: list[int], model: ModelId) -> TaskRun:
+    start, end = values[0], values[1]
+    step = values[2] if len(values) == 3 else end - start
+    if start >= end or step <= 0:
+        raise AdminRecordError(f"affected: {model}: expected start < end and step > 0, got {values}")
+    return TaskRun(start, end, step)
 
 
 def decode_seqs(text: str | None) -> dict[ModelId, int]:

@@ -19,6 +19,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
 from cbt.scheduling.snapshot import RawBounds
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
 
 DEFAULT_KEEP_INVALIDATIONS = 1000
@@ -72,10 +73,16 @@ class CoverageWriter(Protocol):
         fail-closed cases, or when ``fence`` is given and no longer held); True when all of ``done`` was added."""
         ...
 
-    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[Range]]) -> None:
-        """Remove the ranges (tasks) from each model's coverage, list them as re-runs, and raise its sequence to
-        ``epoch``, once per epoch (a model that already reflects ``epoch`` is left alone). A re-run stays listed
-        until the model's coverage holds all of it again."""
+    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[TaskRun]]) -> None:
+        """Remove the tasks (runs, ``cbt.scheduling.task_runs``) from each model's coverage, list them as re-runs,
+        and raise its sequence to ``epoch``, once per epoch (a model that already reflects ``epoch`` is left alone).
+        A re-run task stays listed until the model's coverage holds all of it again; the listing is kept as runs."""
+        ...
+
+    def forget_invalidation(self, epochs: Mapping[ModelId, int]) -> None:
+        """A pruned invalidation (``DurableRecord.prune_invalidations``): drop its marks from each model's log and
+        raise the log's floor to its epoch, so a completion by a task that read an older sequence is refused (fails
+        closed) rather than judged without them."""
         ...
 
     def generation(self) -> str:
@@ -87,9 +94,9 @@ class CoverageWriter(Protocol):
         ...
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
-                         reruns: Sequence[Range] = ()) -> bool:
-        """Overwrite one model's coverage, sequence and re-runs (a rebuild from the durable record) if its version
-        is still ``version``; False when something wrote to it since (read the durable record again)."""
+                         reruns: Sequence[TaskRun] = ()) -> bool:
+        """Overwrite one model's coverage, sequence and re-runs (runs of tasks; a rebuild from the durable record)
+        if its version is still ``version``; False when something wrote to it since (read the durable record again)."""
         ...
 
     def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:
@@ -125,8 +132,16 @@ class DurableRecord(Protocol):
         """The highest epoch recorded per model; models never invalidated are absent."""
         ...
 
-    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
-        """Every range (task) ever recorded as invalidated per model; models never invalidated are absent."""
+    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[TaskRun, ...]]:
+        """Every task ever recorded as invalidated per model, as the runs recorded (a record written before runs
+        lists one task per entry); models never invalidated are absent."""
+        ...
+
+    def prune_invalidations(self, received_before_ms: int) -> list[InvalidationRecord]:
+        """Delete the records received before ``received_before_ms`` whose deletion changes nothing derived from
+        the durable record (``cbt.scheduling.protocol.is_prunable`` for every model they name: not its newest
+        epoch, masking no row computed before them, all their tasks covered again) and return them. Their ids
+        are forgotten: an event with one of them, published again later, is applied again."""
         ...
 
     def record_invalidation(self, record: InvalidationRecord) -> InvalidationRecord:

@@ -15,6 +15,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import Transformation
 from cbt.models.templates import TaskContext
 from cbt.scheduling.snapshot import RawBounds
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import RetriedAttempt
 from cbt.state.ports import InFlightTask
 from cbt.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
@@ -172,7 +173,7 @@ def test_a_failure_that_cannot_be_recorded_in_the_admin_tables_is_still_publishe
 
 def test_an_invalidation_during_the_run_wins_over_the_completion() -> None:
     state = ready_state()
-    executor = Executor(during=[lambda: state.coverage.apply_invalidation(1, {MODEL: [(0, 60)]})])
+    executor = Executor(during=[lambda: state.coverage.apply_invalidation(1, {MODEL: [TaskRun.single((0, 60))]})])
     runner, published, rows = make_runner(executor, state)
     state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
     assert handle(runner, task()) == "superseded"

@@ -39,6 +39,7 @@ from cbt.contract.messages import Invalidation
 from cbt.models.spec import ExternalModel, IncrementalModel, ModelId, ScheduledModel
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
+from cbt.scheduling.task_runs import all_tasks
 
 log = logging.getLogger("cbt.api")
 router = APIRouter(prefix="/api/v1", tags=["actions"], responses=AUTH_PROBLEMS)
@@ -94,7 +95,8 @@ def rerun_id(who: str, model_id: ModelId, body: RerunRequest, key: str | None) -
 
 
 def _affected(found: Impact) -> dict[str, list[tuple[int, int]]]:
-    return {m: list(ranges) for m, ranges in found.ranges.items()}
+    """Each model's tasks, one by one (the impact keeps them as runs; ``invalidator.max_tasks`` bounds them)."""
+    return {m: list(all_tasks(runs)) for m, runs in found.ranges.items()}
 
 
 @router.post("/models/{model_id}/rerun", response_model=None, status_code=202,
@@ -115,7 +117,7 @@ async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest,
     if why is not None:
         raise bad_request(why)
     found = await preview(ctx, model.id, (body.start, body.end), body.cascade)
-    affected, intervals = _affected(found), sum(len(r) for r in found.ranges.values())
+    affected, intervals = _affected(found), found.task_count
     if body.preview:
         return JSONResponse(RerunPreview(affected=affected, intervals=intervals).model_dump(mode="json"))
     await ctx.commands.publish_invalidation(event)

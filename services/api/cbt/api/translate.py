@@ -5,6 +5,7 @@ from __future__ import annotations
 from cbt.api.explain import DependencyExplanation, Explanation
 from cbt.api.schemas import DependencyNode, ExplainBody, FailureItem, InvalidationItem
 from cbt.contract.messages import TaskFailed
+from cbt.scheduling.task_runs import all_tasks
 from cbt.state.admin_records import InvalidationRecord
 
 
@@ -32,4 +33,4 @@ def invalidation_item(record: InvalidationRecord) -> InvalidationItem:
     return InvalidationItem(id=record.id, model=record.model, start=record.start, end=record.end,
                             reason=record.reason, source=record.source, cascade=record.cascade,
                             created_at_ms=record.received_at_ms,
-                            affected={m: [(r[0], r[1]) for r in rs] for m, rs in record.affected.items()})
+                            affected={m: list(all_tasks(runs)) for m, runs in record.affected.items()})

@@ -21,12 +21,13 @@ from cbt.adapters.kafka_bus import BrokerPublisher, delivery_of, process_span
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.invalidator.handler import InvalidationHandler
+from cbt.invalidator.history import prune_step
 from cbt.models.dag import ModelSet
 from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import Planner
 from cbt.service import skeleton
 from cbt.service.poison import PoisonGuard
-from cbt.service.skeleton import Clients, Work
+from cbt.service.skeleton import Clients, Loop, Work
 from cbt.state.ports import DurableRecord
 
 log = logging.getLogger("cbt.invalidator")
@@ -90,4 +91,10 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     async def wind_down() -> None:
         log.info("invalidations handled", extra={"counts": dict(handler.counts)})
 
-    return Work(subscribers=[events], wind_down=wind_down)
+    loops = []
+    retention_s = config.invalidator.history_retention_s
+    if retention_s is not None:
+        coverage = handler.coverage
+        loops.append(Loop("prune-history", config.invalidator.history_prune_every_s,
+                          lambda: prune_step(admin, coverage, retention_s)))
+    return Work(subscribers=[events], loops=loops, wind_down=wind_down)

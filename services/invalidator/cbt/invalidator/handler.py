@@ -93,7 +93,8 @@ class InvalidationHandler:
         metrics.invalidations.add(1, {"result": "applied", "reason_kind": "none"})
         log.info("invalidation applied", extra={
             "event_id": event.id, "model": event.model, "start": event.start, "end": event.end,
-            "reason": event.reason, "affected": {m: list(r) for m, r in result.ranges.items()},
+            "reason": event.reason, "tasks": result.task_count,
+            "affected": {m: [list(run) for run in runs[:20]] for m, runs in result.ranges.items()},
             "scheduled_not_rerun": list(result.scheduled), "counts": dict(self.counts),
         })
         await self._replan(result)

@@ -15,7 +15,7 @@ from cbt.adapters.admin_tables import protocol_sql as q
 from cbt.adapters.admin_tables.columns import Column, TableSpec
 from cbt.adapters.admin_tables.session import AdminSession, AdminTableError, TableName, qualified
 from cbt.models.spec import ModelId
-from cbt.scheduling.coverage import Range
+from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import (
     InvalidationRecord,
     decode_metadata,
@@ -38,11 +38,15 @@ INVALIDATIONS = TableSpec(
         Column("source", "STRING"),
         Column("cascade", "BOOLEAN"),
         Column("metadata", "STRING", "JSON object"),
-        Column("affected", "STRING", "JSON: model -> [[start, end], ...] removed"),
+        Column("affected", "STRING", "JSON: model -> [[start, end, step], ...] runs of tasks removed"),
         Column("seq", "STRING", "JSON: model -> invalidation sequence after this event"),
     ),
     comment="cbt: every accepted invalidation and what it affected",
 )
+
+
+PRUNE_BATCH = 500
+"""Records deleted per statement (each id is one bound parameter)."""
 
 
 class InvalidationsTable:
@@ -78,13 +82,27 @@ class InvalidationsTable:
 FROM {self.name} ORDER BY received_date_time DESC, id LIMIT :limit"""
         return [_invalidation(row) for row in self._session.sql("read invalidations", statement, {"limit": limit})]
 
-    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
-        """Every range ever recorded as invalidated per model (models never invalidated are absent)."""
+    def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[TaskRun, ...]]:
+        """Every run of tasks ever recorded as invalidated per model (models never invalidated are absent)."""
         statement, params = q.invalidated_ranges_query(self.name, model_ids)
-        out: dict[ModelId, list[Range]] = {}
+        out: dict[ModelId, list[TaskRun]] = {}
         for row in self._session.sql("read invalidated ranges", statement, params):
-            out.setdefault(row["model"], []).append((int(row["range_start"]), int(row["range_end"])))
+            run = TaskRun(int(row["range_start"]), int(row["range_end"]), int(row["step"]))
+            out.setdefault(row["model"], []).append(run)
         return {m: tuple(sorted(rs)) for m, rs in out.items()}
+
+    def prune_invalidations(self, incremental: str, received_before_ms: int) -> list[InvalidationRecord]:
+        """Delete the records received before ``received_before_ms`` that change nothing once gone
+        (``cbt.scheduling.protocol.is_prunable``, for every model they name) and return them."""
+        statement = q.prunable_invalidations_query(incremental, self.name, INVALIDATIONS.select())
+        found = [_invalidation(row) for row in self._session.sql(
+            "find prunable invalidations", statement, {"before_ms": received_before_ms})]
+        for first in range(0, len(found), PRUNE_BATCH):
+            batch = found[first:first + PRUNE_BATCH]
+            params: dict[str, object] = {f"i{n}": r.id for n, r in enumerate(batch)}
+            ids = ", ".join(f":{k}" for k in params)
+            self._session.rewrite("prune invalidations", f"DELETE FROM {self.name} WHERE id IN ({ids})", params)
+        return found
 
     def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
         """The highest recorded invalidation sequence per model; models never invalidated are absent."""

@@ -19,14 +19,17 @@ from cbt.state.admin_records import CONSOLIDATED
 
 
 def _inv_ranges(invalidations: str) -> str:
-    """CTEs ``inv_seqs`` (model, epoch, ranges per recorded event) and ``inv_ranges`` (one row per range)."""
+    """CTEs ``inv_seqs`` (model, epoch, runs per recorded event) and ``inv_ranges`` (one row per run of tasks
+    ``[range_start, range_end)`` of length ``step``; a record written before runs lists ``[start, end]``, one task).
+    A run marks the same positions as its tasks, so the live-part rule reads only its ends."""
     return f"""inv_seqs AS (
   SELECT s.key AS model, s.value AS seq,
          from_json(i.affected, 'map<string,array<array<bigint>>>')[s.key] AS ranges
   FROM {invalidations} i LATERAL VIEW explode(from_json(i.seq, 'map<string,bigint>')) s AS key, value
 ),
 inv_ranges AS (
-  SELECT model, seq, r[0] AS range_start, r[1] AS range_end FROM inv_seqs LATERAL VIEW explode(ranges) x AS r
+  SELECT model, seq, r[0] AS range_start, r[1] AS range_end, coalesce(try_element_at(r, 3), r[1] - r[0]) AS step
+  FROM inv_seqs LATERAL VIEW explode(ranges) x AS r
 )"""
 
 
@@ -194,12 +197,12 @@ WHERE position < :hi AND position + `interval` > :lo"""
 
 
 def invalidated_ranges_query(invalidations: str, models: Collection[ModelId]) -> tuple[str, Params]:
-    """Every range ever recorded as invalidated for ``models`` (the tasks events re-run): columns ``model,
-    range_start, range_end``."""
+    """Every run of tasks ever recorded as invalidated for ``models`` (the tasks events re-run): columns ``model,
+    range_start, range_end, step``."""
     params: Params = {f"s{i}": m for i, m in enumerate(sorted(models))}
     where = "model IN (" + ", ".join(f":{k}" for k in params) + ")" if params else "FALSE"
     return f"""WITH {_inv_ranges(invalidations)}
-SELECT DISTINCT model, range_start, range_end FROM inv_ranges WHERE {where}""", params
+SELECT DISTINCT model, range_start, range_end, step FROM inv_ranges WHERE {where}""", params
 
 
 def insert_invalidation_statement(invalidations: str, columns: Sequence[str]) -> str:
@@ -222,3 +225,35 @@ USING (
 ) AS s
 ON t.id = s.id
 WHEN NOT MATCHED THEN INSERT *"""
+
+
+def prunable_invalidations_query(incremental: str, invalidations: str, columns: str) -> str:
+    """The records (``columns``) received before ``:before_ms`` that ``cbt.scheduling.protocol.is_prunable`` lets
+    go, for every model they name: not the model's newest epoch, no completion row computed before them overlapping
+    their runs, and every run inside the model's live coverage. A record that names no model is prunable by age."""
+    return f"""WITH {_live(incremental, invalidations, "TRUE")},
+{_ISLANDS},
+top AS (SELECT model, max(seq) AS top_seq FROM inv_seqs GROUP BY model),
+old_runs AS (
+  SELECT o.id, s.key AS model, s.value AS epoch, r[0] AS range_start, r[1] AS range_end
+  FROM {invalidations} o LATERAL VIEW explode(from_json(o.seq, 'map<string,bigint>')) s AS key, value
+  LATERAL VIEW OUTER explode(from_json(o.affected, 'map<string,array<array<bigint>>>')[s.key]) x AS r
+  WHERE o.received_date_time < timestamp_millis(:before_ms)
+),
+newest AS (
+  SELECT o.id FROM old_runs o JOIN top t ON t.model = o.model WHERE o.epoch >= t.top_seq
+),
+masking AS (
+  SELECT o.id FROM old_runs o JOIN {incremental} c
+    ON concat(c.`database`, '.', c.`table`) = o.model AND coalesce(c.invalidation_seq, 0) < o.epoch
+   AND c.position < o.range_end AND c.position + c.`interval` > o.range_start
+),
+not_rerun AS (
+  SELECT o.id FROM old_runs o LEFT ANTI JOIN islands i
+    ON concat(i.`database`, '.', i.`table`) = o.model
+   AND i.range_start <= o.range_start AND i.range_end >= o.range_end
+  WHERE o.range_start IS NOT NULL
+),
+blocked AS (SELECT id FROM newest UNION SELECT id FROM masking UNION SELECT id FROM not_rerun)
+SELECT {columns} FROM {invalidations} v LEFT ANTI JOIN blocked b ON b.id = v.id
+WHERE v.received_date_time < timestamp_millis(:before_ms)"""

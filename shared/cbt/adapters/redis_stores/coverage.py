@@ -11,7 +11,8 @@ multi-model read. Keys (``{m}`` is a model id)::
     {prefix}invfloor:{m}     int   floor of that log (missing = 0): marks at or below it may be forgotten
     {prefix}rebuilt:{m}      int   sequence the last rebuild read: epochs at or below it are reflected
     {prefix}ver:{m}          int   bumped by every write to the model (a rebuild's fence)
-    {prefix}rerun:{m}        zset  member "start:end", score start   tasks invalidated and not run again yet
+    {prefix}rerun:{m}        zset  member "start:end:step", score start   tasks invalidated and not run again yet, as
+                                   runs (``cbt.scheduling.task_runs``; "start:end", written before runs: one task)
     {prefix}generation       str   random id of this Redis's life, created when missing (a rebuild's fence)
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
     {prefix}scheduled-fired  hash  scheduled model -> latest fire time it ran for successfully
@@ -34,6 +35,7 @@ from cbt.adapters.redis_stores.leases import lease_keys
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.task_runs import TaskRun, all_tasks
 from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, Fence
 
 _LUA_RANGES = """
@@ -71,6 +73,15 @@ local function covers(key, s, e)
   local _, re = parse(r)
   return re >= e
 end
+-- a re-run member "start:end:step" (a run of tasks) or "start:end" (one task)
+local function parse_run(m)
+  local s, e, step = string.match(m, '^(-?%d+):(-?%d+):?(%d*)$')
+  s, e = tonumber(s), tonumber(e)
+  return s, e, tonumber(step) or (e - s)
+end
+local function add_run(key, s, e, step)
+  if s < e then redis.call('ZADD', key, fmt(s), fmt(s) .. ':' .. fmt(e) .. ':' .. fmt(step)) end
+end
 local function remove_range(key, s, e)
   for _, r in ipairs(collect(key, '(' .. fmt(e), function(re) return re > s end)) do
     redis.call('ZREM', key, r[1])
@@ -81,8 +92,8 @@ end
 """
 
 # KEYS: cov, seq, inv, floor, ver, rerun[, lease, lease token]. ARGV: start, end, observed_seq[, owner, token].
-# Adds the live part of [start, end) (cbt.scheduling.protocol.accepted_part) and drops the re-runs now covered;
-# returns 1 when all of it was added.
+# Adds the live part of [start, end) (cbt.scheduling.protocol.accepted_part) and drops the re-run tasks now covered
+# (only tasks overlapping [start, end) are looked at: a run is split around them); returns 1 when all of it was added.
 _RECORD_COMPLETED = (
     _LUA_RANGES
     + """
@@ -107,8 +118,21 @@ end
 for _, p in ipairs(parts) do add_range(KEYS[1], p[1], p[2]) end
 if #parts > 0 then
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. fmt(e))) do
-    local rs, re = parse(m)
-    if re > s and covers(KEYS[1], rs, re) then redis.call('ZREM', KEYS[6], m) end
+    local rs, re, step = parse_run(m)
+    if re > s then
+      local t = rs + math.floor((math.max(s, rs) - rs) / step) * step
+      local from, removed = rs, false
+      while t < e and t < re do
+        local te = math.min(t + step, re)
+        if covers(KEYS[1], t, te) then
+          if not removed then redis.call('ZREM', KEYS[6], m); removed = true end
+          add_run(KEYS[6], from, t, step)
+          from = te
+        end
+        t = t + step
+      end
+      if removed then add_run(KEYS[6], from, re, step) end
+    end
   end
 end
 redis.call('INCR', KEYS[5])
@@ -117,7 +141,8 @@ return 0
 """
 )
 
-# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun per model. ARGV: keep, epoch, then per model: n, start1, end1, ...
+# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun per model. ARGV: keep, epoch, then per model: n runs of tasks,
+# start1, end1, step1, ... (one mark per run: it marks the same positions as its tasks)
 # A model that already reflects the epoch (logged, or at or below what the last rebuild read) is skipped:
 # cbt.scheduling.protocol.is_applied.
 _APPLY_INVALIDATION = (
@@ -131,11 +156,12 @@ for k = 1, #KEYS, 7 do
   if epoch > rebuilt and redis.call('ZCOUNT', KEYS[k + 2], epoch, epoch) == 0 then
     if epoch > tonumber(redis.call('GET', KEYS[k + 1]) or '0') then redis.call('SET', KEYS[k + 1], epoch) end
     for i = 1, n do
-      local s, e = tonumber(ARGV[argi + 2 * i - 1]), tonumber(ARGV[argi + 2 * i])
+      local at = argi + 3 * i - 2
+      local s, e, step = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
       if s < e then
         remove_range(KEYS[k], s, e)
         redis.call('ZADD', KEYS[k + 2], epoch, fmt(epoch) .. ':' .. fmt(s) .. ':' .. fmt(e))
-        redis.call('ZADD', KEYS[k + 6], s, fmt(s) .. ':' .. fmt(e))
+        add_run(KEYS[k + 6], s, e, step)
       end
     end
     local extra = redis.call('ZCARD', KEYS[k + 2]) - keep
@@ -147,11 +173,22 @@ for k = 1, #KEYS, 7 do
     end
     redis.call('INCR', KEYS[k + 4])
   end
-  argi = argi + 1 + 2 * n
+  argi = argi + 1 + 3 * n
 end
 return 0
 """
 )
+
+# KEYS: inv, floor per model. ARGV: the epoch per model. Drops a pruned invalidation's marks and raises the floor to
+# its epoch (completions that read an older sequence are then refused: fail closed).
+_FORGET_INVALIDATION = """
+for k = 1, #KEYS, 2 do
+  local epoch = ARGV[(k + 1) / 2]
+  redis.call('ZREMRANGEBYSCORE', KEYS[k], epoch, epoch)
+  if tonumber(epoch) > tonumber(redis.call('GET', KEYS[k + 1]) or '0') then redis.call('SET', KEYS[k + 1], epoch) end
+end
+return 0
+"""
 
 # KEYS: generation. ARGV: a fresh random id, kept only when none exists. Returns the generation.
 _GENERATION = """
@@ -168,13 +205,15 @@ return out
 """
 
 # KEYS: cov, seq, inv, floor, ver, rebuilt, rerun, generation. ARGV: expected version, seq, n, then n coverage
-# ranges start1, end1, ..., then re-runs start1, end1, ... Returns 1 when done.
+# ranges start1, end1, ..., then re-run runs start1, end1, step1, ... Returns 1 when done.
 _REPLACE = """
 if (redis.call('GET', KEYS[8]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
 redis.call('DEL', KEYS[1], KEYS[3], KEYS[7])
 local n = tonumber(ARGV[3])
 for i = 4, 3 + 2 * n, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
-for i = 4 + 2 * n, #ARGV, 2 do redis.call('ZADD', KEYS[7], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
+for i = 4 + 2 * n, #ARGV, 3 do
+  redis.call('ZADD', KEYS[7], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1] .. ':' .. ARGV[i + 2])
+end
 redis.call('SET', KEYS[2], ARGV[2])
 redis.call('SET', KEYS[4], ARGV[2])
 redis.call('SET', KEYS[6], ARGV[2])
@@ -217,6 +256,12 @@ def _parse_range(member: bytes | str) -> Range:
     return (int(start), int(end))
 
 
+def _parse_run(member: bytes | str) -> TaskRun:
+    """A re-run member: ``start:end:step``, or ``start:end`` (one task, written before runs)."""
+    parts = [int(p) for p in _text(member).split(":")]
+    return TaskRun(parts[0], parts[1], parts[2]) if len(parts) == 3 else TaskRun.single((parts[0], parts[1]))
+
+
 class RedisCoverage:
     """``CoverageReader`` and ``CoverageWriter``: merged ranges per model, completion checked against invalidations."""
 
@@ -229,6 +274,7 @@ class RedisCoverage:
         self._record_fire = client.register_script(_RECORD_FIRE)
         self._record = client.register_script(_RECORD_COMPLETED)
         self._invalidate = client.register_script(_APPLY_INVALIDATION)
+        self._forget = client.register_script(_FORGET_INVALIDATION)
         self._generation = client.register_script(_GENERATION)
         self._versions = client.register_script(_VERSIONS)
         self._replace = client.register_script(_REPLACE)
@@ -272,15 +318,21 @@ class RedisCoverage:
         return self._ranges(models, 0)
 
     def reruns(self, models: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
-        return self._ranges(models, 6)
+        """Each model's pending re-run tasks, derived from the runs stored (sorted, each once)."""
+        runs = self._members(models, 6)
+        return {m: all_tasks(_parse_run(x) for x in members) for m, members in runs.items()}
 
     def _ranges(self, models: Collection[ModelId], key: int) -> dict[ModelId, tuple[Range, ...]]:
         """The ranges in each model's zset number ``key`` of ``_keys``, by start, read atomically (one script)."""
+        return {m: tuple(_parse_range(x) for x in members) for m, members in self._members(models, key).items()}
+
+    def _members(self, models: Collection[ModelId], key: int) -> dict[ModelId, list[bytes | str]]:
+        """The members of each model's zset number ``key`` of ``_keys``, by score, read atomically (one script)."""
         ordered = list(models)
         if not ordered:
             return {}
         replies = self._read_zsets(keys=[self._keys(m)[key] for m in ordered])
-        return {m: tuple(_parse_range(x) for x in reply) for m, reply in zip(ordered, replies, strict=True)}
+        return dict(zip(ordered, replies, strict=True))
 
     def invalidation_seq(self, model: ModelId) -> int:
         value = cast("bytes | str | None", self._client.get(self._keys(model)[1]))
@@ -297,8 +349,8 @@ class RedisCoverage:
             args += [fence.owner, fence.token]
         return bool(self._record(keys=keys, args=args))
 
-    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[Range]]) -> None:
-        """Every model's part in one script: all of them or none."""
+    def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[TaskRun]]) -> None:
+        """Every model's part in one script: all of them or none. Its arguments grow with the runs, not the tasks."""
         if not ranges:
             return
         keys: list[str] = []
@@ -306,8 +358,14 @@ class RedisCoverage:
         for model, model_ranges in ranges.items():
             keys.extend(self._keys(model))
             args.append(len(model_ranges))
-            args.extend(position for r in model_ranges for position in r)
+            args.extend(value for run in model_ranges for value in run)
         self._invalidate(keys=keys, args=args)
+
+    def forget_invalidation(self, epochs: Mapping[ModelId, int]) -> None:
+        if not epochs:
+            return
+        keys = [key for model in epochs for key in self._keys(model)[2:4]]
+        self._forget(keys=keys, args=list(epochs.values()))
 
     def versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
         ordered = list(models)
@@ -316,11 +374,11 @@ class RedisCoverage:
         return {m: _text(v) for m, v in zip(ordered, replies, strict=True)}
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
-                         reruns: Sequence[Range] = ()) -> bool:
+                         reruns: Sequence[TaskRun] = ()) -> bool:
         """Overwrite one model's coverage, sequence and re-runs if its version is unchanged; the log restarts at
         ``seq``."""
         merged = cov.merge(coverage)
         args: list[int | str] = [version, seq, len(merged)]
         args.extend(position for r in merged for position in r)
-        args.extend(position for r in reruns if r[0] < r[1] for position in r)
+        args.extend(value for run in reruns if run.start < run.end for value in run)
         return bool(self._replace(keys=[*self._keys(model), self._generation_key], args=args))
