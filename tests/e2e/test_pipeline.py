@@ -254,7 +254,7 @@ def test_an_invalidation_while_its_range_runs_then_redis_emptied_converges(deplo
     running = {(m, t.range) for m, tasks in in_flight.items() for t in tasks}  # their claims went with Redis
     again = [(m, s, e) for m, s, e in _runs_since(dep, flushed_ms)
              if covers(done_before[m], (s, e)) and (m, (s, e)) not in running
-             and not any(s < hi and lo < e for lo, hi in record.affected.get(m, ()))]
+             and not any(s < r.end and r.start < e for r in record.affected.get(m, ()))]
     assert again == [], "intervals completed outside the invalidated ranges ran again after Redis was emptied"
 
 

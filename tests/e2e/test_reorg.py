@@ -15,6 +15,7 @@ import pytest
 from cbt.adapters.delta_admin import admin_from_config
 from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.dev.generator import SourceTables, write_blocks
+from cbt.scheduling.task_runs import all_tasks
 from tests.e2e.harness import T0, Deployment
 from tests.e2e.test_pipeline import LAST_SLOT_END, SOURCE_END, assert_equals_oracle
 
@@ -84,7 +85,7 @@ def test_reorg_one_event_recomputes_every_derived_row_of_the_range_and_nothing_e
     (record,) = admin_from_config(dep.spark, dep.config).invalidations()
     out = dep.output_db
     expected = tasks_that_ran_over(before, [f"{out}.block_propagation_{name}" for name in CHAIN], REORG)
-    assert dict(record.affected) == expected
+    assert {m: all_tasks(runs) for m, runs in record.affected.items()} == expected
     rerun = sorted((m, s, e) for m, s, e, seq in admin_rows(dep) if seq > 0)
     assert rerun == sorted((m, s, e) for m, tasks in expected.items() for s, e in tasks), \
         "each task that had run over the range ran again, once, and nothing else ran"
@@ -112,7 +113,7 @@ def rerun_announced_by_another_tool(dep: Deployment) -> None:
     record = next(r for r in admin_from_config(dep.spark, dep.config).invalidations() if r.id == event_id)
     expected = tasks_that_ran_over(before, [f"{dep.output_db}.block_propagation_{name}" for name in CHAIN],
                                    KCAT_REORG)
-    assert (record.source, dict(record.affected)) == ("e2e-kcat", expected)
+    assert (record.source, {m: all_tasks(runs) for m, runs in record.affected.items()}) == ("e2e-kcat", expected)
     (epoch,) = set(record.seqs.values())
     reran = [(m, s, e, direction) for m, s, e, seq, direction in admin_tasks(dep) if seq == epoch]
     assert sorted(reran) == sorted((m, s, e, "rerun") for m, tasks in expected.items() for s, e in tasks), \
