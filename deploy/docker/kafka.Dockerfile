@@ -1,6 +1,7 @@
 # cbt/kafka: Apache Kafka 4 (the broker jars deploy/local/kafka-pom.xml pins) as one KRaft node, for local use and
-# CI; production runs a real cluster. Port 9092 (PLAINTEXT); configured by KAFKA_CFG_* variables
-# (kafka/entrypoint.sh); data in /var/lib/kafka/data, formatted on first start.
+# CI; production runs a real cluster. Port 9092 (SASL/SCRAM-SHA-512: the user KAFKA_USER, default cbt, with the
+# password KAFKA_PASSWORD, required; TLS from KAFKA_TLS_DIR); configured by KAFKA_CFG_* variables
+# (kafka/entrypoint.sh); data in /var/lib/kafka/data, formatted on first start (which creates the user).
 # Build with deploy/docker/build.sh (context.sh fetches the jars first; the build needs no network).
 ARG JRE_BASE=eclipse-temurin:17-jre
 FROM ${JRE_BASE}

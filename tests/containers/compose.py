@@ -35,10 +35,17 @@ class ComposeStack:
     ports: dict[str, int] = field(default_factory=lambda: {
         name: free_port() for name in ("KAFKA", "REDIS", "SPARK", "API")})
     redis_password: str = field(default_factory=lambda: uuid.uuid4().hex)
+    kafka_password: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def kafka_bootstrap(self) -> str:
         return f"127.0.0.1:{self.ports['KAFKA']}"
+
+    @property
+    def kafka_client(self) -> dict[str, str]:
+        """The services' Kafka credentials (deploy/compose/config.yaml's ``kafka.client``)."""
+        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "cbt",
+                "sasl.password": self.kafka_password}
 
     @property
     def redis_url(self) -> str:
@@ -54,7 +61,7 @@ class ComposeStack:
 
     def env(self) -> dict[str, str]:
         return {**os.environ, **{f"CBT_COMPOSE_{name}_PORT": str(port) for name, port in self.ports.items()},
-                "CBT_REDIS_PASSWORD": self.redis_password}
+                "CBT_REDIS_PASSWORD": self.redis_password, "CBT_KAFKA_PASSWORD": self.kafka_password}
 
     def compose(self, *args: str, timeout_s: float = 600) -> str:
         argv = [*compose_command(), "-p", self.project, "-f", str(COMPOSE_FILE), *args]

@@ -4,6 +4,7 @@ loopback ports (the oracle runs on the stack's own Spark Connect server)."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import time
@@ -71,10 +72,11 @@ def stack_spark(stack: ComposeStack) -> Iterator[SparkSession]:
 @pytest.fixture(scope="session")
 def stack_deployment(stack: ComposeStack, stack_spark: SparkSession) -> Iterator[Deployment]:
     """The compose stack's pipeline as the e2e harness sees it: the same databases, topics and keys as
-    deploy/compose/config.yaml (the project's defaults), reached at the published ports; its tables created."""
+    deploy/compose/config.yaml (the project's defaults), reached at the published ports with the services'
+    credentials; its tables created."""
     overrides = {
-        "CBT__KAFKA__BOOTSTRAP_SERVERS": stack.kafka_bootstrap, "CBT__REDIS__URL": stack.redis_url,
-        "CBT__SPARK__REMOTE": stack.spark_remote,
+        "CBT__KAFKA__BOOTSTRAP_SERVERS": stack.kafka_bootstrap, "CBT__KAFKA__CLIENT": json.dumps(stack.kafka_client),
+        "CBT__REDIS__URL": stack.redis_url, "CBT__SPARK__REMOTE": stack.spark_remote,
         "CBT__MODELS__EXTERNAL__DEFAULT_DATABASE": "ethereum",
         "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": "analytics",
         **admin_database_overrides("admin"),

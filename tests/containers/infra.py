@@ -38,9 +38,14 @@ def on_loopback(container: DockerContainer, container_port: int, host_port: int)
 
 
 def kafka(port: int) -> DockerContainer:
+    """The cbt/kafka image with its client listener unauthenticated, as the integration tests' clients carry no
+    credentials (as on the dev stack's Kafka); published on loopback only. The image's own SASL listener is proven
+    by the compose stack (test_credentials.py)."""
     return (DockerContainer(f"cbt/kafka:{VERSION}")
-            .with_env("KAFKA_CFG_LISTENERS", f"PLAINTEXT://0.0.0.0:{port},CONTROLLER://127.0.0.1:9093")
-            .with_env("KAFKA_CFG_ADVERTISED_LISTENERS", f"PLAINTEXT://127.0.0.1:{port}"))
+            .with_env("KAFKA_ALLOW_UNAUTHENTICATED", "yes")
+            .with_env("KAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP", "CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT")
+            .with_env("KAFKA_CFG_LISTENERS", f"CLIENT://0.0.0.0:{port},CONTROLLER://127.0.0.1:9093")
+            .with_env("KAFKA_CFG_ADVERTISED_LISTENERS", f"CLIENT://127.0.0.1:{port}"))
 
 
 def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 240) -> None:

@@ -66,7 +66,7 @@ def task_holder(stack: ComposeStack, dep: Deployment, skip: set[str], timeout_s:
 def assert_every_worker_consumes(dep: Deployment, workers: int, timeout_s: float = 120) -> None:
     """Each worker container holds some of the default pool's task partitions (a group's consumers beyond the
     partitions would get none): the group's members with an assignment come from ``workers`` hosts."""
-    admin = admin_client(dep.config.kafka.bootstrap_servers)
+    admin = admin_client(dep.config.kafka.bootstrap_servers, dict(dep.config.kafka.client))
     group = f"{dep.config.kafka.topic_prefix}worker.default"
     deadline, hosts = time.monotonic() + timeout_s, set()
     while time.monotonic() < deadline:

@@ -15,6 +15,7 @@ import yaml
 
 from tests.deploy import kube_checks as checks
 from tests.deploy.kube import TARGETS, Doc, find, one, pod_spec, render, service_container, service_deployments, tool
+from tests.deploy.kube_kafka import kafka_problems
 from tests.deploy.kube_network import network_problems, tls_problems
 
 pytestmark = pytest.mark.timeout(900)  # the first run on a machine builds kustomize (~1.5 min on 2 cores)
@@ -44,6 +45,7 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
             problems += checks.grace_problems(service, deployment, config)
     problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
     problems += checks.ingress_problems(docs) + network_problems(docs) + tls_problems(docs)
+    problems += kafka_problems(docs, {s: view.config for s, view in views.items()})
     worker = views["worker"].config
     if worker is not None:
         problems += checks.keda_scaling_problems(docs, worker) + checks.hpa_scaling_problems(docs, worker)
@@ -148,6 +150,16 @@ def drop_mount(name: str) -> Mutation:
     return mutate
 
 
+def kafka_env(name: str, value: str) -> Mutation:
+    """Set (or replace) one variable of the example's Kafka broker to a literal value."""
+
+    def mutate(docs: list[Doc]) -> None:
+        env = pod_spec(one(docs, "StatefulSet", "cbt-kafka"))["containers"][0]["env"]
+        env[:] = [e for e in env if e["name"] != name] + [{"name": name, "value": value}]
+
+    return mutate
+
+
 def models_cm(docs: list[Doc], folder: str) -> Doc:
     return next(d for d in find(docs, "ConfigMap") if d["metadata"]["name"].startswith(f"cbt-models-{folder}-"))
 
@@ -241,7 +253,7 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
         "nginx.ingress.kubernetes.io/force-ssl-redirect"), project_problems, "plain HTTP is not redirected"),
     (EX, lambda d: container(d, "cbt-worker")["env"].remove(next(
         e for e in container(d, "cbt-worker")["env"] if e["name"] == "CBT_REDIS_PASSWORD")), project_problems,
-     "worker: config: /app/config.yaml:16: redis.url: environment variable CBT_REDIS_PASSWORD is not set"),
+     "worker: config: /app/config.yaml:21: redis.url: environment variable CBT_REDIS_PASSWORD is not set"),
     (EX, remove("NetworkPolicy", "cbt-default-deny"), project_problems, "no default-deny NetworkPolicy"),
     (EX, lambda d: one(d, "NetworkPolicy", "cbt-spark-connect")["spec"]["ingress"][0].pop("from"), project_problems,
      "outside may connect to spark-connect:15002"),
@@ -254,6 +266,32 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
      "coordinator may not connect to kafka:9092"),
     (EX, lambda d: one(d, "NetworkPolicy", "cbt-api-http")["spec"]["ingress"][0].update(
         **{"from": [{"podSelector": {}}]}), project_problems, "api: port http (8080) is closed"),
+    # Kafka: every listener authenticated, credentials only from Secrets, the services and KEDA logging in
+    (EX, kafka_env("KAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP", "CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT"),
+     project_problems, "cbt-kafka: listener CLIENT (0.0.0.0:9092) is PLAINTEXT: clients need no credentials"),
+    (EX, kafka_env("KAFKA_CFG_LISTENERS", "CLIENT://0.0.0.0:9092,CONTROLLER://0.0.0.0:9093"), project_problems,
+     "cbt-kafka: listener CONTROLLER (0.0.0.0:9093) is PLAINTEXT"),
+    (EX, kafka_env("KAFKA_ALLOW_UNAUTHENTICATED", "yes"), project_problems, "KAFKA_ALLOW_UNAUTHENTICATED=yes"),
+    (EX, kafka_env("KAFKA_PASSWORD", "hunter2-hunter2"), project_problems,
+     "cbt-kafka/kafka: KAFKA_PASSWORD is written in the manifest"),
+    (EX, kafka_env("KAFKA_TLS_DIR", "/tmp"), project_problems, "listener CLIENT is SASL_SSL without a certificate"),
+    (EX, edit_config(lambda c: c["kafka"]["client"].update({"sasl.password": "hunter2-hunter2"})), project_problems,
+     "worker: kafka.client sasl.password is not from a Secret"),
+    (EX, lambda d: container(d, "cbt-api")["env"].append({"name": "CBT_KAFKA_PASSWORD", "value": "hunter2"}),
+     project_problems, "cbt-api/cbt: CBT_KAFKA_PASSWORD is written in the manifest"),
+    (EX, lambda d: container(d, "cbt-worker")["env"].remove(next(
+        e for e in container(d, "cbt-worker")["env"] if e["name"] == "CBT_KAFKA_PASSWORD")), project_problems,
+     "kafka.client.sasl.password: environment variable CBT_KAFKA_PASSWORD is not set"),
+    (EX, edit_config(lambda c: c["kafka"]["client"].update({"security.protocol": "SASL_PLAINTEXT"})),
+     project_problems, "kafka.client security.protocol SASL_PLAINTEXT, the broker's listener CLIENT is SASL_SSL"),
+    (EX, drop_mount("kafka-ca"), project_problems,
+     "worker: kafka.client ssl.ca.location /etc/cbt/kafka-ca/ca.crt is not mounted from a Secret"),
+    (EX, lambda d: scaled(d)["triggers"][1].pop("authenticationRef"), project_problems,
+     "trigger cbt.task-requested.python: no TriggerAuthentication"),
+    (EX, lambda d: trigger(d, "default").pop("tls"), project_problems,
+     "trigger cbt.task-requested.default: tls None, the workers use SASL_SSL"),
+    (EX, lambda d: one(d, "TriggerAuthentication", "cbt-kafka")["spec"]["secretTargetRef"].pop(), project_problems,
+     "TriggerAuthentication cbt-kafka takes no ['ca'] from a Secret"),
 ]
 
 

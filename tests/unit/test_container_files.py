@@ -23,6 +23,8 @@ DOCKER = ROOT / "deploy" / "docker"
 COMPOSE = ROOT / "deploy" / "compose"
 SERVICES = sorted(p.name for p in (ROOT / "services").iterdir() if (p / "pyproject.toml").is_file())
 INFRA = ["spark", "kafka", "redis"]
+COMPOSE_ENV = {"CBT_REDIS_PASSWORD": "pw", "CBT_KAFKA_PASSWORD": "kafka-pw"}
+"""The variables compose requires, as deploy/compose/config.yaml reads them."""
 OFFICIAL_BASES = {"PYTHON_BASE": "python:3.11-slim-bookworm", "JRE_BASE": "eclipse-temurin:17-jre",
                   "DEBIAN_BASE": "debian:bookworm-slim"}
 
@@ -135,19 +137,37 @@ def test_compose_redis_admits_only_the_user_cbt_with_the_password_the_services_u
     assert "user default off" in entrypoint
 
 
+def test_compose_kafka_admits_only_the_user_cbt_with_the_password_the_services_use() -> None:
+    """Every Kafka listener but the loopback controller asks for SASL credentials (the image refuses a listener
+    without; the container suite shows the refusals); the broker's password and the services' come from one
+    variable, which compose requires."""
+    services = compose_file()["services"]
+    password = "${CBT_KAFKA_PASSWORD:?"
+    env = services["kafka"]["environment"]
+    assert env["KAFKA_PASSWORD"].startswith(password)
+    assert all(services[name]["environment"]["CBT_KAFKA_PASSWORD"].startswith(password) for name in SERVICES)
+    protocols = dict(entry.split(":") for entry in env["KAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
+    listeners = dict(entry.split("://") for entry in env["KAFKA_CFG_LISTENERS"].split(","))
+    assert listeners.pop("CONTROLLER").startswith("127.0.0.1:")
+    assert {protocols[name] for name in listeners} == {"SASL_PLAINTEXT"}
+
+
 def test_compose_config_is_the_projects_config_with_the_containers_addresses() -> None:
     ours = load_config(ROOT / "config.yaml", {}).model_dump()
-    theirs = load_config(COMPOSE / "config.yaml", {"CBT_REDIS_PASSWORD": "pw"}).model_dump()
+    theirs = load_config(COMPOSE / "config.yaml", COMPOSE_ENV).model_dump()
     assert (theirs["kafka"]["bootstrap_servers"], theirs["redis"]["url"], theirs["spark"]["remote"]) == (
         "kafka:9092", "redis://cbt:pw@redis:6379/0", "sc://spark-connect:15002")
+    assert theirs["kafka"]["client"] == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+                                         "sasl.username": "cbt", "sasl.password": "kafka-pw"}
     assert theirs["health_addr"].startswith("0.0.0.0:") and theirs["api"]["addr"].startswith("0.0.0.0:")
     assert without_addresses(ours, ROOT) == without_addresses(theirs, COMPOSE)
 
 
 def without_addresses(config: dict[str, Any], base: Path) -> dict[str, Any]:
     """The configuration less where things are (endpoints, bind addresses, model paths made relative) and the task
-    topics' partitions, which the compose stack sizes for its scaled workers."""
+    topics' partitions, which the compose stack sizes for its scaled workers; and Kafka's credentials."""
     config["kafka"].pop("bootstrap_servers"), config["redis"].pop("url"), config["spark"].pop("remote")
+    config["kafka"].pop("client")
     config["api"].pop("addr"), config.pop("health_addr"), config.pop("metrics_addr")
     config["kafka"].pop("task_topic_partitions")
     for kind in ("external", "transformations"):
@@ -157,5 +177,5 @@ def without_addresses(config: dict[str, Any], base: Path) -> dict[str, Any]:
 
 def test_task_topics_have_a_partition_for_each_consumer_of_three_scaled_workers() -> None:
     """A worker runs ``worker.concurrency`` consumers per pool; a group's consumers beyond the partitions get none."""
-    config = load_config(COMPOSE / "config.yaml", {"CBT_REDIS_PASSWORD": "pw"})
+    config = load_config(COMPOSE / "config.yaml", COMPOSE_ENV)
     assert config.kafka.task_topic_partitions >= 3 * config.worker.concurrency

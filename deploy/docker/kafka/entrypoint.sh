@@ -3,6 +3,17 @@
 # server.properties is written from defaults below, then every KAFKA_CFG_<NAME> variable sets <name> with `_` read
 # as `.` (KAFKA_CFG_ADVERTISED_LISTENERS -> advertised.listeners). The storage under /var/lib/kafka/data is
 # formatted on the first start only (cluster id: KAFKA_CLUSTER_ID, else a new random one).
+#
+# Authentication: clients connect to the listener CLIENT (port 9092) with SASL/SCRAM-SHA-512 as the user KAFKA_USER
+# (default cbt) with the password KAFKA_PASSWORD (required: the image refuses to start without one). The user is
+# created when the storage is formatted (`format --add-scram`), so the password of a volume is the one of its first
+# start; the node authenticates to itself with the same credentials. The controller listener binds 127.0.0.1 only.
+# Every listener must authenticate (SASL_PLAINTEXT or SASL_SSL) unless it binds loopback or
+# KAFKA_ALLOW_UNAUTHENTICATED=yes (test fixtures whose clients carry no credentials).
+# TLS: with KAFKA_TLS_DIR (a folder holding tls.crt and tls.key, e.g. a mounted kubernetes.io/tls Secret; the key
+# unencrypted PKCS#8; ca.crt, when there, the issuer), SSL and SASL_SSL listeners serve that certificate, which must
+# name the advertised host.
+#
 # KAFKA_HEAP_OPTS sets the JVM heap (default -Xmx768m -Xms256m).
 # `cbt-kafka health` (the image's healthcheck) succeeds once every non-controller listener accepts connections; any
 # other arguments run as given.
@@ -20,16 +31,30 @@ if [ "${1:-}" = health ]; then
 fi
 [ $# -gt 0 ] && exec "$@"
 
+fail() { echo "cbt/kafka: $*" >&2; exit 64; }
+
+USER_NAME=${KAFKA_USER:-cbt}
+PASSWORD=${KAFKA_PASSWORD:-}
+# Both go into server.properties (a JAAS line in double quotes) and the format command's SCRAM record.
+case "$USER_NAME" in
+  '' | *[!A-Za-z0-9._-]*) fail "KAFKA_USER may hold letters, digits and . _ - only" ;;
+esac
+case "$PASSWORD" in
+  *[!A-Za-z0-9._~+/=-]*) fail "KAFKA_PASSWORD may hold letters, digits and . _ ~ + / = - only" ;;
+esac
+
 DATA=/var/lib/kafka/data
 declare -A settings=(
   [process.roles]=broker,controller
   [node.id]=1
   [controller.quorum.voters]=1@127.0.0.1:9093
-  [listeners]=PLAINTEXT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093
-  [advertised.listeners]=PLAINTEXT://$(hostname):9092
+  [listeners]=CLIENT://0.0.0.0:9092,CONTROLLER://127.0.0.1:9093
+  [advertised.listeners]=CLIENT://$(hostname):9092
   [controller.listener.names]=CONTROLLER
-  [inter.broker.listener.name]=PLAINTEXT
-  [listener.security.protocol.map]=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+  [inter.broker.listener.name]=CLIENT
+  [listener.security.protocol.map]=CONTROLLER:PLAINTEXT,CLIENT:SASL_PLAINTEXT
+  [sasl.enabled.mechanisms]=SCRAM-SHA-512
+  [sasl.mechanism.inter.broker.protocol]=SCRAM-SHA-512
   [log.dirs]=$DATA
   [num.partitions]=1
   [offsets.topic.replication.factor]=1
@@ -47,13 +72,68 @@ while IFS='=' read -r name value; do
   key=$(echo "${name#KAFKA_CFG_}" | tr '[:upper:]_' '[:lower:].')
   settings[$key]=$value
 done < <(env | grep '^KAFKA_CFG_' || true)
-: >"$CONFIG"
+
+# Each listener's protocol (the map, else its name when that is a protocol), checked and given its SASL and TLS
+# settings.
+declare -A protocol_of=()
+for entry in $(echo "${settings[listener.security.protocol.map]}" | tr ',' ' '); do
+  protocol_of[${entry%%:*}]=${entry#*:}
+done
+uses_sasl=no
+for listener in $(echo "${settings[listeners]}" | tr ',' ' '); do
+  name=${listener%%://*}
+  address=${listener#*://}
+  host=${address%:*}
+  protocol=${protocol_of[$name]:-$name}
+  case "$protocol" in
+    SASL_PLAINTEXT | SASL_SSL)
+      uses_sasl=yes
+      lower=$(echo "$name" | tr '[:upper:]' '[:lower:]')
+      jaas="org.apache.kafka.common.security.scram.ScramLoginModule required username=\"$USER_NAME\" password=\"$PASSWORD\";"
+      settings[listener.name.$lower.scram-sha-512.sasl.jaas.config]=$jaas
+      ;;
+    PLAINTEXT | SSL)
+      if [ "$host" != 127.0.0.1 ] && [ "$host" != localhost ] && [ "${KAFKA_ALLOW_UNAUTHENTICATED:-}" != yes ]; then
+        fail "listener $name ($listener) is $protocol: clients would need no credentials; use SASL_PLAINTEXT or" \
+             "SASL_SSL (KAFKA_ALLOW_UNAUTHENTICATED=yes allows it, for test fixtures only)"
+      fi
+      ;;
+    *) fail "listener $name: unknown security protocol $protocol" ;;
+  esac
+  case "$protocol" in
+    SSL | SASL_SSL)
+      tls=${KAFKA_TLS_DIR:-}
+      [ -n "$tls" ] && [ -r "$tls/tls.crt" ] && [ -r "$tls/tls.key" ] ||
+        fail "listener $name is $protocol: set KAFKA_TLS_DIR to a folder with tls.crt and tls.key"
+      # Kafka's PEM key store: the private key, then the certificate chain, in one file.
+      (umask 077 && cat "$tls/tls.key" "$tls/tls.crt" >/tmp/kafka-tls.pem)
+      settings[ssl.keystore.type]=PEM
+      settings[ssl.keystore.location]=/tmp/kafka-tls.pem
+      # The node connects to itself over this listener too: it trusts the issuer (ca.crt), else the certificate.
+      settings[ssl.truststore.type]=PEM
+      settings[ssl.truststore.location]=$tls/$([ -r "$tls/ca.crt" ] && echo ca.crt || echo tls.crt)
+      ;;
+  esac
+done
+if [ "$uses_sasl" = yes ] && [ -z "$PASSWORD" ]; then
+  fail "set KAFKA_PASSWORD, the password of the user $USER_NAME (e.g. openssl rand -hex 24)"
+fi
+
+(umask 077 && : >"$CONFIG")  # it holds the password
 for key in "${!settings[@]}"; do echo "$key=${settings[$key]}" >>"$CONFIG"; done
 
 java=(java ${KAFKA_HEAP_OPTS:--Xmx768m -Xms256m} -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -Djava.awt.headless=true
       -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp '/opt/kafka/libs/*')
 if [ ! -f "$DATA/meta.properties" ]; then
   cluster_id=${KAFKA_CLUSTER_ID:-$("${java[@]}" kafka.tools.StorageTool random-uuid)}
-  "${java[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG"
+  scram=()
+  [ -z "$PASSWORD" ] || scram=(--add-scram "SCRAM-SHA-512=[name=$USER_NAME,password=$PASSWORD]")
+  # Its output lists the bootstrap records, the SCRAM user's salted keys among them: not for the log.
+  "${java[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" "${scram[@]}" >/dev/null
+  [ -z "$PASSWORD" ] || echo "$USER_NAME" >"$DATA/cbt-scram-user"
+  echo "cbt/kafka: storage formatted (cluster $cluster_id${PASSWORD:+, SCRAM-SHA-512 user $USER_NAME})"
+elif [ "$uses_sasl" = yes ] && [ "$(cat "$DATA/cbt-scram-user" 2>/dev/null)" != "$USER_NAME" ]; then
+  fail "the storage in $DATA was formatted without the SCRAM user $USER_NAME (before the image required" \
+       "authentication, or with another KAFKA_USER): clients could not log in; start on an empty volume"
 fi
 exec "${java[@]}" kafka.Kafka "$CONFIG"
