@@ -41,7 +41,6 @@ CBT_KEYS_LOGGED = (
     "clickhouse",
     "frontend",
     "management",
-    "interval_types",
     "scheduler.concurrency",
     "scheduler.shutdownTimeout",
     "worker.tags",

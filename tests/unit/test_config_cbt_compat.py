@@ -51,6 +51,12 @@ interval_types:
   slot:
   - name: Slot
     expression: "math.floor((value - 1606824023) / 12)"
+  - name: Datetime
+    format: datetime
+    expression: "value * 1000"
+  - name: Timestamp
+  block:
+  - name: Block number
 """
 
 
@@ -73,7 +79,6 @@ def test_a_cbt_config_loads_with_one_warning_per_cbt_key(tmp_path: Path) -> None
         "models.external.defaultCluster": 27,
         "management": 33,
         "api.enabled": 36,
-        "interval_types": 37,
     }
     assert len(config.warnings) == len(where)
     # what both systems know still takes effect
@@ -81,6 +86,11 @@ def test_a_cbt_config_loads_with_one_warning_per_cbt_key(tmp_path: Path) -> None
     assert config.redis.url == "redis://redis:6379" and config.worker.concurrency == 10
     assert config.worker.shutdown_timeout_s == 30 and config.scheduler.consolidation == "@every 1m"
     assert config.models.external.default_database == "ethereum"
+    # CBT's interval_types is read, not set aside
+    slot = config.interval_types["slot"]
+    assert [t.name for t in slot] == ["Slot", "Datetime", "Timestamp"]
+    assert slot[0].show(1606824023 + 12 * 5, 0) == "5" and slot[1].show(1606824023, 0) == "2020-12-01 12:00:23 UTC"
+    assert [t.name for t in config.interval_types["block"]] == ["Block number"]
 
 
 @pytest.mark.parametrize(
@@ -89,7 +99,6 @@ def test_a_cbt_config_loads_with_one_warning_per_cbt_key(tmp_path: Path) -> None
         pytest.param("clickhouse", "spark.remote", id="clickhouse"),
         pytest.param("frontend", "api.addr", id="frontend"),
         pytest.param("management", "api.auth.tokens", id="management"),
-        pytest.param("interval_types", "not used yet", id="interval-types"),
         pytest.param("pprofAddr", "no effect", id="pprof"),
         pytest.param("scheduler.concurrency", "worker.model_concurrency", id="scheduler-concurrency"),
         pytest.param("scheduler.shutdownTimeout", "worker.shutdown_timeout", id="scheduler-shutdown"),
@@ -111,7 +120,6 @@ def test_every_cbt_key_is_covered() -> None:
         ("clickhouse",),
         ("frontend",),
         ("management",),
-        ("interval_types",),
         ("pprofAddr",),
         ("scheduler", "concurrency"),
         ("scheduler", "shutdownTimeout"),

@@ -50,11 +50,6 @@ CBT_KEYS = (
     ),
     CbtKey(
         (),
-        ("interval_types", "intervalTypes"),
-        "is not used yet (interval type display transformations are planned); it is ignored",
-    ),
-    CbtKey(
-        (),
         ("pprofAddr", "pprof_addr"),
         "has no effect here: no profiling server is served (attach py-spy to a process instead)",
     ),

@@ -34,6 +34,7 @@ from cbt.base.reserved_env import reserved_env_problem
 from cbt.base.yamldoc import SourceMap, parse_yaml
 from cbt.config import cbt_compat
 from cbt.config.env import apply_env_overrides, expand_references
+from cbt.config.interval_types import Transformation
 
 DEFAULT_CONFIG_FILE = "config.yaml"
 CONFIG_ENV_VAR = "CBT_CONFIG"
@@ -502,6 +503,8 @@ class Config(Section):
     invalidator: InvalidatorConfig = InvalidatorConfig()
     api: ApiConfig = ApiConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    interval_types: dict[str, tuple[Transformation, ...]] = {}
+    """How positions of each ``interval.type`` are shown (``cbt.config.interval_types``; CBT's form loads as is)."""
     metrics_addr: str = "127.0.0.1:9464"
     """Prometheus ``/metrics``; each service adds its port offset (coordinator +0, worker +1, bounds-cache +2,
     invalidator +3, api +4); ``off`` serves none. ``:PORT`` listens on every interface (as in CBT); the default

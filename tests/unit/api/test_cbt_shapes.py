@@ -8,6 +8,7 @@ import pytest
 
 from cbt.api import cbt_shapes
 from cbt.api.cbt_debug import coverage_debug, debug_interval
+from cbt.config.interval_types import Transformation
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 SRC, MINUTE, HOUR, REPORT = "src.blocks", "an.minute", "an.hour", "an.report"
@@ -24,9 +25,22 @@ def test_durations_are_written_as_go_writes_them(seconds: int, text: str) -> Non
 
 
 def test_time_interval_types_are_shown_as_dates_others_as_positions() -> None:
-    types = cbt_shapes.interval_types({"timestamp", "block"})
+    types = cbt_shapes.interval_types({"timestamp", "block"}, {})
     assert [t.name for t in types["block"]] == ["Position"]
     assert types["timestamp"][0].format == "datetime" and types["timestamp"][0].expression == "value * 1000"
+
+
+def test_configured_interval_types_are_served_in_cbts_form() -> None:
+    configured = {"slot": (Transformation(name="Time", expression="(value * 12 + 1606824023) * 1000",
+                                          format="datetime"),
+                           Transformation(name="Slot", format="number", label="slot {value}")),
+                  "epoch": (Transformation(name="Epoch"),)}
+    types = cbt_shapes.interval_types({"slot", "block"}, configured)
+    assert sorted(types) == ["block", "epoch", "slot"]
+    assert [t.model_dump(exclude_none=True) for t in types["slot"]] == [
+        {"name": "Time", "expression": "(value * 12 + 1606824023) * 1000", "format": "datetime"},
+        {"name": "Slot"},
+    ]
 
 
 @pytest.mark.parametrize(("failed", "in_flight", "coverage", "status"), [

@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 
 from cbt.api import catalog
 from cbt.api import cbt_schemas as s
+from cbt.config.interval_types import IntervalTypes, Transformation
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, ScheduledModel, is_time_type
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.snapshot import StateSnapshot
@@ -81,11 +82,20 @@ TIME_STEPS = [s.IntervalTypeTransformation(name="Datetime", expression="value * 
 milliseconds)."""
 
 
-def interval_types(types: Collection[str]) -> dict[str, list[s.IntervalTypeTransformation]]:
-    """Each interval type the models use: time types shown as dates, others as the raw number (CBT's
-    ``interval_types`` config is not read here: ``cbt.config.cbt_compat`` sets it aside)."""
-    return {kind: list(TIME_STEPS) if is_time_type(kind) else [s.IntervalTypeTransformation(name="Position")]
-            for kind in sorted(types)}
+def interval_types(types: Collection[str],
+                   configured: IntervalTypes) -> dict[str, list[s.IntervalTypeTransformation]]:
+    """Each interval type the models use or the config lists: the config's ``interval_types`` (CBT's own form;
+    our ``label`` and ``number`` format, unknown to CBT, left out), else time types as dates, others as the raw
+    number."""
+    def cbt_step(t: Transformation) -> s.IntervalTypeTransformation:
+        fmt = None if t.format == "number" else t.format
+        return s.IntervalTypeTransformation(name=t.name, expression=t.expression, format=fmt)
+
+    def default(kind: str) -> list[s.IntervalTypeTransformation]:
+        return list(TIME_STEPS) if is_time_type(kind) else [s.IntervalTypeTransformation(name="Position")]
+
+    return {kind: [cbt_step(t) for t in configured[kind]] if kind in configured else default(kind)
+            for kind in sorted({*types, *configured})}
 
 
 def last_runs(model_ids: Collection[ModelId], successes_ms: Mapping[ModelId, int]) -> list[s.ScheduledRun]:

@@ -153,7 +153,7 @@ async def debug_coverage(ctx: Ctx, id: str, position: Position) -> s.CoverageDeb
 
 async def interval_types(ctx: Ctx) -> s.IntervalTypes:
     kinds = {t for t in (catalog.interval_type(m) for m in ctx.models) if t is not None}
-    return s.IntervalTypes(interval_types=cbt_shapes.interval_types(kinds))
+    return s.IntervalTypes(interval_types=cbt_shapes.interval_types(kinds, ctx.config.interval_types))
 
 
 async def _last_runs(ctx: ApiContext, ids: list[ModelId]) -> list[s.ScheduledRun]:

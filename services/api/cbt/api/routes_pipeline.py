@@ -1,19 +1,21 @@
-"""``/api/v1`` across the pipeline: failures, invalidations, external bounds, scheduled runs, the DAG, the audit log and
-live events."""
+"""``/api/v1`` across the pipeline: failures, invalidations, external bounds, scheduled runs, the DAG, the audit log,
+live events and how positions of each interval type are shown."""
 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from cbt.api import catalog
+from cbt.api import catalog, interval_display
 from cbt.api.common import PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
 from cbt.api.history import failures_known
+from cbt.api.problems import ApiProblem
 from cbt.api.schemas import (
     AuditItem,
     AuditList,
@@ -23,11 +25,14 @@ from cbt.api.schemas import (
     DagEdge,
     DagNode,
     FailureList,
+    IntervalTypeList,
     InvalidationList,
     ScheduledList,
     ScheduledRunItem,
+    ShownPosition,
 )
 from cbt.api.translate import failure_item, invalidation_item
+from cbt.contract.messages import MAX_POSITION
 from cbt.models.spec import model_kind
 from cbt.scheduling import bounds as bnd
 
@@ -112,3 +117,21 @@ async def get_events(request: Request) -> AsyncIterator[ServerSentEvent]:
                 return
             name, data = event
             yield ServerSentEvent(event=name, data=data)
+
+
+@router.get("/interval-types", response_model=IntervalTypeList,
+            summary="How positions of each interval type are shown (config interval_types, else the default: time "
+                    "types as times, others as numbers)")
+async def get_interval_types(ctx: Ctx) -> IntervalTypeList:
+    used = (t for t in (catalog.interval_type(m) for m in ctx.models) if t is not None)
+    return interval_display.interval_type_list(used, ctx.config.interval_types)
+
+
+@router.get("/interval-types/{interval_type}/show", response_model=ShownPosition,
+            summary="One position shown by each transformation of its interval type")
+async def show_position(ctx: Ctx, interval_type: str,
+                        position: Annotated[int, Query(ge=0, le=MAX_POSITION)]) -> ShownPosition:
+    used = {t for t in (catalog.interval_type(m) for m in ctx.models) if t is not None}
+    if interval_type not in used and interval_type not in ctx.config.interval_types:
+        raise ApiProblem(404, f"no model uses the interval type {interval_type!r} and the config does not list it")
+    return interval_display.shown(interval_type, position, ctx.config.interval_types, int(time.time() * 1000))

@@ -289,3 +289,37 @@ class Problem(BaseModel):
     status: int
     detail: str
     errors: list[dict[str, str]] | None = None
+
+
+class TransformationItem(Body):
+    """One way of showing a position of an interval type (config ``interval_types``)."""
+
+    name: str
+    expression: str | None = None
+    format: str | None = Field(default=None, description="datetime, date, time, duration, relative or number")
+    label: str | None = Field(default=None, description="a template whose {value} is the formatted result")
+    program: Any = Field(description="the expression compiled: a number, \"value\", or [operator, *operands]; what "
+                                     "the web UI evaluates (operators + - * / // % neg, functions floor ceil round "
+                                     "abs min max)")
+
+
+class IntervalTypeItem(Body):
+    is_time: bool = Field(description="positions are unix seconds")
+    configured: bool = Field(description="listed in the config's interval_types (else the default)")
+    transformations: list[TransformationItem]
+
+
+class IntervalTypeList(Body):
+    interval_types: dict[str, IntervalTypeItem]
+
+
+class ShownItem(Body):
+    name: str
+    text: str | None = Field(description="the position shown this way; null when the expression cannot compute it")
+    error: str | None = None
+
+
+class ShownPosition(Body):
+    interval_type: str
+    position: Position
+    shown: list[ShownItem]
