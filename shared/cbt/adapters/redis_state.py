@@ -12,6 +12,7 @@ with the same contract as its in-memory twin (one contract test suite runs again
     leases     {prefix}lease:{n}, lease-token:{n}                  named leases and their fencing tokens
     failures   {prefix}failed:{m}                                  the newest task failures per model
     skips      {prefix}skipped                                     ranges an operator skipped
+    overrides  {prefix}overrides, overrides-version, overrides-restored   live config overrides
 
 Each module's docstring describes its keys' values.
 """
@@ -25,6 +26,7 @@ from cbt.adapters.redis_stores.coverage import RedisCoverage
 from cbt.adapters.redis_stores.failures import RedisFailures
 from cbt.adapters.redis_stores.leases import RedisLeases
 from cbt.adapters.redis_stores.ledger import RedisTaskLedger
+from cbt.adapters.redis_stores.overrides import RedisOverrides
 from cbt.adapters.redis_stores.skips import RedisSkips
 from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS
 
@@ -39,3 +41,4 @@ class RedisState:
         self.leases = RedisLeases(client, prefix)
         self.failures = RedisFailures(client, prefix)
         self.skips = RedisSkips(client, prefix)
+        self.overrides = RedisOverrides(client, prefix)

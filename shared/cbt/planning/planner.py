@@ -47,6 +47,8 @@ class Planner:
     task_deadline_ms: int
     batch: BatchSizer = field(default_factory=BatchSizer)
     """Each model's batch size (how many intervals of a backlog one task holds), from its measured runs."""
+    paused: frozenset[ModelId] = frozenset()
+    """Models a live override disabled (``enabled: false``): never planned until it is cleared."""
     _upstream: dict[ModelId, tuple[ModelId, ...]] = field(default_factory=dict)
     """Per planned model, the ids ``_with_upstream`` adds (the models never change in a process's life)."""
 
@@ -69,7 +71,8 @@ class Planner:
         return len(await self._replan(model_ids, directions))
 
     async def _replan(self, model_ids: Iterable[ModelId], directions: Collection[FillDirection]) -> list[Published]:
-        wanted = [m for m in dict.fromkeys(model_ids) if isinstance(self.models.models.get(m), IncrementalModel)]
+        wanted = [m for m in dict.fromkeys(model_ids)
+                  if isinstance(self.models.models.get(m), IncrementalModel) and m not in self.paused]
         if not wanted:
             return []
         with tracing.new_trace("plan", **{"cbt.models": len(wanted)}) as span:

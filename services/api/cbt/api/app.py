@@ -31,6 +31,7 @@ from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ScheduledModel
 from cbt.planning.live import LiveStateReader
+from cbt.planning.override_sync import LiveOverrides
 from cbt.planning.planner import Planner
 from cbt.service import skeleton
 from cbt.service.skeleton import Clients, Work
@@ -71,7 +72,8 @@ def build_context(config: Config, models: ModelSet, clients: Clients, events: Ev
     planner = Planner.from_config(config, models, LiveStateReader.of(models, state), state.ledger, clients.publisher)
     return ApiContext(config=config, models=models, hot=state,
                       refresh=RedisRefreshRequests(clients.redis, config.redis.key_prefix),
-                      admin=admin, commands=KafkaCommands(config, planner), events=events)
+                      admin=admin, commands=KafkaCommands(config, planner), events=events,
+                      overrides=LiveOverrides(state.overrides, lambda: admin.overrides))
 
 
 def http_server(config: Config, ctx: ApiContext) -> uvicorn.Server:

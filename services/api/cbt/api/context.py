@@ -17,6 +17,7 @@ from cbt.contract.messages import Invalidation, TaskFailed
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
 from cbt.planning.live import LiveStateReader
+from cbt.planning.override_sync import LiveOverrides
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.protocol import Piece
 from cbt.state.admin_records import InvalidationRecord, RetriedAttempt, ScheduledRun
@@ -55,6 +56,8 @@ class ApiContext:
     admin: AdminRecords
     commands: Commands
     events: EventHub
+    overrides: LiveOverrides | None = None
+    """Live config overrides (Redis, restored from their admin table); None: the routes answer 503."""
 
     @functools.cached_property
     def live(self) -> LiveStateReader:

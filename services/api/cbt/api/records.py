@@ -14,6 +14,7 @@ from collections.abc import Collection
 from pyspark.sql import SparkSession
 
 from cbt.adapters.admin_tables.columns import Column, TableSpec, timestamp
+from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
 from cbt.adapters.admin_tables.session import qualified
 from cbt.adapters.delta_admin import AdminTables, Permit, tables_from_config
 from cbt.api.history import AuditAction, Completion
@@ -45,10 +46,12 @@ class ApiRecords:
         self._tables = tables
         self._session = tables.session
         self._audit = qualified((tables.completions.database, AUDIT_TABLE))
+        self.overrides: OverridesTable = overrides_table(self._session, tables.completions.database)
 
     def ensure_tables(self) -> None:
         self._tables.ensure()
         self._session.create(f"create {self._audit}", AUDIT.create(self._audit))
+        self.overrides.ensure()
 
     def completions(self, model_id: ModelId, limit: int) -> list[Completion]:
         """The model's completion rows, newest first (consolidated rows are runs of its older tasks)."""

@@ -15,6 +15,7 @@ from faststream.confluent import KafkaMessage
 from pydantic import ValidationError
 
 from cbt.adapters import runtime
+from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
 from cbt.adapters.kafka_bus import delivery_of, partition_of, process_span
@@ -32,6 +33,7 @@ from cbt.observability import metrics, model_state
 from cbt.observability.metrics import Labels
 from cbt.planning import hot_index
 from cbt.planning.live import LiveStateReader
+from cbt.planning.override_sync import Applied, LiveOverrides, ModelView
 from cbt.planning.planner import Planner
 from cbt.scheduling.message_checks import event_problem
 from cbt.service import skeleton
@@ -58,6 +60,9 @@ class Coordinator:
     next_consolidation: int | None = None
     consolidation: asyncio.Task[None] | None = None
     """The consolidation running in the background, if any: the leader's ticks go on meanwhile."""
+    view: ModelView | None = None
+    """The loaded models plus the live config overrides, refreshed each tick (``cbt.planning.override_sync``)."""
+    paused: frozenset[ModelId] = frozenset()
     leadership: LeaseHolder = field(init=False)
 
     def __post_init__(self) -> None:
@@ -109,7 +114,12 @@ class Coordinator:
         metrics.count_rejected(topic, "coordinator", reason)
 
     async def tick(self) -> None:
-        """Renew or take leadership; as leader, run what the wall clock says is due."""
+        """Apply changed live config overrides; renew or take leadership; as leader, run what the wall clock says
+        is due."""
+        if self.view is not None:
+            applied = await asyncio.to_thread(self.view.refresh)
+            if applied is not None:
+                self._apply_overrides(applied)
         try:
             self.is_leader = self._hold_leadership()
         except Exception:  # Redis unreachable: this process cannot know it still leads
@@ -125,13 +135,21 @@ class Coordinator:
                 await self._rebuild_hot_index(now)
             self.tracker = None
         if self.tracker is None:
-            tracker = DueTracker.for_models(self.models.incrementals, self.models.scheduled, now)
+            tracker = DueTracker.for_models([m for m in self.models.incrementals if m.id not in self.paused],
+                                            [m for m in self.models.scheduled if m.id not in self.paused], now)
             async with self._leadership_kept():  # (it may read the admin tables: seconds on a busy Spark)
                 await self._recover(now)  # when it raises, the next tick recovers again (it is idempotent)
             self.tracker = tracker
             metrics.scheduled_tasks_registered.replace({**tracker.registered(), **self._consolidation_registered()})
         await self.tracker.run_due(now, self._run_scheduled, self._plan_fills)
         await self._consolidate_when_due(now)
+
+    def _apply_overrides(self, applied: Applied) -> None:
+        """Plan with the overridden models from now on; the schedules are rebuilt (and everything planned once) at
+        this tick when leading."""
+        self.models, self.paused = applied.models, applied.paused
+        self.planner.models, self.planner.paused = applied.models, applied.paused
+        self.tracker = None
 
     def _consolidation_registered(self) -> dict[Labels, float]:
         """The consolidation schedule, as the original CBT's ``system:consolidation`` task (none when off)."""
@@ -222,6 +240,8 @@ class Coordinator:
         await self.planner.replan(m.id for m in self.models.incrementals)
         last_runs = await self._last_fire_times()
         for model in self.models.scheduled:
+            if model.id in self.paused:
+                continue
             owed = missed_run(model.schedule, last_runs.get(model.id), now)
             if owed is not None:
                 await self._run_scheduled(model.id, owed)
@@ -276,7 +296,16 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
     state = clients.state
     planner = Planner.from_config(config, models, LiveStateReader.of(models, state), state.ledger, clients.publisher)
     marks = RedisMarks(clients.redis, config.redis.key_prefix)
-    return Coordinator(config, models, state, planner, marks, clients.owner, functools.cache(lambda: _admin(clients)))
+    admin = functools.cache(lambda: _admin(clients))
+    view = ModelView(models, LiveOverrides(state.overrides, functools.cache(lambda: _override_record(admin()))))
+    return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view)
+
+
+def _override_record(admin: DeltaAdmin) -> OverridesTable:
+    """The live config overrides' admin table, beside the others (read when Redis lost the overrides)."""
+    table = overrides_table(admin.tables.session, admin.tables.completions.database)
+    table.ensure()
+    return table
 
 
 def _admin(clients: Clients) -> DeltaAdmin:
