@@ -219,3 +219,14 @@ def test_most_tasks_bounds_what_impact_lists_when_every_task_ran() -> None:
               for m in PIPELINE if m.id.startswith("an.")}
     listed = sum(len(r) for r in impact(models, "an.minute", rng, ran=pieces).ranges.values())
     assert 0 < listed <= most_tasks(models, "an.minute", rng)
+
+
+def test_a_decade_that_ran_is_mapped_to_one_run_per_model_without_listing_its_tasks() -> None:
+    """Five million one-minute tasks per model: the mapping's work and result grow with the runs."""
+    decade = 10 * 365 * 86400
+    ran_everywhere = ran(an_minute=[(0, decade, 60)], an_two=[(0, decade, 120)], an_five=[(0, decade, 300)])
+    found = impact(model_set(), "ext.blocks", (0, decade), ran=ran_everywhere)
+    assert {m: list(r) for m, r in found.ranges.items()} == {
+        "an.minute": [TaskRun(0, decade, 60)], "an.two": [TaskRun(0, decade, 120)],
+        "an.five": [TaskRun(0, decade, 300)], "an.hourly": []}
+    assert found.task_count == decade // 60 + decade // 120 + decade // 300
