@@ -141,3 +141,11 @@ def test_past_its_rate_limit_a_client_gets_429_with_retry_after_and_others_go_on
     assert limited.json()["type"] == "urn:cbt:problem:too-many-requests"
     assert "api.rate_limit" in str(limited.json()["detail"])
     assert api.get("/api/v1/openapi.json", bearer(READ)).status == 200  # another client: its own bucket
+
+
+def test_behind_a_listed_proxy_each_forwarded_address_is_its_own_client(api: Api) -> None:
+    """The test talks from 127.0.0.1, which ``api.forwarded_allow_ips`` lists by default (as a proxy on the same host
+    would be): ``X-Forwarded-For`` names the client, so one address past its limit leaves another untouched."""
+    statuses = [api.get("/login", {"X-Forwarded-For": "198.51.100.7"}).status for _ in range(BURST + 5)]
+    assert statuses.count(200) >= BURST and 429 in statuses, statuses
+    assert api.get("/login", {"X-Forwarded-For": "198.51.100.8"}).status == 200
