@@ -4,10 +4,11 @@
 #   cbt/spark cbt/kafka cbt/redis                                          Spark (cluster + Connect), Kafka, Redis
 # Usage: deploy/docker/build.sh [IMAGE ...]          (names without cbt/, default all)
 #   CBT_IMAGE_BASES=local     (default) base images made here from Debian's packages (bases.sh): no registry needed
-#   CBT_IMAGE_BASES=official  the Dockerfiles' defaults (python:3.11-slim-bookworm, eclipse-temurin:17-jre,
-#                             debian:bookworm-slim), pulled from a registry
+#   CBT_IMAGE_BASES=official  the registry's images (python:3.11-slim-bookworm, eclipse-temurin:17-jre,
+#                             debian:bookworm-slim), each pinned by digest in deploy/docker/official-bases.txt: the
+#                             build refuses to start while one is not (official-bases.sh)
 # Everything the builds need is fetched first on this machine (context.sh), so no build reaches the network except
-# apt in the redis image and the local bases. Prints each image's size and the build times; the sizes also go to
+# apt in the redis image and the local bases; the Python packages are installed with the hashes of uv.lock's files. Prints each image's size and the build times; the sizes also go to
 # var/reports/image-sizes.json.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -24,7 +25,7 @@ case "${CBT_IMAGE_BASES:-local}" in
     read -r debian python jre < <(bash deploy/docker/bases.sh | tail -n1)
     BASE_ARGS=(--build-arg "DEBIAN_BASE=$debian" --build-arg "PYTHON_BASE=$python" --build-arg "JRE_BASE=$jre")
     ;;
-  official) BASE_ARGS=() ;;
+  official) mapfile -t BASE_ARGS < <(bash deploy/docker/official-bases.sh) && [ ${#BASE_ARGS[@]} -gt 0 ] || exit 2 ;;
   *) echo "CBT_IMAGE_BASES must be local or official" >&2; exit 2 ;;
 esac
 bases_done=$(date +%s)

@@ -6,7 +6,11 @@
 #   requirements/<svc>.txt   the same for shared/ + services/<svc> (no annotations: equal closures, equal files,
 #                            so services with the same dependencies share their image layers)
 #   requirements/build.txt   the wheel build backend (hatchling) the builder stages use
-#   wheelhouse/              a wheel for every line of those files (sdists built into wheels here)
+#   wheelhouse/              a wheel for every line of those files, each download checked against the hashes uv.lock
+#                            records (deploy/docker/build-requirements.txt's for the build backend); a package the
+#                            lock has as a source archive only is built into a wheel here from the checked archive
+# Every requirements file carries the sha256 of its wheels, and the images install them with pip --require-hashes
+# (requirement_hashes.py), so an image gets exactly the files checked against the lock.
 #   kafka-libs/              the Kafka broker jars (deploy/local/kafka-pom.xml, as the local launcher)
 #   spark/{bin,sbin,jars}    Spark itself, from the pip pyspark the workspace pins
 #   delta-jars/              Delta Lake (deploy/docker/spark/delta-pom.xml)
@@ -17,13 +21,16 @@ ROOT=$PWD
 CTX=$ROOT/var/docker/context
 UV=${UV:-$ROOT/var/tools/uv-0.13.9/bin/uv}
 PIP=${PIP:-$ROOT/var/tools/uv-0.13.9/bin/pip}
+PYTHON=${PYTHON:-$ROOT/.venv/bin/python}
 SERVICES=(coordinator worker bounds-cache invalidator api)
 HATCHLING=$(grep -ohE 'hatchling==[0-9.]+' shared/pyproject.toml | head -n1)
 mkdir -p "$CTX/requirements" "$CTX/wheelhouse"
 
 # The Python part is redone only when the lock or a distribution's metadata changed (a stamp of their hashes).
-stamp=$(cat uv.lock shared/pyproject.toml services/*/pyproject.toml deploy/docker/context.sh | sha256sum | cut -c1-16)
+stamp=$(cat uv.lock shared/pyproject.toml services/*/pyproject.toml deploy/docker/context.sh \
+          deploy/docker/build-requirements.txt deploy/docker/requirement_hashes.py | sha256sum | cut -c1-16)
 if [ "$(cat "$CTX/python.stamp" 2>/dev/null)" != "$stamp" ]; then
+  # Versions only (the compile constraints below); the hashes come from uv.lock further down.
   "$UV" export --quiet --frozen --all-packages --no-dev --no-hashes --no-emit-workspace --no-header \
     -o "$CTX/constraints.txt"
 
@@ -41,9 +48,14 @@ if [ "$(cat "$CTX/python.stamp" 2>/dev/null)" != "$stamp" ]; then
   EMIT=()
   compile "$CTX/requirements/build.txt" "$HATCHLING"
 
-  # One wheel per pinned line (pip's cache makes a rerun cheap; sdists, if any, are built into wheels here).
-  grep -hE '^[A-Za-z0-9]' "$CTX"/requirements/*.txt | sort -u >"$CTX/wheelhouse.txt"
-  "$PIP" wheel --quiet --disable-pip-version-check --no-deps -w "$CTX/wheelhouse" -r "$CTX/wheelhouse.txt"
+  # One wheel per pinned line, each download checked against uv.lock's hashes (pip's cache makes a rerun cheap;
+  # sdists are built into wheels here, after their own check), then every file pinned to its wheels' hashes.
+  "$PYTHON" deploy/docker/requirement_hashes.py locked "$CTX/wheelhouse.txt" "$CTX"/requirements/*.txt \
+    --lock uv.lock --extra deploy/docker/build-requirements.txt
+  rm -rf "$CTX/wheelhouse" && mkdir -p "$CTX/wheelhouse"
+  "$PIP" wheel --quiet --disable-pip-version-check --no-deps --require-hashes -w "$CTX/wheelhouse" \
+    -r "$CTX/wheelhouse.txt"
+  "$PYTHON" deploy/docker/requirement_hashes.py pin "$CTX/wheelhouse" "$CTX"/requirements/*.txt
   echo "$stamp" >"$CTX/python.stamp"
 fi
 

@@ -7,17 +7,17 @@ ARG PYTHON_BASE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_BASE} AS builder
 ENV PIP_NO_INDEX=1 PIP_FIND_LINKS=/wheelhouse PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
-# Third-party dependencies first (uv.lock's versions): the library's, shared by every service image's layers, then
-# this service's own; both cached until the lock changes.
+# Third-party dependencies first, each wheel checked against its hash (the files uv.lock names: context.sh): the
+# library's, shared by every service image's layers, then this service's own; both cached until the lock changes.
 COPY var/docker/context/requirements/core.txt var/docker/context/requirements/build.txt /tmp/requirements/
 RUN --mount=type=bind,source=var/docker/context/wheelhouse,target=/wheelhouse \
     python3 -m venv /opt/cbt \
- && /opt/cbt/bin/pip install --no-deps -r /tmp/requirements/core.txt \
+ && /opt/cbt/bin/pip install --no-deps --require-hashes -r /tmp/requirements/core.txt \
  && python3 -m venv /opt/build \
- && /opt/build/bin/pip install --no-deps -r /tmp/requirements/build.txt
+ && /opt/build/bin/pip install --no-deps --require-hashes -r /tmp/requirements/build.txt
 COPY var/docker/context/requirements/worker.txt /tmp/requirements/service.txt
 RUN --mount=type=bind,source=var/docker/context/wheelhouse,target=/wheelhouse \
-    /opt/cbt/bin/pip install --no-deps -r /tmp/requirements/service.txt
+    /opt/cbt/bin/pip install --no-deps --require-hashes -r /tmp/requirements/service.txt
 # Then the wheels of the library and this service, built here from their sources. Everything is compiled to bytecode
 # here (pip does at install; compileall catches what it skipped): the image runs as a user who cannot write it, with
 # PYTHONDONTWRITEBYTECODE, so a module without bytecode would be compiled again at every start.

@@ -36,6 +36,8 @@ class ComposeStack:
         name: free_port() for name in ("KAFKA", "REDIS", "SPARK", "API")})
     redis_password: str = field(default_factory=lambda: uuid.uuid4().hex)
     kafka_password: str = field(default_factory=lambda: uuid.uuid4().hex)
+    spark_secret: str = field(default_factory=lambda: uuid.uuid4().hex)
+    spark_connect_token: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -53,7 +55,8 @@ class ComposeStack:
 
     @property
     def spark_remote(self) -> str:
-        return f"sc://127.0.0.1:{self.ports['SPARK']}"
+        """With the Connect server's token (deploy/compose/config.yaml's ``spark.remote``)."""
+        return f"sc://127.0.0.1:{self.ports['SPARK']}/;authorization=Bearer%20{self.spark_connect_token}"
 
     @property
     def api_url(self) -> str:
@@ -61,7 +64,8 @@ class ComposeStack:
 
     def env(self) -> dict[str, str]:
         return {**os.environ, **{f"CBT_COMPOSE_{name}_PORT": str(port) for name, port in self.ports.items()},
-                "CBT_REDIS_PASSWORD": self.redis_password, "CBT_KAFKA_PASSWORD": self.kafka_password}
+                "CBT_REDIS_PASSWORD": self.redis_password, "CBT_KAFKA_PASSWORD": self.kafka_password,
+                "CBT_SPARK_SECRET": self.spark_secret, "CBT_SPARK_CONNECT_TOKEN": self.spark_connect_token}
 
     def compose(self, *args: str, timeout_s: float = 600) -> str:
         argv = [*compose_command(), "-p", self.project, "-f", str(COMPOSE_FILE), *args]

@@ -48,6 +48,13 @@ def kafka(port: int) -> DockerContainer:
             .with_env("KAFKA_CFG_ADVERTISED_LISTENERS", f"CLIENT://127.0.0.1:{port}"))
 
 
+def spark_connect(token: str) -> DockerContainer:
+    """The cbt/spark image's Connect server in local mode: it admits clients presenting ``token``; its cluster
+    secret (spark.authenticate) is required even with no cluster to join."""
+    return (DockerContainer(f"cbt/spark:{VERSION}").with_command("connect")
+            .with_env("SPARK_CONNECT_AUTHENTICATE_TOKEN", token).with_env("SPARK_AUTH_SECRET", uuid.uuid4().hex))
+
+
 def wait_until(check: Callable[[], bool], what: str, timeout_s: float = 240) -> None:
     deadline = time.monotonic() + timeout_s
     while not check():
@@ -61,12 +68,13 @@ def project_containers() -> Iterator[tuple[str, str, str]]:
     """(Kafka bootstrap, Redis URL, Spark Connect remote) of fresh containers, removed on exit."""
     kafka_port, redis_port, spark_port = free_port(), free_port(), free_port()
     password = uuid.uuid4().hex  # the cbt/redis image admits only its user cbt, with this password
+    spark_token = uuid.uuid4().hex  # the cbt/spark image's Connect server admits clients presenting it
     endpoints = (f"127.0.0.1:{kafka_port}", f"redis://cbt:{password}@127.0.0.1:{redis_port}/0",
-                 f"sc://127.0.0.1:{spark_port}")
+                 f"sc://127.0.0.1:{spark_port}/;authorization=Bearer%20{spark_token}")
     containers = [on_loopback(kafka(kafka_port), kafka_port, kafka_port),
                   on_loopback(DockerContainer(f"cbt/redis:{VERSION}").with_env("REDIS_PASSWORD", password), 6379,
                               redis_port),
-                  on_loopback(DockerContainer(f"cbt/spark:{VERSION}").with_command("connect"), 15002, spark_port)]
+                  on_loopback(spark_connect(spark_token), 15002, spark_port)]
     with ExitStack() as stack:
         for container in containers:
             stack.enter_context(container)

@@ -266,14 +266,31 @@ def grace_problems(service: str, deployment: Doc, config: Config) -> list[str]:
                                        f"(worker.shutdown_timeout_s + {SHUTDOWN_SLACK_S:.0f} + {GRACE_MARGIN_S})"]
 
 
+DIGEST = re.compile(r"@sha256:[0-9a-f]{64}")
+IMAGE = re.compile(rf"(?:(?P<registry>[^/]+)/(?:[^@:]+/)?)?cbt/(?P<name>{'|'.join(map(re.escape, IMAGES))})"
+                   rf"(?::(?P<tag>[\w.-]+))?(?P<digest>{DIGEST.pattern})?")
+"""cbt/<name>:<tag> as deploy/docker builds it, or the same pushed to a registry
+(``registry.example/team/cbt/<name>``)."""
+
+
 def image_problems(docs: list[Doc]) -> list[str]:
-    """Only the images deploy/docker builds, and each service Deployment runs its own."""
-    pattern = re.compile(rf"cbt/({'|'.join(map(re.escape, IMAGES))}):{re.escape(IMAGE_TAG)}")
-    problems = [f"{w['kind']}/{w['metadata']['name']}: image {c['image']} is not one of cbt/{{{','.join(IMAGES)}}}:"
-                f"{IMAGE_TAG}" for w in workloads(docs) for c in containers(w) if not pattern.fullmatch(c["image"])]
+    """Only the images deploy/docker builds, and each service Deployment runs its own: as built (cbt/<name>:<tag>,
+    loaded onto the nodes), or from a registry pinned by digest (kustomize ``images: [{name: cbt/<name>, newName:
+    registry.example/cbt/<name>, digest: sha256:…}]``), never by a tag alone that the registry can move."""
+    problems = []
+    for workload in workloads(docs):
+        for container in containers(workload):
+            image, where = container["image"], f"{workload['kind']}/{workload['metadata']['name']}"
+            found = IMAGE.fullmatch(image)
+            if found is None or (not found["registry"] and not found["digest"] and found["tag"] != IMAGE_TAG):
+                problems.append(f"{where}: image {image} is not one of cbt/{{{','.join(IMAGES)}}}:{IMAGE_TAG}")
+            elif found["registry"] and not found["digest"]:
+                problems.append(f"{where}: image {image} names a registry but no digest: pin it by digest "
+                                "(kustomize images: digest: sha256:…), a tag can be moved")
     for service, deployment in service_deployments(docs):
         image = service_container(deployment)["image"]
-        if image != f"cbt/{service}:{IMAGE_TAG}":
+        found = IMAGE.fullmatch(image)
+        if found is None or found["name"] != service:
             problems.append(f"cbt-{service} runs {image}")
     return problems
 

@@ -13,10 +13,12 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
+from cbt.scheduling.admission import cluster_of
 from tests.deploy import kube_checks as checks
 from tests.deploy.kube import TARGETS, Doc, find, one, pod_spec, render, service_container, service_deployments, tool
 from tests.deploy.kube_kafka import kafka_problems
 from tests.deploy.kube_network import network_problems, tls_problems
+from tests.deploy.kube_spark import connect_token_problems, spark_auth_problems
 
 pytestmark = pytest.mark.timeout(900)  # the first run on a machine builds kustomize (~1.5 min on 2 cores)
 OVERLAYS = [t for t in TARGETS if t.startswith("overlays/")]
@@ -43,13 +45,14 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
         if config is not None:
             problems += checks.port_problems(service, deployment, config)
             problems += checks.grace_problems(service, deployment, config)
+            problems += connect_token_problems(service, config, docs)
     problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
-    problems += checks.ingress_problems(docs) + network_problems(docs) + tls_problems(docs)
+    problems += checks.ingress_problems(docs) + network_problems(docs) + tls_problems(docs) + spark_auth_problems(docs)
     problems += kafka_problems(docs, {s: view.config for s, view in views.items()})
     worker = views["worker"].config
     if worker is not None:
         problems += checks.keda_scaling_problems(docs, worker) + checks.hpa_scaling_problems(docs, worker)
-        endpoints = {"spark": (worker.spark.remote or "").removeprefix("sc://"),
+        endpoints = {"spark": cluster_of(worker.spark.remote) if worker.spark.remote else "",
                      "kafka": worker.kafka.bootstrap_servers.split(",")[0],
                      "redis": urlsplit(worker.redis.url).netloc.rpartition("@")[2]}
         problems += [p for name in ENDPOINTS[target] for p in checks.endpoint_problems(docs, endpoints[name])]
@@ -100,6 +103,16 @@ def test_the_pods_load_the_example_pipeline_and_consume_two_pools(target: str, t
     assert view.models is not None and len(view.models.models) >= 10, view.problems
     assert view.config is not None
     assert {g for g, _ in checks.worker_subscriptions(view.config)} == {"cbt.worker.default", "cbt.worker.python"}
+
+
+@pytest.mark.parametrize("target", TARGETS)
+def test_images_from_a_registry_pass_when_pinned_by_digest(target: str) -> None:
+    """An overlay that pushes the images to a registry pins each by digest (kustomize images: newName, digest)."""
+    docs = render(target)
+    for workload in find(docs, "Deployment") + find(docs, "StatefulSet"):
+        for c in pod_spec(workload)["containers"]:
+            c["image"] = f"registry.example.com:5000/team/{c['image'].split(':')[0]}@sha256:{'0123456789abcdef' * 4}"
+    assert checks.image_problems(docs) == []
 
 
 # Broken copies: each mutation below must be reported by its check, with the words given.
@@ -168,6 +181,36 @@ def remove(kind: str, name: str) -> Mutation:
     return lambda docs: docs.remove(one(docs, kind, name))
 
 
+def spark_container(docs: list[Doc], name: str) -> Doc:
+    spark: Doc = next(c for c in pod_spec(deployment(docs, name))["containers"] if c["name"] == "spark")
+    return spark
+
+
+def drop_spark_env(workload: str, name: str) -> Mutation:
+    def mutate(docs: list[Doc]) -> None:
+        env = spark_container(docs, workload)["env"]
+        env[:] = [e for e in env if e["name"] != name]
+
+    return mutate
+
+
+def set_spark_env(workload: str, name: str, value: str) -> Mutation:
+    def mutate(docs: list[Doc]) -> None:
+        drop_spark_env(workload, name)(docs)
+        spark_container(docs, workload)["env"].append({"name": name, "value": value})
+
+    return mutate
+
+
+def spark_conf_line(line: str) -> Mutation:
+    """Append ``line`` to the Connect server's spark-defaults.conf (the ConfigMap cbt-spark-conf)."""
+    def mutate(docs: list[Doc]) -> None:
+        cm = next(d for d in find(docs, "ConfigMap") if d["metadata"]["name"].startswith("cbt-spark-conf-"))
+        cm["data"]["spark-defaults.conf"] += f"{line}\n"
+
+    return mutate
+
+
 EX = "overlays/example"
 BROKEN: list[tuple[str, Mutation, Check, str]] = [
     # Kubernetes schemas (strict: unknown fields are errors)
@@ -229,6 +272,10 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
      "image cbt/worker:latest is not one of"),
     (EX, lambda d: container(d, "cbt-coordinator").update(image="cbt/worker:0.1.0"), project_problems,
      "cbt-coordinator runs cbt/worker:0.1.0"),
+    (EX, lambda d: container(d, "cbt-worker").update(image="registry.example.com/cbt/worker:0.1.0"), project_problems,
+     "image registry.example.com/cbt/worker:0.1.0 names a registry but no digest"),
+    (EX, lambda d: container(d, "cbt-api").update(image=f"registry.example.com/cbt/worker@sha256:{'a' * 64}"),
+     project_problems, "cbt-api runs registry.example.com/cbt/worker@sha256:"),
     (EX, lambda d: pod_spec(deployment(d, "cbt-spark-connect"))["containers"][0].update(image="apache/spark:4.0.1"),
      project_problems, "image apache/spark:4.0.1"),
     (EX, lambda d: container(d, "cbt-worker")["securityContext"].update(readOnlyRootFilesystem=False),
@@ -292,6 +339,24 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
      "trigger cbt.task-requested.default: tls None, the workers use SASL_SSL"),
     (EX, lambda d: one(d, "TriggerAuthentication", "cbt-kafka")["spec"]["secretTargetRef"].pop(), project_problems,
      "TriggerAuthentication cbt-kafka takes no ['ca'] from a Secret"),
+    # Spark's own authentication: the cluster's secret and Connect's token, from Secrets only
+    (EX, drop_spark_env("cbt-spark-worker", "SPARK_AUTH_SECRET"), project_problems,
+     "cbt-spark-worker/spark: no SPARK_AUTH_SECRET from a Secret: spark.authenticate is off"),
+    (EX, drop_spark_env("cbt-spark-connect", "SPARK_CONNECT_AUTHENTICATE_TOKEN"), project_problems,
+     "cbt-spark-connect/spark: no SPARK_CONNECT_AUTHENTICATE_TOKEN from a Secret"),
+    (EX, set_spark_env("cbt-spark-master", "SPARK_AUTH_SECRET", "0123456789abcdef0123456789abcdef"), project_problems,
+     "cbt-spark-master/spark: env SPARK_AUTH_SECRET: a Spark secret inline"),
+    (EX, spark_conf_line("spark.authenticate.secret 0123456789abcdef0123456789abcdef"), project_problems,
+     "cbt-spark-connect/spark: ConfigMap cbt-spark-conf"),
+    (EX, spark_conf_line("spark.authenticate false"), project_problems, "turns spark.authenticate off"),
+    (EX, set_spark_env("cbt-spark-worker", "SPARK_WORKER_OPTS", "-Dspark.authenticate=false"), project_problems,
+     "cbt-spark-worker/spark: env SPARK_WORKER_OPTS: turns spark.authenticate off"),
+    (EX, lambda d: spark_container(d, "cbt-spark-master")["env"][0]["valueFrom"]["secretKeyRef"].update(key="other"),
+     project_problems, "the Spark pods do not share one secret"),
+    (EX, edit_config(lambda c: c["spark"].update(remote="sc://cbt-spark-connect:15002")), project_problems,
+     "worker: spark.remote presents no token"),
+    (EX, edit_config(lambda c: c["spark"].update(remote="sc://cbt-spark-connect:15002/;authorization=Bearer%20abc")),
+     project_problems, "api: spark.remote's token is not the Connect server's"),
 ]
 
 

@@ -23,7 +23,7 @@ DOCKER = ROOT / "deploy" / "docker"
 COMPOSE = ROOT / "deploy" / "compose"
 SERVICES = sorted(p.name for p in (ROOT / "services").iterdir() if (p / "pyproject.toml").is_file())
 INFRA = ["spark", "kafka", "redis"]
-COMPOSE_ENV = {"CBT_REDIS_PASSWORD": "pw", "CBT_KAFKA_PASSWORD": "kafka-pw"}
+COMPOSE_ENV = {"CBT_REDIS_PASSWORD": "pw", "CBT_KAFKA_PASSWORD": "kafka-pw", "CBT_SPARK_CONNECT_TOKEN": "spark-token"}
 """The variables compose requires, as deploy/compose/config.yaml reads them."""
 OFFICIAL_BASES = {"PYTHON_BASE": "python:3.11-slim-bookworm", "JRE_BASE": "eclipse-temurin:17-jre",
                   "DEBIAN_BASE": "debian:bookworm-slim"}
@@ -152,11 +152,27 @@ def test_compose_kafka_admits_only_the_user_cbt_with_the_password_the_services_u
     assert {protocols[name] for name in listeners} == {"SASL_PLAINTEXT"}
 
 
+def test_compose_spark_authenticates_its_members_and_its_clients_with_required_secrets() -> None:
+    """The master, worker and Connect server share the cluster's secret (spark.authenticate; the image refuses to
+    start without it), the Connect server admits only clients with its token, which every service gets: both from
+    variables compose requires, never written in the file."""
+    services = compose_file()["services"]
+    secret, token = "${CBT_SPARK_SECRET:?", "${CBT_SPARK_CONNECT_TOKEN:?"
+    assert all(services[name]["environment"]["SPARK_AUTH_SECRET"].startswith(secret)
+               for name in ("spark-master", "spark-worker", "spark-connect"))
+    assert services["spark-connect"]["environment"]["SPARK_CONNECT_AUTHENTICATE_TOKEN"].startswith(token)
+    assert all(services[name]["environment"]["CBT_SPARK_CONNECT_TOKEN"].startswith(token) for name in SERVICES)
+    assert all("SPARK_AUTH_SECRET" not in services[name]["environment"] for name in SERVICES)
+    assert services["spark-connect"]["ports"] == ["127.0.0.1:${CBT_COMPOSE_SPARK_PORT:-25002}:15002"]
+    entrypoint = (DOCKER / "spark" / "entrypoint.sh").read_text()
+    assert "spark.authenticate true" in entrypoint and "--properties-file" in entrypoint
+
+
 def test_compose_config_is_the_projects_config_with_the_containers_addresses() -> None:
     ours = load_config(ROOT / "config.yaml", {}).model_dump()
     theirs = load_config(COMPOSE / "config.yaml", COMPOSE_ENV).model_dump()
     assert (theirs["kafka"]["bootstrap_servers"], theirs["redis"]["url"], theirs["spark"]["remote"]) == (
-        "kafka:9092", "redis://cbt:pw@redis:6379/0", "sc://spark-connect:15002")
+        "kafka:9092", "redis://cbt:pw@redis:6379/0", "sc://spark-connect:15002/;authorization=Bearer%20spark-token")
     assert theirs["kafka"]["client"] == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
                                          "sasl.username": "cbt", "sasl.password": "kafka-pw"}
     assert theirs["health_addr"].startswith("0.0.0.0:") and theirs["api"]["addr"].startswith("0.0.0.0:")

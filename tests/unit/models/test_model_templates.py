@@ -247,6 +247,16 @@ def test_secrets_are_redacted_by_value_too_and_spark_settings_always() -> None:
     assert redact_text("SELECT 'hunter2-long', 'mainnet'", secret_values(env)) == "SELECT '***', 'mainnet'"
 
 
+@pytest.mark.parametrize("remote", [
+    pytest.param("sc://spark:15002/;authorization=Bearer%20abc123;user_id=cbt", id="url-encoded"),
+    pytest.param("sc://spark:15002/;Authorization=bearer abc123;user_id=cbt", id="plain-space"),
+])
+def test_a_spark_connect_bearer_header_is_redacted(remote: str) -> None:
+    """The compose and Kubernetes services present Spark Connect's token as a header parameter (no TLS)."""
+    shown = redact_env({"SPARK_REMOTE": remote})["SPARK_REMOTE"]
+    assert "abc123" not in shown and shown.endswith("***;user_id=cbt")
+
+
 def test_validate_trial_renders_every_template(project_with_blocks: Project) -> None:
     project_with_blocks.incremental(body="SELECT {{ bounds.strat }}\n")
     project_with_blocks.incremental("w", write={"strategy": "replace", "replace_where": "{{ nope }}"})
