@@ -46,7 +46,7 @@ class ComposeStack:
     @property
     def kafka_client(self) -> dict[str, str]:
         """The services' Kafka credentials (deploy/compose/config.yaml's ``kafka.client``)."""
-        return {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "cbt",
+        return {"security.protocol": "sasl_plaintext", "sasl.mechanism": "SCRAM-SHA-512", "sasl.username": "cbt",
                 "sasl.password": self.kafka_password}
 
     @property

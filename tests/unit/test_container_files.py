@@ -173,7 +173,7 @@ def test_compose_config_is_the_projects_config_with_the_containers_addresses() -
     theirs = load_config(COMPOSE / "config.yaml", COMPOSE_ENV).model_dump()
     assert (theirs["kafka"]["bootstrap_servers"], theirs["redis"]["url"], theirs["spark"]["remote"]) == (
         "kafka:9092", "redis://cbt:pw@redis:6379/0", "sc://spark-connect:15002/;authorization=Bearer%20spark-token")
-    assert theirs["kafka"]["client"] == {"security.protocol": "SASL_PLAINTEXT", "sasl.mechanism": "SCRAM-SHA-512",
+    assert theirs["kafka"]["client"] == {"security.protocol": "sasl_plaintext", "sasl.mechanism": "SCRAM-SHA-512",
                                          "sasl.username": "cbt", "sasl.password": "kafka-pw"}
     assert theirs["health_addr"].startswith("0.0.0.0:") and theirs["api"]["addr"].startswith("0.0.0.0:")
     assert without_addresses(ours, ROOT) == without_addresses(theirs, COMPOSE)

@@ -19,8 +19,12 @@ JSON_HEADERS = {"content-type": "application/json"}
 
 
 def make_broker(config: KafkaConfig, client_id: str) -> KafkaBroker:
-    """A broker for one service process; ``kafka.client`` settings (security, SASL…) pass through unchanged."""
+    """A broker for one service process; ``kafka.client`` settings (security, SASL…) pass through unchanged, but
+    ``security.protocol`` in lower case: librdkafka takes any case (Kafka's docs write ``SASL_SSL``), FastStream's
+    check of it only lower case, and would fail the connection."""
     extra: Any = dict(config.client)  # ConfluentConfig is a TypedDict of librdkafka keys; ours are user-given
+    if isinstance(extra.get("security.protocol"), str):
+        extra["security.protocol"] = extra["security.protocol"].lower()
     return KafkaBroker(
         config.bootstrap_servers, client_id=client_id, acks="all", linger_ms=0, enable_idempotence=True,
         config=extra or None, logger=None,
