@@ -4,6 +4,7 @@
 
 import { h, s, tooltip } from "./dom.js";
 import { formatPosition, formatRange, formatSpan } from "./format.js";
+import { showPosition, shownText } from "./interval_display.js";
 import {
   clampWindow, integerWindow, makeScale, panWindow, shiftWindow, unionExtent, zoomWindow,
 } from "./scale.js";
@@ -22,8 +23,8 @@ export class CoverageGroup {
    * rows: [{key, label (Node), section?, load(window) → {ranges, valid_range, window, ...}, stats(data) → Node}]
    * zoomBar: the element holding data-action buttons; windowLabel: where the window is written.
    */
-  constructor({ root, rows, isTime, zoomBar = null, windowLabel = null, clickable = false, onSelect = null }) {
-    Object.assign(this, { root, isTime, zoomBar, windowLabel, clickable, onSelect });
+  constructor({ root, rows, isTime, zoomBar = null, windowLabel = null, clickable = false, onSelect = null, shown = [] }) {
+    Object.assign(this, { root, isTime, zoomBar, windowLabel, clickable, onSelect, shown });
     this.rows = rows.map((spec) => ({ spec, data: null, error: null, seq: 0 }));
     this.window = null;
     this.extent = null;
@@ -130,7 +131,9 @@ export class CoverageGroup {
     for (const row of this.rows) this.drawOne(row, scale, ticks);
     if (this.windowLabel) {
       const [from, to] = this.window;
-      this.windowLabel.textContent = `${formatRange(Math.floor(from), Math.ceil(to), this.isTime)} · ${formatSpan(Math.round(to - from), this.isTime)}`;
+      const first = this.shown.slice(0, 1);
+      const shown = first.length ? ` · ${shownText(Math.floor(from), first)} → ${showPosition(Math.ceil(to), first)[0].text ?? "?"}` : "";
+      this.windowLabel.textContent = `${formatRange(Math.floor(from), Math.ceil(to), this.isTime)} · ${formatSpan(Math.round(to - from), this.isTime)}${shown}`;
     }
   }
 
@@ -195,6 +198,8 @@ export class CoverageGroup {
     const p = Math.floor(position);
     const range = rangeAt(row.data, p);
     const lines = [h("b", {}, row.spec.key), formatPosition(p, this.isTime)];
+    const shown = shownText(p, this.shown);
+    if (shown) lines.push(h("span", { class: "position-shown" }, shown));
     if (range) {
       lines.push(`${STATUS_TEXT[range.status] || range.status}: ${formatRange(range.start, range.end, this.isTime)}`);
       lines.push(formatSpan(range.end - range.start, this.isTime));

@@ -3,6 +3,7 @@
 
 import { h, modelLink } from "./dom.js";
 import { formatPosition, formatRange } from "./format.js";
+import { shownText } from "./interval_display.js";
 
 function kindText(dep) {
   if (dep.kind === "or_group_member") return `OR group${dep.group != null ? ` ${dep.group}` : ""} member`;
@@ -32,8 +33,8 @@ function verdict(explain) {
   return { cls: "", text: explain.reason || "Not ready (the API gave no reason)." };
 }
 
-/** The explain view's DOM for one /explain answer. */
-export function explainView(explain, isTime) {
+/** The explain view's DOM for one /explain answer; `shown`: the configured transformations of its interval type. */
+export function explainView(explain, isTime, shown = []) {
   const [start, end] = explain.interval || [explain.position, explain.position];
   const badge = (on, yes, no, cls) => h("span", { class: `badge ${on ? cls : ""}` }, on ? yes : no);
   const v = verdict(explain);
@@ -45,6 +46,8 @@ export function explainView(explain, isTime) {
       explain.in_flight ? badge(true, "in flight", "", "info") : null),
     h("div", { class: `reason ${v.cls}`, "data-reason": explain.reason ?? "" },
       explain.reason && !v.cls ? h("b", {}, "Why not: ") : null, v.text),
+    shownText(explain.position, shown)
+      ? h("div", { class: "position-shown", "data-testid": "explain-shown" }, shownText(explain.position, shown)) : null,
     h("div", { class: "muted small" }, `Position ${formatPosition(explain.position, isTime)}${isTime ? ` (${explain.position})` : ""}; dependencies:`),
     explain.dependencies?.length
       ? h("ul", { class: "tree" }, explain.dependencies.map((d) => dependencyItem(d, isTime)))

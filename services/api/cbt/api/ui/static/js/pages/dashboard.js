@@ -4,6 +4,7 @@ import { getJSON, modelPath, problemBox } from "../api.js";
 import { CoverageGroup, summaryExtent, zoomBar } from "../coverage_group.js";
 import { byId, emptyState, h, modelLink, show } from "../dom.js";
 import { isTimeType, parseTimeTypes } from "../format.js";
+import { configuredTransformations } from "../interval_types.js";
 import { batcher, connectEvents } from "../live.js";
 import { incrementalRow } from "../rows.js";
 import { unionExtent } from "../scale.js";
@@ -32,14 +33,15 @@ async function coverageExtent(models) {
   return unionExtent(windows);
 }
 
-function groupCard(type, isTime, count) {
+function groupCard(type, isTime, count, shown) {
   const bar = zoomBar();
   const label = h("span", { class: "window-label" });
   const body = h("div", { class: "group-body" }, h("div", { class: "placeholder" }, "Loading coverage…"));
   const card = h("section", { class: "card group", "data-interval-type": type },
     h("header", { class: "card-head" },
       h("h2", {}, type, h("span", { class: "muted" },
-        `${count} model${count === 1 ? "" : "s"} · ${isTime ? "unix seconds, shown in UTC" : "integer positions"}`)),
+        `${count} model${count === 1 ? "" : "s"} · ${shown.length ? `shown as ${shown.map((t) => t.name).join(", ")}`
+          : isTime ? "unix seconds, shown in UTC" : "integer positions"}`)),
       h("span", { class: "spacer" }), label, bar),
     body);
   return { card, bar, label, body };
@@ -57,7 +59,8 @@ async function buildGroup(type, models, parts) {
       "None of these models has a valid range: their sources have no data yet, or the bounds-cache has not scanned them."));
     return;
   }
-  const group = new CoverageGroup({ root: parts.body, rows, isTime, zoomBar: parts.bar, windowLabel: parts.label });
+  const group = new CoverageGroup({ root: parts.body, rows, isTime, zoomBar: parts.bar, windowLabel: parts.label,
+    shown: parts.shown });
   groups.set(type, { group, ids: new Set(models.map((m) => m.id)) });
   group.setExtent(extent);
 }
@@ -79,7 +82,10 @@ async function load() {
       + "configured transformation paths, or open the DAG to see external and scheduled models.")));
     return;
   }
-  const typed = byIntervalType(models).map(([type, list]) => ({ type, list, parts: groupCard(type, isTimeType(type, timeTypes), list.length) }));
+  const typed = await Promise.all(byIntervalType(models).map(async ([type, list]) => {
+    const shown = await configuredTransformations(type);
+    return { type, list, parts: { ...groupCard(type, isTimeType(type, timeTypes), list.length, shown), shown } };
+  }));
   show(root, ...typed.map((t) => t.parts.card));
   await Promise.all(typed.map((t) => buildGroup(t.type, t.list, t.parts)));
 }

@@ -7,6 +7,7 @@ import { CoverageGroup, summaryExtent } from "../coverage_group.js";
 import { byId, emptyState, h, modelHref, modelLink, show } from "../dom.js";
 import { explainView } from "../explain.js";
 import { formatNumber, formatSpan, isTimeType, parseTimeTypes, splitModelId } from "../format.js";
+import { configuredTransformations } from "../interval_types.js";
 import { batcher, connectEvents } from "../live.js";
 import { boundsCache, externalRow, incrementalRow, scheduledRow } from "../rows.js";
 import { unionExtent } from "../scale.js";
@@ -16,7 +17,7 @@ import {
 
 const modelId = byId("model-root").dataset.modelId;
 const timeTypes = parseTimeTypes(document.body.dataset.timeTypes);
-const state = { model: null, isTime: false, group: null, selected: null, interval: null, tab: "template", index: new Map() };
+const state = { model: null, isTime: false, shown: [], group: null, selected: null, interval: null, tab: "template", index: new Map() };
 const bounds = boundsCache();
 
 function header(model) {
@@ -25,7 +26,10 @@ function header(model) {
   typeBadge.className = `badge t-${model.type}`;
   const cfg = model.config || {};
   const meta = [];
-  if (model.interval_type) meta.push(h("span", {}, "interval type ", h("b", {}, model.interval_type)));
+  if (model.interval_type) {
+    meta.push(h("span", {}, "interval type ", h("b", {}, model.interval_type),
+      state.shown.length ? h("span", { class: "muted", id: "shown-as" }, ` (shown as ${state.shown.map((t) => t.name).join(", ")})`) : ""));
+  }
   if (cfg.interval?.max != null) {
     meta.push(h("span", {}, "interval ", h("b", {}, formatSpan(cfg.interval.max, state.isTime)),
       cfg.interval.min != null && cfg.interval.min !== cfg.interval.max ? ` (min ${formatSpan(cfg.interval.min, state.isTime)})` : ""));
@@ -117,7 +121,7 @@ async function coverage(model) {
   const card = byId("coverage-card");
   state.group = new CoverageGroup({
     root, rows, isTime: state.isTime, zoomBar: card.querySelector(".zoom"), windowLabel: byId("window-label"),
-    clickable: model.type === "incremental", onSelect: (p) => select(p),
+    clickable: model.type === "incremental", onSelect: (p) => select(p), shown: state.shown,
   });
   state.group.setExtent(extent);
 }
@@ -129,7 +133,7 @@ async function explain(position) {
     const answer = await getJSON(modelPath(modelId, "/explain"), { position });
     if (state.selected !== position) return;
     state.interval = answer.interval || null;
-    show(root, explainView(answer, state.isTime));
+    show(root, explainView(answer, state.isTime, state.shown));
   } catch (error) {
     show(root, problemBox(error));
   }
@@ -219,6 +223,7 @@ async function load() {
   }
   const model = state.model;
   state.isTime = isTimeType(model.interval_type, timeTypes);
+  state.shown = model.interval_type ? await configuredTransformations(model.interval_type) : [];
   const list = await getJSON("/models").then((b) => b.models).catch(() => []);
   state.index = new Map(list.map((m) => [m.id, m]));
   header(model);
