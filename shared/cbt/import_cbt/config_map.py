@@ -6,7 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import ValidationError
+
 from cbt.base.yamldoc import Loc, SourceMap
+from cbt.config.interval_types import Transformation
 from cbt.import_cbt.report import Note
 
 _NO_EFFECT = "no effect here: left out"
@@ -263,9 +266,21 @@ def _management(m: _Mapper, key: str) -> None:
 
 
 def _interval_types(m: _Mapper, key: str) -> None:
-    m.note(
-        (key,),
-        "interval_types",
-        "display transformations are not converted: positions of a time type (unix, "
-        "timestamp…) show as dates in the web UI; left out",
-    )
+    """Carried over as they are (our config reads CBT's form); a transformation our expression language does not
+    accept (CEL beyond arithmetic) is reported and left out."""
+    kept: dict[str, list[Any]] = {}
+    for kind, steps in m.section(key).items():
+        for i, step in enumerate(steps if isinstance(steps, list) else []):
+            try:
+                Transformation.model_validate(step)
+            except ValidationError as e:
+                problem = "; ".join(str(err["msg"]).removeprefix("Value error, ") for err in e.errors())
+                m.note(
+                    (key, kind, i),
+                    f"{key}.{kind}[{i}]",
+                    f"not converted ({problem}): rewrite it in our expression language (docs/web-ui.md); left out",
+                )
+                continue
+            kept.setdefault(str(kind), []).append(step)
+    if kept:
+        m.put(("interval_types",), kept)

@@ -40,6 +40,7 @@ def test_the_report_lists_exactly_what_was_not_converted(converted: tuple[Path, 
 def test_the_converted_project_validates_and_every_model_renders_spark_sql(converted: tuple[Path, str]) -> None:
     dest, _ = converted
     config = load_config(dest / "config.yaml", {})
+    assert [t.expression for t in config.interval_types["slot"]] == ["value / 12"]  # (the CEL-only one reported)
     models = load_models(config)
     settings = RenderSettings.from_config(config)
     rendered: dict[str, list[str]] = {}
