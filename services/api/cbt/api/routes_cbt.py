@@ -7,8 +7,8 @@ Two bases. ``/api/v1``: every CBT path except ``GET /api/v1/models``, which stay
 paths, ``/models`` included with CBT's own ``type`` (``external``/``transformation``): the base to give a client that
 checks the listing's enum, such as CBT's frontend. The ``/api/v1`` copies are documented (tag "CBT compatible").
 
-The admin routes answer 501 (problem details): deleting a period, consolidating, setting bounds and config overrides
-are operator features not built yet; where ours exists (run-now, a bounds refresh) the problem names it.
+The admin routes answer 501 (problem details): deleting a period, consolidating and setting bounds are operator
+features not built yet; where ours exists (run-now, a bounds refresh, live config overrides) the problem names it.
 """
 
 from __future__ import annotations
@@ -224,16 +224,15 @@ ADMIN: tuple[tuple[str, str, str], ...] = (
      "api.auth.tokens)"),
     ("POST", "/admin/models/{id}/run-now", f"use POST {BASE}/models/{{id}}/run-now (a bearer token from "
      "api.auth.tokens)"),
-    ("GET", "/admin/models/{id}/config-override", f"config overrides through the API {NOT_YET}; set "
-     "models.overrides in the config file"),
-    ("PUT", "/admin/models/{id}/config-override", f"config overrides through the API {NOT_YET}; set "
-     "models.overrides in the config file"),
-    ("DELETE", "/admin/models/{id}/config-override", f"config overrides through the API {NOT_YET}"),
-    ("GET", "/admin/config-overrides", f"config overrides through the API {NOT_YET}; set models.overrides in the "
-     "config file"),
-    ("DELETE", "/admin/config-overrides", f"config overrides through the API {NOT_YET}"),
-    ("GET", "/models/{id}/config-override", f"config overrides through the API {NOT_YET}; set models.overrides in "
-     "the config file"),
+    ("GET", "/admin/models/{id}/config-override", f"use GET {BASE}/models/{{id}}/overrides (live config overrides)"),
+    ("PUT", "/admin/models/{id}/config-override", f"use PUT {BASE}/models/{{id}}/overrides with the override's fields "
+     "(a bearer token from api.auth.tokens)"),
+    ("DELETE", "/admin/models/{id}/config-override", f"use DELETE {BASE}/models/{{id}}/overrides (a bearer token "
+     "from api.auth.tokens)"),
+    ("GET", "/admin/config-overrides", f"use GET {BASE}/overrides (live config overrides)"),
+    ("DELETE", "/admin/config-overrides", f"clear each with DELETE {BASE}/models/{{id}}/overrides (or cbt override "
+     "clear MODEL)"),
+    ("GET", "/models/{id}/config-override", f"use GET {BASE}/models/{{id}}/overrides (live config overrides)"),
 )
 
 
