@@ -31,7 +31,7 @@ from cbt.coordinator.app import Coordinator
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel
 from cbt.planning.live import LiveStateReader
-from cbt.planning.override_sync import LiveOverrides, ModelView
+from cbt.planning.override_sync import LiveOverrides, ModelView, follow
 from cbt.planning.planner import Planner
 from tests.e2e.harness import CONFIG
 from tests.unit.api.asgi import request
@@ -192,3 +192,17 @@ def test_overrides_survive_a_redis_flush(stack: Stack, redis_client: Redis, redi
     assert stack.schedules()[(HOURLY, "backfill")] == "@every 9s"
     status, body = stack.call("GET", "/api/v1/overrides")
     assert status == 200 and body == {"overrides": {HOURLY: {"schedules": {"backfill": "@every 9s"}}}}
+
+
+def test_a_service_that_only_plans_follows_the_overrides_at_its_next_tick(stack: Stack) -> None:
+    """The invalidator's loop: its planner plans with the overridden models and skips a paused one."""
+    assert stack.coordinator.view is not None
+    view = ModelView(MODELS, stack.coordinator.view.overrides)
+    planner = Planner(MODELS, LiveStateReader.of(MODELS, stack.state), stack.state.ledger, Publisher(), Topics("t."),
+                      lambda tags: "heavy" if "heavy" in tags else "default", model_concurrency=1,
+                      task_deadline_ms=60_000)
+    assert stack.call("PUT", f"/api/v1/models/{HOURLY}/overrides", {"enabled": False, "tags": ["heavy"]})[0] == 200
+    asyncio.run(follow(view, planner))
+    hourly = planner.models.models[HOURLY]
+    assert isinstance(hourly, IncrementalModel) and hourly.tags == ("heavy",)
+    assert planner.paused == {HOURLY} and asyncio.run(planner.replan([HOURLY])) == 0

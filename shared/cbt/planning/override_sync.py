@@ -10,6 +10,7 @@ would not. The original CBT does the same (``cbt:config-override:version``).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -19,6 +20,7 @@ from cbt.models import live_overrides
 from cbt.models.dag import ModelSet
 from cbt.models.live_overrides import LiveOverride, OverrideRejected
 from cbt.models.spec import ModelId
+from cbt.planning.planner import Planner
 from cbt.state.override_ports import OverrideRecord, OverrideStore
 
 log = logging.getLogger("cbt.planning")
@@ -101,3 +103,10 @@ def valid_overrides(models: ModelSet, stored: Mapping[ModelId, Mapping[str, Any]
         except OverrideRejected as e:
             log.warning("a live config override is ignored", extra={"model": model_id, "reason": str(e)})
     return out
+
+
+async def follow(view: ModelView, planner: Planner) -> None:
+    """One tick of a service that only plans (the invalidator): plan with the overridden models from now on."""
+    applied = await asyncio.to_thread(view.refresh)
+    if applied is not None:
+        planner.models, planner.paused = applied.models, applied.paused

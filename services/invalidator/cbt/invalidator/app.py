@@ -16,7 +16,8 @@ from faststream.confluent import KafkaMessage
 from redis import Redis
 
 from cbt.adapters import runtime
-from cbt.adapters.delta_admin import admin_from_config
+from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
+from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, delivery_of, process_span
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
@@ -24,6 +25,7 @@ from cbt.invalidator.handler import InvalidationHandler
 from cbt.invalidator.history import prune_step
 from cbt.models.dag import ModelSet
 from cbt.planning.live import LiveStateReader
+from cbt.planning.override_sync import LiveOverrides, ModelView, follow
 from cbt.planning.planner import Planner
 from cbt.service import skeleton
 from cbt.service.poison import PoisonGuard
@@ -53,14 +55,25 @@ class RedisSeenEvents:
 def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: Redis,
           admin: DurableRecord) -> InvalidationHandler:
     state = RedisState(client, config.redis.key_prefix)
-    topics = runtime.topics(config)
     planner = Planner.from_config(config, models, LiveStateReader.of(models, state),
                                   state.ledger, publisher)
+    return handler_with(config, models, state, client, admin, publisher, planner)
+
+
+def handler_with(config: Config, models: ModelSet, state: RedisState, client: Redis, admin: DurableRecord,
+                 publisher: BrokerPublisher, planner: Planner) -> InvalidationHandler:
+    topics = runtime.topics(config)
     return InvalidationHandler(
         models=models, coverage=state.coverage, ledger=state.ledger, admin=admin,
         seen=RedisSeenEvents(client, config.redis.key_prefix), publisher=publisher, topics=topics,
         replan=planner.replan, max_range=config.invalidator.max_range, max_tasks=config.invalidator.max_tasks,
     )
+
+
+def _override_record(admin: DeltaAdmin) -> OverridesTable:
+    table = overrides_table(admin.tables.session, admin.tables.completions.database)
+    table.ensure()
+    return table
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,
@@ -75,7 +88,12 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     # (safe when other services create them at the same moment)
     if not await runtime.until_it_works(admin.ensure_tables, "create admin tables", stop, log):
         return None
-    handler = build(config, models, clients.publisher, clients.redis, admin)
+    state = RedisState(clients.redis, config.redis.key_prefix)
+    planner = Planner.from_config(config, models, LiveStateReader.of(models, state), state.ledger, clients.publisher)
+    handler = handler_with(config, models, state, clients.redis, admin, clients.publisher, planner)
+    # Live config overrides (limits, tags, paused models) reach the re-plans at the next tick, as in the coordinator.
+    overrides = functools.cache(lambda: _override_record(admin))
+    view = ModelView(models, LiveOverrides(state.overrides, overrides))
     guard = PoisonGuard("invalidator", config.kafka.max_handling_attempts)
 
     async def on_event(message: KafkaMessage) -> None:
@@ -91,7 +109,7 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     async def wind_down() -> None:
         log.info("invalidations handled", extra={"counts": dict(handler.counts)})
 
-    loops = []
+    loops = [Loop("overrides", config.scheduler.tick_s, lambda: follow(view, planner))]
     retention_s = config.invalidator.history_retention_s
     if retention_s is not None:
         coverage = handler.coverage
