@@ -44,7 +44,7 @@ def login(app: Any, token: str, next_path: str = "/") -> Answer:
 
 
 @pytest.mark.parametrize("path", ["/api/v1/openapi.json", "/api/v1/models", "/api/v1/events",
-                                  "/api/v1/models/x/rendered"])
+                                  "/api/v1/models/x/rendered", "/cbt/api/v1/models"])
 def test_the_api_without_a_token_is_401_problem(app: Any, path: str) -> None:
     answer = call(app, "GET", path)
     assert (answer.status, answer.headers["content-type"], answer.headers["www-authenticate"]) == (

@@ -36,6 +36,8 @@ LOGIN_PATH = "/login"
 LOGOUT_PATH = "/logout"
 OPEN_PATHS = frozenset({LOGIN_PATH, LOGOUT_PATH})
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+API_PATHS = ("/api/", "/cbt/api/")
+"""Paths answered for programs: refused with 401 and a problem body, where a page redirects to the login form."""
 
 
 def reader_of(scope: Scope, readers: Readers) -> str | None:
@@ -81,7 +83,7 @@ class ReadAccess:
             await self.app(scope, receive, send)
             return
         refusal: Response
-        if path.startswith("/api/") or scope.get("method") not in SAFE_METHODS:
+        if path.startswith(API_PATHS) or scope.get("method") not in SAFE_METHODS:
             refusal = problem_response(401, "Token required", "this api needs a token to read: send Authorization: "
                                        "Bearer <token> with one of api.auth.read_tokens or api.auth.tokens",
                                        "unauthorized")
