@@ -188,6 +188,10 @@ class MemoryBounds:
             self._bounds[model] = bounds
             return previous
 
+    def delete_bounds(self, model: ModelId) -> RawBounds | None:
+        with self._lock:
+            return self._bounds.pop(model, None)
+
 
 class MemoryTaskLedger:
     """``TaskLedger`` over a dict of task id to task per model.

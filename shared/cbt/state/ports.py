@@ -166,6 +166,10 @@ class BoundsStore(Protocol):
         """Store new bounds; returns the previous ones."""
         ...
 
+    def delete_bounds(self, model: ModelId) -> RawBounds | None:
+        """Forget a model's bounds (it reads as not scanned yet); returns the ones removed."""
+        ...
+
 
 class TaskLedger(Protocol):
     """Tasks enqueued or running, per model: dedup on enqueue and the planner's in-flight input."""

@@ -40,6 +40,14 @@ class RedisBounds:
         previous, _ = pipe.execute()
         return None if previous is None else _decode_bounds(previous)
 
+    def delete_bounds(self, model: ModelId) -> RawBounds | None:
+        """Remove a model's bounds and return them, read and deleted in one transaction."""
+        pipe = self._client.pipeline(transaction=True)
+        pipe.hget(self._key, model)
+        pipe.hdel(self._key, model)
+        previous, _ = pipe.execute()
+        return None if previous is None else _decode_bounds(previous)
+
 
 def _decode_bounds(value: bytes | str) -> RawBounds:
     data = json.loads(value)
