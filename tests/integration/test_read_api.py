@@ -137,6 +137,7 @@ def test_each_filter_selects_the_rows_it_names(app: Any, table: tuple[Incrementa
     pytest.param({"root_lt_values": "1"}, "not a filter", id="unknown-operator"),
     pytest.param({"slot_contains": "1"}, "not contains", id="operator-of-another-type"),
     pytest.param({"page_size": "51"}, "page_size: expected an integer from 1 to 50", id="page-too-big"),
+    pytest.param({"page_size": "\u00b2"}, "page_size: expected an integer from 1 to 50", id="superscript-digit"),
     pytest.param({"order_by": "nope"}, "order_by", id="bad-order"),
     pytest.param({"page_token": "garbage"}, "page_token: not a token", id="bad-token"),
 ])

@@ -6,9 +6,11 @@ from dataclasses import replace
 
 import pytest
 
-from cbt.api import cbt_shapes
+from cbt.api import cbt_debug, cbt_shapes
 from cbt.api.cbt_debug import coverage_debug, debug_interval
+from cbt.api.cbt_schemas import DependencyDebugInfo
 from cbt.config.interval_types import Transformation
+from cbt.models.spec import IncrementalModel
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 SRC, MINUTE, HOUR, REPORT = "src.blocks", "an.minute", "an.hour", "an.report"
@@ -68,3 +70,24 @@ def test_a_scheduled_dependency_that_never_ran_blocks_and_says_so() -> None:
     assert report.blocking and report.coverage_status == "not_initialized" and not debug.can_process
     ran = coverage_debug(HOUR_MODEL, MODELS, state, 0)
     assert ran.can_process == ran.validation.in_bounds is True and ran.validation.reasons == []
+
+
+def test_a_deep_dag_with_shared_ancestors_is_explained_within_a_node_budget() -> None:
+    """Three models per level, each depending on all three below: listed as a tree (as CBT does), 3^12 nodes deep
+    down, unless the walk stops at the budget."""
+    levels = [[f"l0.m{i}" for i in range(3)]]
+    chain = [ext(m) for m in levels[0]]
+    for level in range(1, 13):
+        names = [f"l{level}.m{i}" for i in range(3)]
+        chain += [inc(name, levels[-1], imax=10) for name in names]
+        levels.append(names)
+    models = models_of(*chain)
+    top = models[levels[-1][0]]
+    assert isinstance(top, IncrementalModel)
+    debug = coverage_debug(top, models, snapshot(bounds={m: (0, 100) for m in levels[0]}), 0)
+
+    def nodes(deps: list[DependencyDebugInfo] | None) -> int:
+        return sum(1 + nodes(d.child_dependencies) + nodes(d.or_group_members) for d in deps or ())
+
+    # past the budget, the siblings still open on the path (at most 3 per level) are listed, without children
+    assert cbt_debug.MAX_NODES <= nodes(debug.dependencies) <= cbt_debug.MAX_NODES + 3 * cbt_debug.MAX_DEPTH

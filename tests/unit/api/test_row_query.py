@@ -16,6 +16,7 @@ from cbt.api.row_query import (
     parse_filters,
     parse_key,
     parse_order,
+    parse_page_size,
     query_digest,
     statement,
 )
@@ -68,6 +69,10 @@ def test_each_filter_becomes_a_typed_condition(name: str, value: str, sql: str) 
     pytest.param("tags_eq", "x", "not eq", id="compare-other-type"),
     pytest.param("root_like", "", "empty value", id="empty-pattern"),
     pytest.param("root_is_null", "maybe", "true or false", id="bad-is-null"),
+    pytest.param("wei_eq", "1E+999999999", "a decimal number", id="decimal-beyond-38-digits"),
+    pytest.param("wei_eq", "1e40", "a decimal number", id="decimal-too-large"),
+    pytest.param("wei_eq", "1e-39", "a decimal number", id="decimal-too-fine"),
+    pytest.param("at_gte", "0001-01-01T00:00:00+01:00", "ISO 8601 time", id="time-before-year-one-in-utc"),
 ])
 def test_a_bad_filter_names_the_parameter_and_the_reason(name: str, value: str, reason: str) -> None:
     with pytest.raises(QueryError, match=reason) as error:
@@ -138,7 +143,10 @@ def test_a_page_token_round_trips_and_is_bound_to_its_query() -> None:
 
 
 @pytest.mark.parametrize("raw", [pytest.param("%%%", id="not-base64"), pytest.param("e30", id="empty-json"),
-                                 pytest.param(PageToken(-1, 0, "q").encode(), id="negative-version")])
+                                 pytest.param(PageToken(-1, 0, "q").encode(), id="negative-version"),
+                                 pytest.param(PageToken(2**63, 0, "q").encode(), id="version-beyond-64-bits"),
+                                 pytest.param(PageToken(1, 10**15, "q").encode(), id="offset-beyond-the-cap"),
+                                 pytest.param("eyJ2IjoxZTQwMCwibyI6MCwicSI6InEifQ", id="infinite-version")])
 def test_a_forged_page_token_is_refused(raw: str) -> None:
     with pytest.raises(QueryError, match="not a token this API made"):
         PageToken.decode(raw)
@@ -148,3 +156,11 @@ def test_values_keep_their_types() -> None:
     found = parse_filters([("wei_eq", "1e3"), ("at_eq", "2024-01-01T02:00:00+02:00")], COLUMNS)
     assert found[0].values == (decimal.Decimal("1e3"),)
     assert found[1].values == (dt.datetime(2024, 1, 1, tzinfo=dt.UTC),)
+
+
+@pytest.mark.parametrize("raw", ["0", "51", "\u00b2", "\u0663", "1e3", "-1", "", "9" * 400])
+def test_a_page_size_is_ascii_digits_up_to_the_maximum(raw: str) -> None:
+    with pytest.raises(QueryError, match="page_size: expected an integer from 1 to 50"):
+        parse_page_size(raw, 20, 50)
+    assert (parse_page_size(None, 20, 50), parse_page_size(" 50 ", 20, 50), parse_page_size(None, 80, 50)) == (
+        20, 50, 50)

@@ -11,6 +11,7 @@ and what the worker does cannot disagree.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from cbt.api import cbt_schemas as s
 from cbt.api.cbt_shapes import ranges
@@ -22,6 +23,15 @@ from cbt.scheduling.snapshot import StateSnapshot
 
 MAX_DEPTH = 12
 """Deeper dependencies are listed without their own dependencies."""
+MAX_NODES = 1000
+"""The most dependencies one answer lists. The answer is a tree, as CBT's, so a model reached by several paths is
+listed once per path: three models per level, each depending on all three below, would be 3^12 entries at depth
+12. Past the budget, dependencies are listed without their own dependencies."""
+
+
+@dataclass
+class _Budget:
+    remaining: int = MAX_NODES
 
 
 def debug_interval(model: IncrementalModel, state: StateSnapshot, position: int) -> int:
@@ -37,7 +47,7 @@ def coverage_debug(model: IncrementalModel, models: Mapping[ModelId, Model], sta
                    position: int) -> s.CoverageDebug:
     interval = debug_interval(model, state, position)
     window = (position, position + interval)
-    deps = _dependencies(model.dependencies, models, state, window, 1)
+    deps = _dependencies(model.dependencies, models, state, window, 1, _Budget())
     ready = bnd.readiness(model, models, state)
     return s.CoverageDebug(model_id=model.id, position=position, interval=interval, end_position=window[1],
                            can_process=bnd.is_ready(ready, window), model_coverage=_own(model, state, window),
@@ -62,14 +72,14 @@ def _gaps(coverage: Coverage, window: Range) -> list[s.GapInfo]:
 
 
 def _dependencies(deps: tuple[Dependency, ...], models: Mapping[ModelId, Model], state: StateSnapshot,
-                  window: Range, depth: int) -> list[s.DependencyDebugInfo]:
+                  window: Range, depth: int, budget: _Budget) -> list[s.DependencyDebugInfo]:
     out = []
     for dep in deps:
         if isinstance(dep, str):
             if dep in models:
-                out.append(_one(dep, models, state, window, depth))
+                out.append(_one(dep, models, state, window, depth, budget))
             continue
-        members = [_one(m, models, state, window, depth) for m in dep if m in models]
+        members = [_one(m, models, state, window, depth, budget) for m in dep if m in models]
         offered = bnd.dependency_range(dep, models, state)
         low, high = offered.span if isinstance(offered, bnd.Available) else (0, 0)
         out.append(s.DependencyDebugInfo(
@@ -80,8 +90,9 @@ def _dependencies(deps: tuple[Dependency, ...], models: Mapping[ModelId, Model],
 
 
 def _one(model_id: ModelId, models: Mapping[ModelId, Model], state: StateSnapshot, window: Range,
-         depth: int) -> s.DependencyDebugInfo:
+         depth: int, budget: _Budget) -> s.DependencyDebugInfo:
     model = models[model_id]
+    budget.remaining -= 1
     offered = bnd.model_range(model_id, models, state)
     if isinstance(model, ExternalModel):
         inside = isinstance(offered, bnd.Available) and offered.span[0] <= window[0] and window[1] <= offered.span[1]
@@ -105,7 +116,8 @@ def _one(model_id: ModelId, models: Mapping[ModelId, Model], state: StateSnapsho
     inside = bool(own) and first <= window[0] and window[1] <= last_end
     mine: s.CoverageStatus = ("not_initialized" if not own else "has_gaps" if gaps else
                               "full_coverage" if inside else "no_data")
-    children = _dependencies(model.dependencies, models, state, window, depth + 1) if depth < MAX_DEPTH else []
+    children = (_dependencies(model.dependencies, models, state, window, depth + 1, budget)
+                if depth < MAX_DEPTH and budget.remaining > 0 else [])
     return s.DependencyDebugInfo(
         id=model_id, type="required", node_type="transformation", is_incremental=True,
         bounds=s.BoundsInfo(min=first, max=last_end, has_data=bool(own)), gaps=gaps or None,

@@ -86,13 +86,16 @@ class DeltaRows:
         """The rows ``sql`` selects from the snapshot (registered as ``table_name``), as JSON values; stops at
         ``query_timeout_s``."""
         deadline = time.monotonic() + self._settings.query_timeout_s
-        reader = QueryBuilder().register(table_name, snapshot.table).execute(sql)
         out: list[dict[str, Any]] = []
-        for batch in reader:
-            if time.monotonic() > deadline:
-                raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s "
-                                   f"({self._settings.query_timeout_s} s)")
-            out.extend({k: json_value(v) for k, v in row.items()} for row in pa.record_batch(batch).to_pylist())
+        try:
+            reader = QueryBuilder().register(table_name, snapshot.table).execute(sql)
+            for batch in reader:
+                if time.monotonic() > deadline:
+                    raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s "
+                                       f"({self._settings.query_timeout_s} s)")
+                out.extend({k: json_value(v) for k, v in row.items()} for row in pa.record_batch(batch).to_pylist())
+        except DeltaError as e:  # a value the column's type cannot hold, found by DataFusion as it plans or casts
+            raise TableUnreadable(f"{snapshot.model_id}: the query cannot run on this table: {e}", 400) from e
         if time.monotonic() > deadline:
             raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s "
                                f"({self._settings.query_timeout_s} s)")

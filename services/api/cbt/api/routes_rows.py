@@ -30,6 +30,7 @@ from cbt.api.row_query import (
     parse_filters,
     parse_key,
     parse_order,
+    parse_page_size,
     query_digest,
     statement,
 )
@@ -208,12 +209,7 @@ async def _covered(ctx: ApiContext, model_id: ModelId, expose: Expose) -> list[R
 
 
 def _page_size(raw: str | None, settings: TablesApiConfig) -> int:
-    if raw is None:
-        return min(settings.default_page_size, settings.max_page_size)
-    if not raw.strip().isdigit() or not 1 <= int(raw) <= settings.max_page_size:
-        raise QueryError(f"page_size: expected an integer from 1 to {settings.max_page_size} "
-                         f"(api.tables.max_page_size), got {raw!r}")
-    return int(raw)
+    return parse_page_size(raw, settings.default_page_size, settings.max_page_size)
 
 
 def _flag(name: str, raw: str | None) -> bool:

@@ -37,6 +37,11 @@ _ORDERED: frozenset[Kind] = frozenset({"integer", "float", "decimal", "string", 
 RESERVED = frozenset({"page_size", "page_token", "order_by", "covered_only"})
 """Query parameters that are not filters."""
 MAX_LIST_VALUES = 1000
+DECIMAL_DIGITS = 38
+"""The most digits a Delta decimal holds (DECIMAL(38, s))."""
+MAX_OFFSET = 10_000_000
+"""The deepest a page may start: a page further in scans and drops that many rows first, so a forged token could
+keep a read slot busy for long; filter (e.g. ``slot_gte``) to reach rows further in."""
 
 
 class QueryError(ValueError):
@@ -133,17 +138,14 @@ def parse_value(name: str, raw: str, column: Column) -> Value:
                 raise ValueError
             return number
         if kind == "decimal":
-            value = decimal.Decimal(raw.strip())
-            if not value.is_finite():
-                raise ValueError
-            return value
+            return _decimal(raw)
         if kind == "boolean":
             return {"true": True, "false": False}[raw.strip().lower()]
         if kind == "timestamp":
             return _timestamp(raw)
         if kind == "date":
             return dt.date.fromisoformat(raw.strip())
-    except (ValueError, KeyError, decimal.InvalidOperation):
+    except (ValueError, KeyError, OverflowError, decimal.InvalidOperation):
         raise QueryError(f"{name}: expected {_EXPECTED[kind]} for column {column.name} ({column.delta_type}), "
                          f"got {raw!r}") from None
     return raw
@@ -162,6 +164,18 @@ def _integer(raw: str, bits: int) -> int:
         raise ValueError
     value = int(text)
     if not -(2 ** (bits - 1)) <= value < 2 ** (bits - 1):
+        raise ValueError
+    return value
+
+
+def _decimal(raw: str) -> decimal.Decimal:
+    """A value a DECIMAL(38, s) can hold: at most 38 digits in all, 38 after the point (``1E+999999999`` is finite,
+    and written out it is a billion digits)."""
+    value = decimal.Decimal(raw.strip())
+    if not value.is_finite():
+        raise ValueError
+    scale = max(0, -int(value.as_tuple().exponent))
+    if scale > DECIMAL_DIGITS or max(value.adjusted() + 1, 1) + scale > DECIMAL_DIGITS:
         raise ValueError
     return value
 
@@ -274,6 +288,17 @@ def statement(table: str, conditions: Sequence[str], order: Sequence[OrderKey], 
             + f" LIMIT {limit} OFFSET {offset}")
 
 
+def parse_page_size(raw: str | None, default: int, maximum: int) -> int:
+    """``page_size``: ASCII digits from 1 to ``maximum`` (``api.tables.max_page_size``); ``default`` when absent."""
+    if raw is None:
+        return min(default, maximum)
+    text = raw.strip()
+    if not re.fullmatch(r"[0-9]{1,9}", text) or not 1 <= int(text) <= maximum:
+        raise QueryError(f"page_size: expected an integer from 1 to {maximum} (api.tables.max_page_size), "
+                         f"got {raw!r}")
+    return int(text)
+
+
 @dataclass(frozen=True)
 class PageToken:
     """Where the next page starts: the Delta version the first page read (every later page reads that snapshot, so
@@ -293,9 +318,9 @@ class PageToken:
         try:
             body = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
             token = cls(int(body["v"]), int(body["o"]), str(body["q"]))
-        except (ValueError, KeyError, TypeError, binascii.Error):
+        except (ValueError, KeyError, TypeError, OverflowError, binascii.Error):
             token = cls(-1, -1, "")
-        if token.version < 0 or token.offset < 0:
+        if not (0 <= token.version < 2**63 and 0 <= token.offset <= MAX_OFFSET):
             raise QueryError("page_token: not a token this API made; pass next_page_token as it was returned")
         return token
 
