@@ -114,18 +114,15 @@ class Coordinator:
         metrics.count_rejected(topic, "coordinator", reason)
 
     async def tick(self) -> None:
-        """Apply changed live config overrides; renew or take leadership; as leader, run what the wall clock says
+        """Renew or take leadership; apply changed live config overrides; as leader, run what the wall clock says
         is due."""
-        if self.view is not None:
-            applied = await asyncio.to_thread(self.view.refresh)
-            if applied is not None:
-                self._apply_overrides(applied)
         try:
             self.is_leader = self._hold_leadership()
         except Exception:  # Redis unreachable: this process cannot know it still leads
             self.is_leader = False
             metrics.leader.set(0)
             raise
+        await self._refresh_overrides()
         if not self.is_leader:
             metrics.scheduled_tasks_registered.replace({})
             return
@@ -143,6 +140,24 @@ class Coordinator:
             metrics.scheduled_tasks_registered.replace({**tracker.registered(), **self._consolidation_registered()})
         await self.tracker.run_due(now, self._run_scheduled, self._plan_fills)
         await self._consolidate_when_due(now)
+
+    async def _refresh_overrides(self) -> None:
+        """Take up changed live overrides. After a Redis flush the first reader restores them from the admin table
+        (seconds on a busy Spark): the leader keeps its lease renewed meanwhile. When the read fails, the models in
+        force stay, and the next tick reads again."""
+        if self.view is None:
+            return
+        try:
+            if self.is_leader:
+                async with self._leadership_kept():
+                    applied = await asyncio.to_thread(self.view.refresh)
+            else:
+                applied = await asyncio.to_thread(self.view.refresh)
+        except Exception:
+            log.exception("reading the live config overrides failed; the models in force stay until the next tick")
+            return
+        if applied is not None:
+            self._apply_overrides(applied)
 
     def _apply_overrides(self, applied: Applied) -> None:
         """Plan with the overridden models from now on; the schedules are rebuilt (and everything planned once) at
