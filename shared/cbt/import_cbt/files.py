@@ -84,9 +84,10 @@ def _find_root(src: Path, configured: str) -> Path | None:
     its trailing parts are tried from the longest."""
     parts = PurePosixPath(configured).parts
     parts = parts[1:] if parts and parts[0] == "/" else parts
+    inside = src.resolve()
     for start in range(len(parts)):
         candidate = src.joinpath(*parts[start:])
-        if candidate.is_dir():
+        if candidate.is_dir() and candidate.resolve().is_relative_to(inside):  # never `..` or a link out of SRC
             return candidate
     return None
 
@@ -97,7 +98,7 @@ def _files(root: Path) -> list[Path]:
         rel_parts = path.relative_to(root).parts
         if any(p in _SKIPPED_DIRS or p.startswith(".") for p in rel_parts):
             continue
-        if path.is_file() and path.suffix.lower() in MODEL_SUFFIXES:
+        if path.is_file() and not path.is_symlink() and path.suffix.lower() in MODEL_SUFFIXES:
             out.append(path)
     return out
 

@@ -94,3 +94,21 @@ def test_the_command_prints_the_report_and_refuses_bad_input(
     assert main(["import-cbt", str(broken), str(tmp_path / "c")]) == 1
     err = capsys.readouterr().err
     assert "config.yaml is not readable YAML" in err and "config.yaml:3" in err and "Traceback" not in err
+
+
+def test_nothing_outside_the_project_folder_is_read(tmp_path: Path) -> None:
+    """A configured path that climbs out of SRC, and a symlink inside it, point at files the import must not copy."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.sql").write_text("---\ntable: secret\n---\nSELECT 'outside'\n")
+    src = tmp_path / "cbt"
+    (src / "models" / "transformations").mkdir(parents=True)
+    (src / "models" / "transformations" / "linked.sql").symlink_to(outside / "secret.sql")
+    (src / "config.yaml").write_text("models:\n  external:\n    paths: [\"../outside\"]\n"
+                                     "  transformations:\n    paths: [\"models/transformations\"]\n")
+
+    result = import_project(src, tmp_path / "new")
+
+    copied = "".join(p.read_text() for p in (tmp_path / "new").rglob("*") if p.is_file())
+    assert "outside" not in copied
+    assert any("models.external.paths ../outside" in note.what for note in result.notes)
