@@ -77,7 +77,8 @@ def warehouse(spark: SparkSession, table_name: str) -> str:
 def app(table: tuple[IncrementalModel, SparkExecutor], spark: SparkSession, redis_client: Redis,
         redis_prefix: str) -> Any:
     model, _ = table
-    config = Config.model_validate({"api": {"tables": {"warehouse": warehouse(spark, model.id), "max_page_size": 50}},
+    config = Config.model_validate({"api": {"tables": {"warehouse": warehouse(spark, model.id), "max_page_size": 50,
+                                                  "schema_refresh_s": 0}},
                                     "redis": {"key_prefix": redis_prefix}})
     state = RedisState(redis_client, redis_prefix)
     return create_app(ApiContext(config=config, models=ModelSet({model.id: model}), hot=state,  # type: ignore[arg-type]

@@ -428,6 +428,9 @@ class TablesApiConfig(Section):
     """A read that takes longer is answered 504; its scan stops at its next batch."""
     max_concurrent_reads: int = Field(default=4, gt=0)
     """Reads running at once in one api process; more wait their turn (bounded by ``query_timeout_s``)."""
+    schema_refresh_s: DurationS = Field(default=10, ge=0)
+    """How long the tables' schemas in the OpenAPI document are reused before each exposed table is opened again
+    (a new column shows after at most this long); 0 opens them for every request of the document."""
 
 
 class ApiRateLimit(Section):

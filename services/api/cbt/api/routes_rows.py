@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -83,9 +84,15 @@ def install(app: FastAPI) -> None:
     app.state.table_reads = reads
     app.include_router(router)
     generic = app.openapi
+    cached: list[tuple[float, list[rows_openapi.TableSchema]]] = []
 
     def document() -> dict[str, Any]:
-        return rows_openapi.with_tables(generic(), _schemas(ctx, reads.delta), settings.max_page_size)
+        # FastAPI builds the document on the event loop: opening every exposed table for each request of it (on
+        # object storage, a listing and reads per table) would stall every other request meanwhile.
+        now = time.monotonic()
+        if not cached or now - cached[0][0] >= settings.schema_refresh_s:
+            cached[:] = [(now, _schemas(ctx, reads.delta))]
+        return rows_openapi.with_tables(generic(), cached[0][1], settings.max_page_size)
 
     app.openapi = document  # type: ignore[method-assign]
 
