@@ -6,12 +6,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from cbt.api import catalog, interval_display
+from cbt.api import catalog, interval_display, schedule_view
 from cbt.api.common import PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
 from cbt.api.history import failures_known
@@ -29,12 +29,18 @@ from cbt.api.schemas import (
     InvalidationList,
     ScheduledList,
     ScheduledRunItem,
+    ScheduleItem,
+    ScheduleList,
     ShownPosition,
 )
 from cbt.api.translate import failure_item, invalidation_item
 from cbt.contract.messages import MAX_POSITION
-from cbt.models.spec import model_kind
+from cbt.models import live_overrides
+from cbt.models.spec import ScheduledModel, model_kind
 from cbt.scheduling import bounds as bnd
+
+if TYPE_CHECKING:
+    from cbt.state.admin_records import ScheduledRun
 
 router = APIRouter(prefix="/api/v1", tags=["state"], responses=PROBLEMS)
 Ctx = Annotated[ApiContext, Depends(context)]
@@ -78,9 +84,47 @@ async def get_bounds(ctx: Ctx) -> BoundsList:
 async def get_scheduled(ctx: Ctx, limit: Annotated[int, Query(ge=1, le=100)] = 20) -> ScheduledList:
     ids = [m.id for m in ctx.models.scheduled]
     runs = await blocking(ctx.admin.recent_scheduled_runs, ids, limit) if ids else []
-    items = [ScheduledRunItem(model=r.model, scheduled_unix=r.scheduled_unix, status=r.status, error=r.error or None,
-                              duration_ms=r.duration_ms, at_ms=r.updated_at_ms) for r in runs]
+    items = [_run_item(r) for r in runs]
     return ScheduledList(runs=sorted(items, key=lambda r: (-r.scheduled_unix, r.model)))
+
+
+def _run_item(run: ScheduledRun) -> ScheduledRunItem:
+    return ScheduledRunItem(model=run.model, scheduled_unix=run.scheduled_unix, status=run.status,
+                            error=run.error or None, duration_ms=run.duration_ms, at_ms=run.updated_at_ms)
+
+
+async def _scheduled_in_force(ctx: ApiContext) -> tuple[list[ScheduledModel], frozenset[str]]:
+    """The scheduled models with their live overrides applied, and the ids an override pauses."""
+    if ctx.overrides is None:
+        return list(ctx.models.scheduled), frozenset()
+    _, stored = await blocking(ctx.overrides.current)
+    valid = {}
+    for model_id, fields in stored.items():
+        try:
+            valid[model_id] = live_overrides.check(ctx.models, model_id, fields)
+        except live_overrides.OverrideRejected:
+            continue  # no longer valid for the loaded config: the coordinators ignore it too
+    applied, paused = live_overrides.apply(ctx.models, valid)
+    return list(applied.scheduled), paused
+
+
+@router.get("/schedules", response_model=ScheduleList,
+            summary="Each scheduled model's schedule in force, latest run and next run (computed from the schedule)")
+async def get_schedules(ctx: Ctx) -> ScheduleList:
+    models, paused = await _scheduled_in_force(ctx)
+    ids = [m.id for m in models]
+    runs = await blocking(ctx.admin.recent_scheduled_runs, ids, 1) if ids else []
+    latest = {r.model: r for r in runs}
+    now_unix = int(time.time())
+    items = []
+    for model in sorted(models, key=lambda m: m.id):
+        last = latest.get(model.id)
+        upcoming = schedule_view.next_run(model.schedule, last.scheduled_unix if last else None, now_unix,
+                                          model.id not in paused)
+        items.append(ScheduleItem(model=model.id, schedule=model.schedule, enabled=model.id not in paused,
+                                  last_run=_run_item(last) if last else None, next_unix=upcoming.next_unix,
+                                  is_due=upcoming.is_due))
+    return ScheduleList(now_unix=now_unix, models=items)
 
 
 @router.get("/dag", response_model=DagBody, summary="Models and their dependency edges, with a rank and a status")

@@ -210,6 +210,21 @@ class ScheduledList(Body):
     runs: list[ScheduledRunItem]
 
 
+class ScheduleItem(Body):
+    model: str
+    schedule: str = Field(description="the schedule in force (a live override's when one is set)")
+    enabled: bool = Field(description="false: paused by a live override (no next run)")
+    last_run: ScheduledRunItem | None = Field(description="the latest run (successful or not); null: never ran")
+    next_unix: int | None = Field(description="next fire time (UTC unix seconds): the schedule evaluated from the "
+                                              "last run, or from now when it never ran; null while paused")
+    is_due: bool = Field(description="next_unix is not in the future: a run is owed now")
+
+
+class ScheduleList(Body):
+    now_unix: int
+    models: list[ScheduleItem]
+
+
 class DagNode(Body):
     id: str
     type: ModelType
