@@ -119,7 +119,9 @@ def test_compose_services_mount_config_and_models_read_only_and_wait_for_healthy
     services = compose_file()["services"]
     for name in SERVICES:
         service = services[name]
-        assert set(service["volumes"]) == {"./config.yaml:/app/config.yaml:ro", "../../models:/app/models:ro"}
+        read_api = {"spark-warehouse:/data/warehouse:ro"} if name == "api" else set()
+        assert set(service["volumes"]) == {"./config.yaml:/app/config.yaml:ro", "../../models:/app/models:ro",
+                                           *read_api}
         assert service["depends_on"] == {dep: {"condition": "service_healthy"}
                                          for dep in ("kafka", "redis", "spark-connect")}
 
@@ -176,6 +178,7 @@ def test_compose_config_is_the_projects_config_with_the_containers_addresses() -
     assert theirs["kafka"]["client"] == {"security.protocol": "sasl_plaintext", "sasl.mechanism": "SCRAM-SHA-512",
                                          "sasl.username": "cbt", "sasl.password": "kafka-pw"}
     assert theirs["health_addr"].startswith("0.0.0.0:") and theirs["api"]["addr"].startswith("0.0.0.0:")
+    assert theirs["api"]["tables"]["warehouse"] == "/data/warehouse", "the read API reads the warehouse volume"
     assert without_addresses(ours, ROOT) == without_addresses(theirs, COMPOSE)
 
 
@@ -184,7 +187,8 @@ def without_addresses(config: dict[str, Any], base: Path) -> dict[str, Any]:
     topics' partitions, which the compose stack sizes for its scaled workers; and Kafka's credentials."""
     config["kafka"].pop("bootstrap_servers"), config["redis"].pop("url"), config["spark"].pop("remote")
     config["kafka"].pop("client")
-    config["api"].pop("addr"), config.pop("health_addr"), config.pop("metrics_addr")
+    config["api"].pop("addr"), config["api"]["tables"].pop("warehouse"), config.pop("health_addr")
+    config.pop("metrics_addr")
     config["kafka"].pop("task_topic_partitions")
     for kind in ("external", "transformations"):
         config["models"][kind]["paths"] = [Path(p).relative_to(base) for p in config["models"][kind]["paths"]]

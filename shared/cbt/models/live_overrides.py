@@ -1,5 +1,5 @@
-"""Live config overrides (docs/operations.md#live-config-overrides): per-model changes an operator sets at run time
-(API, ``cbt override set``, the model page's dialog), layered on top of the loaded models without a restart.
+"""Live config overrides (docs/operations/overrides.md#live-config-overrides): per-model changes an operator sets at
+run time (API, ``cbt override set``, the model page's dialog), layered on top of the loaded models without a restart.
 
 Pure: an override is checked against the model it names (``check``) and applied to a ``ModelSet`` (``apply``). What
 an override may change, per kind of model::
