@@ -133,8 +133,9 @@ def test_the_runner_counts_tasks_by_model_and_status_in_one_series_each_whatever
     assert points[("cbt_tasks_running", (*model, ("worker", "worker-1")))].value == 0
     assert points[("cbt_archived_tasks_deleted", (*model, ("queue", "default")))].value == 1
     assert points[("cbt_task_duration", (*model, ("status", "success")))].count == 10
+    # (the registry is the process's: other tests' series are in it too, e.g. CBT's schedules by operation)
     assert {label for _, labels in points for label, _ in labels} <= {"model", "status", "result", "component",
-                                                                      "error_type", "worker", "queue"}
+                                                                      "error_type", "worker", "queue", "operation"}
     assert len([key for key in points if key[0] == "cbt_tasks"]) == 4
 
 
