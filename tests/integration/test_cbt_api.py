@@ -1,6 +1,7 @@
 """The CBT-compatible routes against CBT's own published OpenAPI description (tests/fixtures/cbt/openapi.yaml, copied
 from ethpandaops/cbt): every path it describes answers, at /api/v1 and at /cbt/api/v1, with a body its schema accepts
-(errors too: CBT's ``Error`` members beside the problem's); every admin route answers 501 with a problem; our own
+(errors too: CBT's ``Error`` members beside the problem's); CBT's bounds and consolidate admin routes act and need the
+write token (this app has none: 403); every other admin route answers 501 with a problem; our own
 /api/v1/models stays ours with CBT's ``total`` and ``type=transformation``; CORS opens to CBT's ``*``.
 
 The app is served by uvicorn and asked over HTTP. It reads a real Redis (coverage, bounds, failures and in-flight
@@ -258,7 +259,7 @@ def test_refusals_are_problems_with_cbts_error_members(api: CbtApi, path: str, u
 
 def test_every_admin_route_answers_501_with_a_problem(api: CbtApi) -> None:
     error = Draft4Validator({"$ref": f"{SPEC_URI}#/components/schemas/Error"}, registry=REGISTRY)
-    assert len(ADMIN) == 12
+    assert len(ADMIN) == 9
     for method, path, _ in ADMIN:
         for base in ("/api/v1", COMPAT_BASE):
             url = base + path.replace("{id}", MINUTE)
@@ -270,6 +271,18 @@ def test_every_admin_route_answers_501_with_a_problem(api: CbtApi) -> None:
             error.validate(body)
     run_now = json.loads(api.call("POST", f"/api/v1/admin/models/{REPORT}/run-now").body)
     assert "POST /api/v1/models/{id}/run-now" in run_now["detail"]
+
+
+def test_cbts_bounds_and_consolidate_routes_act_so_they_need_the_write_token(api: CbtApi) -> None:
+    routes = [("PUT", f"/admin/models/{SRC}/bounds", b'{"min": 1, "max": 2}'),
+              ("DELETE", f"/admin/models/{SRC}/bounds", b""), ("POST", f"/admin/models/{MINUTE}/consolidate", b"")]
+    for method, path, raw in routes:
+        for base in ("/api/v1", COMPAT_BASE):
+            answer = api.call(method, base + path, {"Content-Type": "application/json"}, raw)
+            body = json.loads(answer.body)
+            assert answer.status == 403 and body["status"] == 403, (method, base + path, body)
+            assert answer.headers["content-type"] == "application/problem+json" and "api.auth.tokens" in body["detail"]
+    assert json.loads(api.get(COMPAT_BASE, f"/models/external/{SRC}/bounds").body)["max"] == 300, "nothing changed"
 
 
 def test_our_model_list_stays_ours_with_cbts_total_and_type_filter(api: CbtApi) -> None:

@@ -27,7 +27,7 @@ from cbt.api.records import ApiRecords, records_from_config
 from cbt.api.web import create_app
 from cbt.config.addresses import bind_address
 from cbt.config.settings import Config
-from cbt.contract.messages import Invalidation
+from cbt.contract.messages import BoundsUpdated, Invalidation
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ScheduledModel
 from cbt.planning.live import LiveStateReader
@@ -55,6 +55,9 @@ class KafkaCommands:
 
     async def run_scheduled(self, model: ScheduledModel, fire_unix: int) -> bool:
         return await self._planner.run_scheduled(model, fire_unix)
+
+    async def announce_bounds(self, event: BoundsUpdated) -> None:
+        await self._planner.publisher.publish(self._planner.topics.bounds_updated, event, key=event.model)
 
 
 class _Server(uvicorn.Server):

@@ -13,14 +13,14 @@ from typing import Protocol
 from cbt.api.events import EventHub
 from cbt.api.history import AuditAction, Completion
 from cbt.config.settings import Config
-from cbt.contract.messages import Invalidation, TaskFailed
+from cbt.contract.messages import BoundsUpdated, Invalidation, TaskFailed
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
 from cbt.planning.live import LiveStateReader
 from cbt.planning.override_sync import LiveOverrides
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.protocol import Piece
-from cbt.state.admin_records import InvalidationRecord, RetriedAttempt, ScheduledRun
+from cbt.state.admin_records import Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import RefreshRequests, StatePorts
 
 
@@ -35,6 +35,9 @@ class AdminRecords(Protocol):
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]: ...
     def record_action(self, action: AuditAction) -> None: ...
     def actions(self, limit: int) -> list[AuditAction]: ...
+    def consolidate(self, model_id: ModelId) -> Consolidation:
+        """Merge one incremental model's completion rows now (``AdminStore.consolidate``: coverage unchanged)."""
+        ...
 
 
 class Commands(Protocol):
@@ -43,6 +46,9 @@ class Commands(Protocol):
     async def publish_invalidation(self, event: Invalidation) -> None: ...
     async def run_scheduled(self, model: ScheduledModel, fire_unix: int) -> bool:
         """Claim the run in the ledger and publish its ``task-requested``; False when it is in flight already."""
+        ...
+    async def announce_bounds(self, event: BoundsUpdated) -> None:
+        """Publish ``bounds-updated`` as the bounds-cache does after a scan: the dependents are planned at once."""
         ...
 
 

@@ -23,14 +23,20 @@ from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.protocol import Piece
-from cbt.state.admin_records import InvalidationRecord, RetriedAttempt, ScheduledRun, split_model_id
+from cbt.state.admin_records import (
+    Consolidation,
+    InvalidationRecord,
+    RetriedAttempt,
+    ScheduledRun,
+    split_model_id,
+)
 
 AUDIT_TABLE = "cbt_api_actions"
 AUDIT = TableSpec(
     columns=(
         Column("action_date_time", "TIMESTAMP", "when the API accepted the change", read_as="at_ms"),
         Column("who", "STRING", "fingerprint of the bearer token (never the token itself)"),
-        Column("action", "STRING", "rerun | run-now | bounds-refresh"),
+        Column("action", "STRING", "rerun | run-now | bounds-refresh | bounds-set | bounds-delete | consolidate | …"),
         Column("target", "STRING", "the model"),
         Column("detail", "STRING", "JSON: the request and what it started (event or task id)"),
     ),
@@ -94,6 +100,12 @@ ORDER BY updated_date_time DESC, position DESC LIMIT :limit"""
         return [AuditAction(at_ms=int(r["at_ms"]), who=r["who"] or "", action=r["action"] or "",
                             target=r["target"] or "", detail=_object(r["detail"]))
                 for r in self._session.sql("read API actions", statement, {"limit": limit})]
+
+    def consolidate(self, model_id: ModelId) -> Consolidation:
+        """Merge one model's completion rows now: the transaction the coordinator's scheduled consolidation and
+        ``cbt admin consolidate`` run (coverage unchanged; deferred when concurrent appends keep winning)."""
+        done = self._tables.completions.consolidate(model_id)
+        return done[0] if done else Consolidation(model_id, 0, 0)
 
 
 def _object(text: str | None) -> dict[str, object]:

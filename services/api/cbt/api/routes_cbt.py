@@ -7,8 +7,9 @@ Two bases. ``/api/v1``: every CBT path except ``GET /api/v1/models``, which stay
 paths, ``/models`` included with CBT's own ``type`` (``external``/``transformation``): the base to give a client that
 checks the listing's enum, such as CBT's frontend. The ``/api/v1`` copies are documented (tag "CBT compatible").
 
-The admin routes answer 501 (problem details): deleting a period, consolidating and setting bounds are operator
-features not built yet; where ours exists (run-now, a bounds refresh, live config overrides) the problem names it.
+Setting and deleting bounds and consolidating are CBT's admin routes over our actions (``cbt_admin``). The other
+admin routes answer 501 (problem details): deleting a period is not built yet; where ours exists (run-now, a bounds
+refresh, live config overrides) the problem names it.
 """
 
 from __future__ import annotations
@@ -19,11 +20,11 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path
 
-from cbt.api import catalog, cbt_shapes
+from cbt.api import catalog, cbt_admin, cbt_shapes
 from cbt.api import cbt_schemas as s
 from cbt.api.cbt_debug import coverage_debug
 from cbt.api.cbt_errors import CbtRoute, cbt_problem
-from cbt.api.common import PROBLEMS, blocking, context
+from cbt.api.common import AUTH_PROBLEMS, PROBLEMS, blocking, context
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, bad_request
 from cbt.contract.messages import MAX_POSITION
@@ -39,8 +40,8 @@ TAG_DOC = {
     "description": "The original CBT's API (ethpandaops/cbt `api/openapi.yaml`): its paths, bodies and error "
                    "members (`error`, `code`, beside the problem's). Every operation here also answers under "
                    f"`{COMPAT_BASE}`, where `GET {COMPAT_BASE}/models` is CBT's own listing (`type`: external | "
-                   f"transformation); `GET {BASE}/models` stays ours. The admin routes answer 501 until their "
-                   "operator features exist.",
+                   f"transformation); `GET {BASE}/models` stays ours. CBT's admin routes for bounds and consolidation "
+                   "act (a bearer token); the others answer 501 and name ours where one exists.",
 }
 Ctx = Annotated[ApiContext, Depends(context)]
 Position = Annotated[int, Path(ge=0, le=MAX_POSITION)]
@@ -215,11 +216,6 @@ NOT_YET = "is not available yet (the operator features behind CBT's admin routes
 ADMIN: tuple[tuple[str, str, str], ...] = (
     ("POST", "/admin/models/{id}/delete-period", f"deleting a period's data {NOT_YET}; to re-run a range, use "
      f"POST {BASE}/models/{{id}}/rerun"),
-    ("POST", "/admin/models/{id}/consolidate", f"consolidating on request {NOT_YET}; the coordinator consolidates "
-     "the admin tables on scheduler.consolidation"),
-    ("PUT", "/admin/models/{id}/bounds", f"setting an external model's bounds {NOT_YET}"),
-    ("DELETE", "/admin/models/{id}/bounds", f"deleting an external model's bounds {NOT_YET}; to scan them again, "
-     f"use POST {BASE}/bounds/{{id}}/refresh"),
     ("POST", "/admin/models/{id}/refresh-bounds", f"use POST {BASE}/bounds/{{id}}/refresh (a bearer token from "
      "api.auth.tokens)"),
     ("POST", "/admin/models/{id}/run-now", f"use POST {BASE}/models/{{id}}/run-now (a bearer token from "
@@ -251,6 +247,10 @@ def _register(router: APIRouter, base: str, documented: bool) -> None:
                              response_model_exclude_none=True, summary=summary, include_in_schema=documented,
                              operation_id=operation if documented else None,
                              responses={**ERRORS, **(NOT_FOUND if "{id}" in path else {})})
+    for method, path, action, shape, operation, summary in cbt_admin.ROUTES:
+        router.add_api_route(base + path, action, methods=[method], response_model=shape, summary=summary,
+                             include_in_schema=documented, operation_id=operation if documented else None,
+                             responses={**ERRORS, **NOT_FOUND, **{k: AUTH_PROBLEMS[k] for k in (401, 403)}})
     for method, path, what in ADMIN:
         router.add_api_route(base + path, _not_implemented(what), methods=[method], response_model=None,
                              status_code=501, summary=f"CBT's {method} {path}: not implemented (501)",

@@ -11,7 +11,15 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from cbt.api import routes_actions, routes_cbt, routes_models, routes_overrides, routes_pipeline, routes_rows
+from cbt.api import (
+    routes_actions,
+    routes_bounds,
+    routes_cbt,
+    routes_models,
+    routes_overrides,
+    routes_pipeline,
+    routes_rows,
+)
 from cbt.api.access import client_key, install_access
 from cbt.api.context import ApiContext
 from cbt.api.limits import RequestLimits
@@ -32,7 +40,7 @@ DESCRIPTION = (
     "`Retry-After`."
 )
 ROUTERS = (routes_cbt.router, routes_models.router, routes_pipeline.router, routes_actions.router,
-           routes_overrides.router)  # CBT's first: its
+           routes_overrides.router, routes_bounds.router)  # CBT's first: its
 # /api/v1/models/external… must not be read as our /api/v1/models/{model_id}…
 
 

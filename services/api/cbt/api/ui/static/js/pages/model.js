@@ -3,6 +3,7 @@
 
 import { actionDialog, rerunDialog, skipDialog } from "../actions.js";
 import { getJSON, modelPath, problemBox } from "../api.js";
+import { boundsDialog } from "../bounds.js";
 import { CoverageGroup, summaryExtent } from "../coverage_group.js";
 import { byId, emptyState, h, modelHref, modelLink, show } from "../dom.js";
 import { explainView } from "../explain.js";
@@ -52,17 +53,24 @@ function actions(model) {
     const skip = skipDialog({ modelId, isTime: state.isTime, onDone: () => refreshAll("all") });
     root.append(h("button", { type: "button", class: "primary", id: "rerun-open",
       onclick: () => rerun.open(state.interval) }, "Rerun a range…"),
-    h("button", { type: "button", id: "skip-open", onclick: () => skip.open(state.interval) }, "Skip a range…"));
+    h("button", { type: "button", id: "skip-open", onclick: () => skip.open(state.interval) }, "Skip a range…"),
+    h("button", { type: "button", id: "consolidate-open", onclick: () => action.open({
+      title: `Consolidate ${modelId} now`, text: "Merges this model's completion rows in the admin table now "
+        + "(coverage and task boundaries unchanged), as the coordinator does on scheduler.consolidation.",
+      confirm: "Consolidate now", path: modelPath(modelId, "/consolidate"),
+      success: (r) => `Consolidated: ${r.rows_before} → ${r.rows_after} rows, coverage unchanged.` }) }, "Consolidate now"));
   } else if (model.type === "scheduled") {
     root.append(h("button", { type: "button", id: "run-now", onclick: () => action.open({
       title: `Run ${modelId} now`, text: "Publishes a task for this scheduled model outside its schedule.",
       confirm: "Run now", path: modelPath(modelId, "/run-now"),
       success: (r) => `Run requested (task ${r.task_id ?? "?"}).` }) }, "Run now"));
   } else if (model.type === "external") {
+    const editBounds = boundsDialog({ modelId, onDone: () => refreshAll("all") });
     root.append(h("button", { type: "button", id: "refresh-bounds", onclick: () => action.open({
       title: `Refresh the bounds of ${modelId}`, text: "Asks the bounds-cache to scan this source's bounds now.",
       confirm: "Refresh bounds", path: `/bounds/${encodeURIComponent(modelId)}/refresh`,
-      success: () => "Bounds refresh requested: dependents are re-planned when the scan changes them." }) }, "Refresh bounds"));
+      success: () => "Bounds refresh requested: dependents are re-planned when the scan changes them." }) }, "Refresh bounds"),
+    h("button", { type: "button", id: "bounds-open", onclick: () => editBounds.open() }, "Edit bounds…"));
   }
 }
 
