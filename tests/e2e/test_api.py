@@ -8,6 +8,7 @@ second api process without any token refuses changes."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import json
 import threading
@@ -271,7 +272,9 @@ def api_schema(api: ApiStack) -> Any:
     return schemathesis.openapi.from_url(f"{api.base}/api/v1/openapi.json")
 
 
+@functools.cache
 def _schemathesis_checks() -> list[Any]:
+    import schemathesis
     from schemathesis.checks import not_a_server_error
     from schemathesis.specs.openapi.checks import (
         content_type_conformance,
@@ -279,7 +282,16 @@ def _schemathesis_checks() -> list[Any]:
         status_code_conformance,
     )
 
-    return [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+    @schemathesis.check
+    def no_server_error_but_a_documented_not_implemented(ctx: Any, response: Any, case: Any) -> bool | None:
+        """CBT's admin routes answer 501 with a problem body until their operator features exist (issue 25): a
+        promised answer, documented (status_code_conformance checks that), not a failure of the server."""
+        if response.status_code == 501 and b"urn:cbt:problem:not-implemented" in response.content:
+            return None
+        return not_a_server_error(ctx, response, case)
+
+    return [no_server_error_but_a_documented_not_implemented, status_code_conformance, content_type_conformance,
+            response_schema_conformance]
 
 
 def _lazy_schema() -> Any:
