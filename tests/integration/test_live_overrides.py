@@ -19,6 +19,7 @@ from cbt.adapters.admin_tables.overrides import overrides_table
 from cbt.adapters.delta_admin import admin_from_config, tables_from_config
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
+from cbt.adapters.redis_stores.overrides import RedisOverrides
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub
 from cbt.api.offline import Offline
@@ -192,6 +193,21 @@ def test_overrides_survive_a_redis_flush(stack: Stack, redis_client: Redis, redi
     assert stack.schedules()[(HOURLY, "backfill")] == "@every 9s"
     status, body = stack.call("GET", "/api/v1/overrides")
     assert status == 200 and body == {"overrides": {HOURLY: {"schedules": {"backfill": "@every 9s"}}}}
+
+
+def test_a_restore_from_an_older_read_of_the_record_does_not_undo_a_change_made_meanwhile(
+        redis_client: Redis, redis_prefix: str) -> None:
+    """After a flush, a reader restores what it read from the admin table (seconds on Spark); an override set in
+    those seconds (record, then Redis) must survive: the stale restore stands aside, and the next one reads it."""
+    store = RedisOverrides(redis_client, redis_prefix)
+    assert store.version() is None
+    before_the_read = store.counter()
+    store.put(HOURLY, {"enabled": False})  # set by the api while the reader was reading the record
+
+    assert store.restore({}, before_the_read) is None
+    assert store.overrides() == {HOURLY: {"enabled": False}} and store.version() is None
+    assert store.restore({HOURLY: {"enabled": False}}, store.counter()) is not None
+    assert store.overrides() == {HOURLY: {"enabled": False}} and store.version() is not None
 
 
 def test_a_service_that_only_plans_follows_the_overrides_at_its_next_tick(stack: Stack) -> None:

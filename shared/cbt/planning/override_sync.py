@@ -24,6 +24,9 @@ from cbt.planning.planner import Planner
 from cbt.state.override_ports import OverrideRecord, OverrideStore
 
 log = logging.getLogger("cbt.planning")
+RESTORE_ATTEMPTS = 3
+"""Restores from the admin table tried in one read before giving up until the next tick (each is one Spark read; one
+is refused only when an override was changed during that read)."""
 
 
 @dataclass
@@ -36,10 +39,19 @@ class LiveOverrides:
     def current(self) -> tuple[int, dict[ModelId, dict[str, Any]]]:
         """The version and every stored override; an emptied Redis is first restored from the record."""
         version = self.store.version()
-        if version is None:
+        for _ in range(RESTORE_ATTEMPTS):
+            if version is not None:
+                return version, self.store.overrides()
+            counter = self.store.counter()
             restored = self.record().current_overrides()
-            version = self.store.restore(restored)
-            log.warning("live config overrides restored from the admin table", extra={"overrides": len(restored)})
+            version = self.store.restore(restored, counter)  # None: changed meanwhile, so read the record again
+            if version is not None:
+                log.warning("live config overrides restored from the admin table", extra={"overrides": len(restored)})
+            else:
+                version = self.store.version()
+        if version is None:
+            raise RuntimeError(f"live config overrides: Redis changed during each of {RESTORE_ATTEMPTS} restores "
+                               "from the admin table; trying again at the next tick")
         return version, self.store.overrides()
 
     def set(self, models: ModelSet, model_id: ModelId, data: object, who: str, at_ms: int) -> LiveOverride:

@@ -24,8 +24,13 @@ class OverrideStore(Protocol):
         ...
 
     def clear(self, model_id: ModelId) -> int: ...
-    def restore(self, overrides: Mapping[ModelId, Mapping[str, Any]]) -> int:
-        """Replace every override (after Redis was emptied) and mark the store filled; returns the new version."""
+    def counter(self) -> int:
+        """The change counter as it is, filled or not: read before reading the record, passed to ``restore``."""
+        ...
+
+    def restore(self, overrides: Mapping[ModelId, Mapping[str, Any]], counter: int) -> int | None:
+        """Replace every override (after Redis was emptied) and mark the store filled; returns the new version.
+        None, changing nothing, when the store changed since ``counter`` was read (or was filled meanwhile)."""
         ...
 
 

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from redis import Redis
-from redis.client import Pipeline
+from redis.exceptions import WatchError
 
 from cbt.models.spec import ModelId
 
@@ -45,22 +45,39 @@ class RedisOverrides:
         return out
 
     def put(self, model_id: ModelId, fields: Mapping[str, Any]) -> int:
-        return self._change(lambda pipe: pipe.hset(self._hash, model_id, json.dumps(dict(fields), sort_keys=True)))
+        return self._change(lambda pipe: pipe.hset(self._hash, model_id, _encoded(fields)))
 
     def clear(self, model_id: ModelId) -> int:
         return self._change(lambda pipe: pipe.hdel(self._hash, model_id))
 
-    def restore(self, overrides: Mapping[ModelId, Mapping[str, Any]]) -> int:
-        def fill(pipe: Pipeline) -> None:
-            pipe.delete(self._hash)
-            if overrides:
-                pipe.hset(self._hash, mapping={m: json.dumps(dict(f), sort_keys=True) for m, f in overrides.items()})
-            pipe.set(self._restored, "1")
+    def counter(self) -> int:
+        return int(cast(bytes | None, self._client.get(self._version)) or 0)
 
-        return self._change(fill)
+    def restore(self, overrides: Mapping[ModelId, Mapping[str, Any]], counter: int) -> int | None:
+        """Only while the counter is still ``counter`` and the store still unfilled (WATCH): a change made since
+        the record was read would otherwise be overwritten by the older read."""
+        with self._client.pipeline(transaction=True) as pipe:
+            try:
+                pipe.watch(self._version, self._restored)  # type: ignore[no-untyped-call]  # (redis-py leaves it untyped)
+                now = int(cast(bytes | None, pipe.get(self._version)) or 0)
+                if pipe.get(self._restored) is not None or now != counter:
+                    return None
+                pipe.multi()
+                pipe.delete(self._hash)
+                if overrides:
+                    pipe.hset(self._hash, mapping={m: _encoded(f) for m, f in overrides.items()})
+                pipe.set(self._restored, "1")
+                pipe.incr(self._version)
+                return int(pipe.execute()[-1])
+            except WatchError:
+                return None
 
     def _change(self, change: Any) -> int:
         pipe = self._client.pipeline(transaction=True)
         change(pipe)
         pipe.incr(self._version)
         return int(pipe.execute()[-1])
+
+
+def _encoded(fields: Mapping[str, Any]) -> str:
+    return json.dumps(dict(fields), sort_keys=True)
