@@ -1,5 +1,6 @@
-"""``cbt bounds set | delete`` and ``cbt consolidate`` (docs/operations/overrides.md#bounds-and-consolidation), written
-to the stores as the API writes them, like ``cbt override``:
+"""``cbt bounds set | delete`` and ``cbt consolidate``
+(docs/operations/overrides.md#bounds-edits-and-consolidation), written to the stores as the API writes them, like
+``cbt override``:
 
 * ``bounds set`` checks ``[min, max)`` first (``cbt.scheduling.bounds_edit``) and stores it in Redis's bounds cache;
   the coordinators plan with it at each dependent's next fill (the API also announces it on Kafka, so they plan at

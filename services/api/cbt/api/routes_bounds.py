@@ -1,4 +1,4 @@
-"""Bounds edits and consolidation on request (docs/operations/overrides.md#bounds-and-consolidation).
+"""Bounds edits and consolidation on request (docs/operations/overrides.md#bounds-edits-and-consolidation).
 
 * ``PUT /models/{id}/bounds``: store an external model's raw bounds ``[min, max)`` in Redis, as a scan would, and
   announce them (``bounds-updated``) so the coordinators plan its dependents at once. CBT's semantics: an edit is
