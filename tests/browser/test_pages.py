@@ -8,14 +8,16 @@ invalidation, the range re-run) and reach an open dashboard through the event st
 
 from __future__ import annotations
 
+import shutil
 import time
 from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Browser, Page
 
-from tests.browser.conftest import SOURCE_END, PageErrors, screenshot
+from tests.browser.conftest import SOURCE_END, VIEWPORT, PageErrors, screenshot
 from tests.e2e.api_stack import ApiStack, wait_until
+from tests.e2e.harness import PROJECT
 
 pytestmark = pytest.mark.e2e  # the default 300 s per test: the whole module takes ~90 s on a quiet machine
 
@@ -263,3 +265,117 @@ def test_an_unknown_model_page_says_so(stack: ApiStack, page: Page, page_errors:
     page.goto(f"{stack.base}/models/nope.nothing")
     problem = page.wait_for_selector('#model-error .problem[data-status="404"]')
     assert problem is not None and "nope.nothing" in problem.inner_text()
+
+
+def docs_screenshot(page: Page, name: str, full_page: bool = False) -> None:
+    """A screenshot that docs/web-ui.md shows: taken like the others, then copied to docs/img/."""
+    shutil.copy(screenshot(page, name, full_page), PROJECT / "docs" / "img" / f"{name}.png")
+
+
+def box_centre(page: Page, selector: str) -> tuple[float, float, float]:
+    box = page.locator(selector).bounding_box()
+    assert box is not None, selector
+    return box["x"] + box["width"] / 2, box["y"] + box["height"] / 2, box["width"]
+
+
+def test_dag_search_zooms_to_a_model_with_a_minimap_and_a_remembered_direction(stack: ApiStack, page: Page) -> None:
+    nodes = stack.get("/dag")["nodes"]
+    page.goto(stack.base + "/dag")
+    page.wait_for_selector("#dag[data-loaded=true]")
+    assert page.locator("#dag-minimap .mm-node").count() == len(nodes) and page.locator("#dag-minimap .mm-view").count()
+    assert page.get_attribute("#dag svg", "data-direction") == "TB"
+    two_minute = stack.model("block_propagation_two_minute")
+    found = f'.node[data-model="{two_minute}"]'
+    width_fitted = box_centre(page, found)[2]
+
+    page.fill("#dag-search-input", "two_min")
+    page.press("#dag-search-input", "Enter")
+    page.wait_for_selector(f".node.found[data-model=\"{two_minute}\"]")
+    x, y, width = box_centre(page, found)
+    frame_x, frame_y, _ = box_centre(page, "#dag")
+    assert abs(x - frame_x) < 4 and abs(y - frame_y) < 4, "the found model is centred"
+    assert width > width_fitted * 1.2, "and zoomed in"
+    assert two_minute in page.inner_text("#dag-search-result")
+    assert page.locator(f'#dag-minimap .mm-node.found[data-model="{two_minute}"]').count() == 1
+    docs_screenshot(page, "dag-search")
+
+    before = page.get_attribute("#dag svg", "viewBox")
+    page.locator("#dag-minimap svg").click(position={"x": 4, "y": 4})
+    assert page.get_attribute("#dag svg", "viewBox") != before, "a click on the minimap moves the view"
+
+    source = f'.node[data-model="{stack.source("beacon_blocks")}"]'
+    minute = f'.node[data-model="{stack.model("block_propagation_minute")}"]'
+    page.click("[data-direction=LR]")
+    page.click("[data-action=fit]")
+    assert page.get_attribute("#dag svg", "data-direction") == "LR"
+    assert box_centre(page, source)[0] < box_centre(page, minute)[0], "sources on the left"
+    page.reload()
+    page.wait_for_selector("#dag[data-loaded=true]")
+    assert page.get_attribute("#dag svg", "data-direction") == "LR", "the direction is remembered"
+    assert page.get_attribute("[data-direction=LR]", "aria-checked") == "true"
+    docs_screenshot(page, "dag-left-right")
+    page.click("[data-direction=TB]")
+    assert box_centre(page, source)[1] < box_centre(page, minute)[1], "sources on top again"
+
+
+def schedule_line(page: Page, model: str) -> tuple[str, str]:
+    row = page.locator("#schedules tbody tr", has=page.locator(f'.next-run[data-model="{model}"]'))
+    return row.locator(".last-run").inner_text(), row.locator(".next-run").inner_text()
+
+
+def test_header_search_schedules_and_dark_theme(stack: ApiStack, browser: Browser, page_errors: PageErrors) -> None:
+    context = browser.new_context(viewport=VIEWPORT, color_scheme="dark")  # type: ignore[arg-type]
+    page = context.new_page()
+    page.on("pageerror", lambda error: page_errors.errors.append(f"uncaught: {error}"))
+    page.on("console", page_errors.console)
+    try:
+        page.goto(stack.base + "/")
+        assert page.get_attribute("html", "data-theme") == "dark", "the system's dark setting is followed"
+        background = page.evaluate("getComputedStyle(document.body).backgroundColor")
+        assert background == "rgb(11, 17, 32)", background
+
+        validator = stack.model("validator_entities")
+        page.wait_for_selector(f'#schedules .next-run[data-model="{validator}"]', timeout=SLOW_MS)
+        for _ in range(3):  # a run may land between the two reads: read both again
+            answer = next(m for m in stack.get("/schedules")["models"] if m["model"] == validator)
+            last, upcoming = schedule_line(page, validator)
+            ran = answer["last_run"] and time.strftime("%H:%M:%S", time.gmtime(answer["last_run"]["scheduled_unix"]))
+            if ran and ran in last and time.strftime("%H:%M:%S", time.gmtime(answer["next_unix"])) in upcoming:
+                break
+            time.sleep(2)
+        else:
+            raise AssertionError(f"dashboard says {last!r} / {upcoming!r}, the api {answer}")
+        assert answer["schedule"] == "@every 1m" and answer["next_unix"] % 60 == 0
+        assert upcoming.startswith(("in ", "due now")), upcoming
+        leaderboard = schedule_line(page, stack.model("entity_leaderboard"))[1]
+        assert leaderboard.startswith(("in ", "due now")) and int(leaderboard.split(":")[-2]) % 5 == 0, leaderboard
+        page.mouse.move(0, 0)
+        docs_screenshot(page, "dark-dashboard", full_page=True)
+
+        page.select_option("#theme-choice", "light")
+        assert page.get_attribute("html", "data-theme") == "light", "the toggle overrides the system"
+        page.reload()
+        assert page.get_attribute("html", "data-theme") == "light", "and is remembered"
+        assert page.evaluate("localStorage.getItem('cbt.theme')") == "light"
+        page.select_option("#theme-choice", "system")
+        assert page.get_attribute("html", "data-theme") == "dark"
+
+        two_minute = stack.model("block_propagation_two_minute")
+        page.click("h1")  # out of the theme control: "/" there is not a shortcut
+        page.keyboard.press("/")
+        page.keyboard.type("two_min")
+        page.wait_for_selector(f'#model-search-list [role=option][data-model="{two_minute}"]')
+        assert page.get_attribute("#model-search", "aria-expanded") == "true"
+        docs_screenshot(page, "header-search")
+        page.keyboard.press("Enter")
+        page.wait_for_url(f"**/models/{two_minute}")
+        page.wait_for_selector("#timelines svg.coverage")
+        page.goto(f"{stack.base}/models/{stack.model('block_propagation_minute')}#position={SOURCE_END - 200}")
+        page.wait_for_selector("#explain .explain[data-position]")
+        page.mouse.move(0, 0)
+        docs_screenshot(page, "dark-model", full_page=True)
+        page.goto(stack.base + "/dag")
+        page.wait_for_selector("#dag[data-loaded=true]")
+        screenshot(page, "dark-dag")
+    finally:
+        context.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from cbt.api.ui.shells import NAV, PAGES, STATIC_DIR, STATIC_PATH, NavItem, asset_version, render_page
+from cbt.api.ui.shells import NAV, PAGES, STATIC_DIR, STATIC_PATH, NavItem, asset_version, render_login, render_page
 from cbt.models.spec import TIME_TYPES
 
 
@@ -65,6 +65,19 @@ def test_the_body_carries_the_api_base_and_the_time_types() -> None:
     body = parse(render_page("dashboard", "Coverage")).body
     assert body["data-api"] == "/api/v1"
     assert set((body["data-time-types"] or "").split(",")) == set(TIME_TYPES)
+
+
+@pytest.mark.parametrize("page", sorted(PAGES))
+def test_every_page_has_the_model_search_and_the_theme_applied_before_it_paints(page: str) -> None:
+    html = render_page(page, "Title", **PAGE_ARGS[page])
+    head, _, body = html.partition("</head>")
+    assert f"{STATIC_PATH}/js/theme_boot.js?v=" in head, "the theme is set before the first paint"
+    assert 'role="combobox"' in body and 'aria-controls="model-search-list"' in body and 'id="theme-choice"' in body
+    assert f"{STATIC_PATH}/js/header.js?v=" in body
+
+
+def test_the_login_page_follows_the_theme_too() -> None:
+    assert f"{STATIC_PATH}/js/theme_boot.js?v=" in render_login("/").partition("</head>")[0]
 
 
 def test_a_model_id_is_escaped_not_interpreted() -> None:

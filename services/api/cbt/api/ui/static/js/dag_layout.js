@@ -1,6 +1,6 @@
-// Pure layered layout of the DAG: one row per rank (0 = sources, at the top), nodes ordered inside a row by the
-// barycentre of their neighbours (a few sweeps, which removes most crossings in a small DAG), OR groups drawn
-// through a junction just above their dependent. No DOM: unit-tested with node (tests/unit/ui).
+// Pure layered layout of the DAG: one row per rank (0 = sources, at the top), or one column per rank (sources on the
+// left), nodes ordered inside a rank by the barycentre of their neighbours (a few sweeps, which removes most
+// crossings in a small DAG), OR groups drawn through a junction just before their dependent. No DOM: unit-tested with node (tests/unit/ui).
 
 export const NODE_H = 54;
 const MIN_NODE_W = 180;
@@ -100,37 +100,54 @@ function withPlaceholders(nodes, edges) {
   return { items, segments, chains };
 }
 
+/** Spacing of the left-to-right layout: ranks are columns, so the gap between ranks is horizontal. */
+const LR = { rankGap: 84, nodeGap: 16, marginMain: 24, marginCross: 40, endCross: 24 };
+
 /**
  * Node boxes ({x, y, w, h} by id), the bends of long edges (`routes[i]`: points for edges[i]), OR-group junctions
- * and the drawing's size. Ranks are rows from the top (sources first), each row centred; `nodeW` is every box's width.
+ * and the drawing's size. `direction` "TB": ranks are rows from the top (sources first), each row centred; "LR":
+ * ranks are columns from the left. `nodeW` is every box's width. Positions are computed along the flow (main axis)
+ * and across it (cross axis), then mapped to x and y.
  */
-export function layoutDag(nodes, edges, nodeW = MIN_NODE_W) {
+export function layoutDag(nodes, edges, nodeW = MIN_NODE_W, direction = "TB") {
+  const isLR = direction === "LR";
   const { items, segments, chains } = withPlaceholders(nodes, edges);
   const columns = orderColumns(items, segments);
-  const widthOf = (id) => (id.startsWith(DUMMY) ? DUMMY_W : nodeW);
-  const rowWidth = (ids) => ids.reduce((sum, id) => sum + widthOf(id), 0) + Math.max(0, ids.length - 1) * NODE_GAP;
-  const widest = Math.max(nodeW, ...columns.map((c) => rowWidth(c.ids)));
-  const width = MARGIN_X + 24 + widest;
+  const across = isLR ? NODE_H : nodeW;
+  const along = isLR ? nodeW : NODE_H;
+  const gap = isLR ? LR.nodeGap : NODE_GAP;
+  const rankGap = isLR ? LR.rankGap : RANK_GAP;
+  const marginMain = isLR ? LR.marginMain : MARGIN_Y;
+  const marginCross = isLR ? LR.marginCross : MARGIN_X;
+  const point = (c, m) => (isLR ? { x: m, y: c } : { x: c, y: m });
+  const sizeOf = (id) => (id.startsWith(DUMMY) ? DUMMY_W : across);
+  const rowSize = (ids) => ids.reduce((sum, id) => sum + sizeOf(id), 0) + Math.max(0, ids.length - 1) * gap;
+  const widest = Math.max(across, ...columns.map((c) => rowSize(c.ids)));
   const boxes = new Map();
   const bends = new Map();
   columns.forEach((column, r) => {
-    let x = MARGIN_X + (widest - rowWidth(column.ids)) / 2;
-    const y = MARGIN_Y + r * (NODE_H + RANK_GAP);
+    let c = marginCross + (widest - rowSize(column.ids)) / 2;
+    const m = marginMain + r * (along + rankGap);
     for (const id of column.ids) {
-      if (id.startsWith(DUMMY)) bends.set(id, [{ x: x + DUMMY_W / 2, y }, { x: x + DUMMY_W / 2, y: y + NODE_H }]);
-      else boxes.set(id, { x, y, w: nodeW, h: NODE_H });
-      x += widthOf(id) + NODE_GAP;
+      if (id.startsWith(DUMMY)) bends.set(id, [point(c + DUMMY_W / 2, m), point(c + DUMMY_W / 2, m + along)]);
+      else boxes.set(id, { ...point(c, m), w: nodeW, h: NODE_H });
+      c += sizeOf(id) + gap;
     }
   });
-  const height = MARGIN_Y * 2 + columns.length * NODE_H + Math.max(0, columns.length - 1) * RANK_GAP;
+  const crossTotal = marginCross + (isLR ? LR.endCross : 24) + widest;
+  const mainTotal = marginMain * 2 + columns.length * along + Math.max(0, columns.length - 1) * rankGap;
   const routes = chains.map((chain) => chain.flatMap((id) => bends.get(id)));
   const realColumns = columns.map((c) => ({ rank: c.rank, ids: c.ids.filter((id) => !id.startsWith(DUMMY)) }))
     .filter((c) => c.ids.length);
-  return { boxes, routes, junctions: orJunctions(edges, boxes), columns: realColumns, width, height };
+  return {
+    boxes, routes, junctions: orJunctions(edges, boxes, direction), columns: realColumns, direction: isLR ? "LR" : "TB",
+    width: isLR ? mainTotal : crossTotal, height: isLR ? crossTotal : mainTotal,
+  };
 }
 
-/** One junction per (dependent, OR group), just above the dependent: members' edges meet there. */
-export function orJunctions(edges, boxes) {
+/** One junction per (dependent, OR group), just before the dependent (above it, or left of it in "LR"): members'
+ * edges meet there. */
+export function orJunctions(edges, boxes, direction = "TB") {
   const groups = new Map();
   for (const e of edges) {
     if (e.or_group == null || !boxes.has(e.to) || !boxes.has(e.from)) continue;
@@ -149,7 +166,9 @@ export function orJunctions(edges, boxes) {
     list.sort((a, b) => a.group - b.group);
     list.forEach((g, i) => {
       const offset = (i - (list.length - 1) / 2) * 28;
-      junctions.push({ ...g, x: box.x + box.w / 2 + offset, y: box.y - 30 });
+      junctions.push(direction === "LR"
+        ? { ...g, x: box.x - 34, y: box.y + box.h / 2 + offset }
+        : { ...g, x: box.x + box.w / 2 + offset, y: box.y - 30 });
     });
   }
   return junctions;
@@ -173,23 +192,29 @@ export function lineage(id, edges) {
   return { ancestors, descendants, all: new Set([...ancestors, ...descendants]) };
 }
 
-/** A smooth top-to-bottom edge between two points. */
-export function edgePath(x1, y1, x2, y2) {
-  return routePath([{ x: x1, y: y1 }, { x: x2, y: y2 }]);
+/** A smooth edge between two points, flowing down ("TB") or right ("LR"). */
+export function edgePath(x1, y1, x2, y2, direction = "TB") {
+  return routePath([{ x: x1, y: y1 }, { x: x2, y: y2 }], direction);
 }
 
-/** A smooth top-to-bottom path through points (straight where two points share an x: a long edge crossing a row). */
-export function routePath(points) {
+/** A smooth path through points along the flow (straight where two points line up: a long edge crossing a rank). */
+export function routePath(points, direction = "TB") {
+  const isLR = direction === "LR";
   let d = `M${points[0].x},${points[0].y}`;
   for (let i = 1; i < points.length; i++) {
     const a = points[i - 1];
     const b = points[i];
-    if (a.x === b.x) {
+    if (isLR ? a.y === b.y : a.x === b.x) {
       d += ` L${b.x},${b.y}`;
       continue;
     }
-    const dy = Math.max(18, (b.y - a.y) / 2);
-    d += ` C${a.x},${a.y + dy} ${b.x},${b.y - dy} ${b.x},${b.y}`;
+    if (isLR) {
+      const dx = Math.max(18, (b.x - a.x) / 2);
+      d += ` C${a.x + dx},${a.y} ${b.x - dx},${b.y} ${b.x},${b.y}`;
+    } else {
+      const dy = Math.max(18, (b.y - a.y) / 2);
+      d += ` C${a.x},${a.y + dy} ${b.x},${b.y - dy} ${b.x},${b.y}`;
+    }
   }
   return d;
 }

@@ -1,14 +1,31 @@
-// DAG page: a layered drawing of /api/v1/dag (rank = row, sources on top), status colour per model, OR groups through a
-// dashed junction, hover to light a model's ancestors and descendants, click to open the model. Live: statuses are
-// re-read when events arrive.
+// DAG page: a layered drawing of /api/v1/dag (rank = row with sources on top, or column with sources on the left; the
+// choice is kept in localStorage), status colour per model, OR groups through a dashed junction, hover to light a
+// model's ancestors and descendants, click to open the model. Pan and zoom (dag_view.js), a minimap, and a search box
+// that centres the drawing on a model and marks it. Live: statuses are re-read when events arrive.
 
 import { getJSON, problemBox } from "../api.js";
 import { edgePath, layoutDag, lineage, nodeWidth, routePath } from "../dag_layout.js";
-import { byId, emptyState, modelHref, s, show, tooltip } from "../dom.js";
+import { centreOn, FOCUS_K, fitView, panBy, viewBox, visibleRect, zoomAt } from "../dag_view.js";
+import { byId, emptyState, h, modelHref, s, show, tooltip } from "../dom.js";
 import { splitModelId } from "../format.js";
 import { batcher, connectEvents } from "../live.js";
+import { matchModels } from "../search.js";
 
 const root = byId("dag");
+const minimap = byId("dag-minimap");
+const DIRECTION_KEY = "cbt.dag.direction";
+const MINIMAP_W = 200;
+const MINIMAP_H = 260;
+/** What the page shows: the drawing (layout, svg), the viewport, the found model; kept across live redraws. */
+const state = { dag: null, layout: null, svg: null, view: null, found: null, direction: storedDirection() };
+
+function storedDirection() {
+  try {
+    return localStorage.getItem(DIRECTION_KEY) === "LR" ? "LR" : "TB";
+  } catch {
+    return "TB";
+  }
+}
 const STATUS_TEXT = {
   ok: "up to date", lagging: "lagging", failing: "failing", waiting: "waiting for data",
   external: "external source", scheduled: "scheduled",
@@ -36,8 +53,9 @@ function nodeElement(node, box) {
   s("text", { class: "subtitle", x: 16, y: 40 }, subtitle(database, node, status)));
 }
 
-/** Spreads the ends of a node's edges along its side, ordered by where the other end is (fewer crossings). */
-function ports(links, boxes) {
+/** Spreads the ends of a node's edges along its side, ordered by where the other end is (fewer crossings). In
+ * "TB" edges leave a box at its bottom and enter at its top; in "LR" they leave at its right and enter at its left. */
+function ports(links, boxes, isLR) {
   const at = new Map();
   const bySide = new Map();
   for (const link of links) {
@@ -47,38 +65,44 @@ function ports(links, boxes) {
   }
   for (const list of bySide.values()) {
     const box = boxes.get(list[0].node);
-    list.sort((a, b) => a.otherX - b.otherX);
+    list.sort((a, b) => a.other - b.other);
     list.forEach((link, i) => {
-      const x = box.x + box.w * (0.5 + (list.length > 1 ? (i / (list.length - 1) - 0.5) * 0.6 : 0));
-      at.set(link.id, { x, y: link.side === "top" ? box.y : box.y + box.h });
+      const spread = 0.5 + (list.length > 1 ? (i / (list.length - 1) - 0.5) * 0.6 : 0);
+      const isIn = link.side === "in";
+      at.set(link.id, isLR ? { x: isIn ? box.x : box.x + box.w, y: box.y + box.h * spread }
+        : { x: box.x + box.w * spread, y: isIn ? box.y : box.y + box.h });
     });
   }
   return at;
 }
 
 function edgeElements(edges, layout) {
-  const { boxes, junctions, routes } = layout;
+  const { boxes, junctions, routes, direction } = layout;
+  const isLR = direction === "LR";
+  const cross = (p) => (isLR ? p.y : p.x);
   const junctionOf = new Map(junctions.map((j) => [`${j.to}\u0000${j.group}`, j]));
-  const centre = (id) => boxes.get(id).x + boxes.get(id).w / 2;
+  const centre = (id) => cross({ x: boxes.get(id).x + boxes.get(id).w / 2, y: boxes.get(id).y + boxes.get(id).h / 2 });
   const drawn = edges.map((e, i) => ({ e, i, id: `e${i}`, bends: routes[i] || [],
     j: e.or_group != null ? junctionOf.get(`${e.to}\u0000${e.or_group}`) : null }))
     .filter(({ e }) => boxes.has(e.from) && boxes.has(e.to));
   const links = drawn.flatMap(({ e, j, id, bends }) => [
-    { id: `${id}:out`, node: e.from, side: "bottom", otherX: bends.length ? bends[0].x : j ? j.x : centre(e.to) },
-    ...(j ? [] : [{ id: `${id}:in`, node: e.to, side: "top", otherX: bends.length ? bends[bends.length - 1].x : centre(e.from) }]),
-  ]).concat(junctions.map((j) => ({ id: `j:${j.to}:${j.group}`, node: j.to, side: "top", otherX: j.x })));
-  const at = ports(links, boxes);
+    { id: `${id}:out`, node: e.from, side: "out", other: bends.length ? cross(bends[0]) : j ? cross(j) : centre(e.to) },
+    ...(j ? [] : [{ id: `${id}:in`, node: e.to, side: "in", other: bends.length ? cross(bends[bends.length - 1]) : centre(e.from) }]),
+  ]).concat(junctions.map((j) => ({ id: `j:${j.to}:${j.group}`, node: j.to, side: "in", other: cross(j) })));
+  const at = ports(links, boxes, isLR);
+  const before = (j) => (isLR ? { x: j.x - 10, y: j.y } : { x: j.x, y: j.y - 10 });
   const out = drawn.map(({ e, j, id, bends }) => {
-    const end = j ? { x: j.x, y: j.y - 10 } : at.get(`${id}:in`);
+    const end = j ? before(j) : at.get(`${id}:in`);
     return s("path", {
-      class: `edge${j ? " or" : ""}`, d: routePath([at.get(`${id}:out`), ...bends, end]), "data-from": e.from,
+      class: `edge${j ? " or" : ""}`, d: routePath([at.get(`${id}:out`), ...bends, end], direction), "data-from": e.from,
       "data-to": e.to, "data-or-group": e.or_group ?? "", "marker-end": j ? null : "url(#arrow)",
     });
   });
   for (const j of junctions) {
     const b = at.get(`j:${j.to}:${j.group}`);
+    const start = isLR ? { x: j.x + 10, y: j.y } : { x: j.x, y: j.y + 10 };
     out.push(s("path", {
-      class: "edge or", d: edgePath(j.x, j.y + 10, b.x, b.y), "data-from": `or:${j.group}`,
+      class: "edge or", d: edgePath(start.x, start.y, b.x, b.y, direction), "data-from": `or:${j.group}`,
       "data-to": j.to, "data-or-group": j.group, "marker-end": "url(#arrow-or)",
     }));
     out.push(s("g", { class: "junction", "data-to": j.to, "data-or-group": j.group, "data-members": j.members.join(" ") },
@@ -93,13 +117,16 @@ function markers() {
   const arrow = (id, colour) => s("marker", {
     id, viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 6, markerHeight: 6, orient: "auto-start-reverse",
   }, s("path", { d: "M0,0 L10,5 L0,10 z", fill: colour, style: "fill: context-stroke" }));
-  return s("defs", {}, arrow("arrow", "#94a3b8"), arrow("arrow-or", "#a855f7"));
+  return s("defs", {}, arrow("arrow", "var(--edge)"), arrow("arrow-or", "var(--or-edge)"));
 }
 
 function rankLabels(layout) {
   return layout.columns.map((column) => {
     const first = layout.boxes.get(column.ids[0]);
     const text = column.rank === 0 ? "sources" : `rank ${column.rank}`;
+    if (layout.direction === "LR") {
+      return s("text", { class: "rank-label", x: first.x + first.w / 2, y: 22, "text-anchor": "middle" }, text);
+    }
     return s("text", { class: "rank-label", x: 20, y: first.y + first.h / 2 + 4 }, text);
   });
 }
@@ -126,21 +153,130 @@ function highlight(svg, id, edges) {
   });
 }
 
+function frameSize() {
+  return { cw: root.clientWidth || 800, ch: root.clientHeight || 480 };
+}
+
+/** Shows state.view: the drawing's viewBox and the minimap's view rectangle. */
+function applyView() {
+  if (!state.svg) return;
+  const { cw, ch } = frameSize();
+  state.svg.setAttribute("viewBox", viewBox(state.view, cw, ch));
+  const rect = minimap.querySelector(".mm-view");
+  if (!rect) return;
+  const v = visibleRect(state.view, cw, ch);
+  for (const [key, value] of Object.entries({ x: v.x, y: v.y, width: v.w, height: v.h })) rect.setAttribute(key, value);
+}
+
+function fit() {
+  const { cw, ch } = frameSize();
+  state.view = fitView(state.layout.width, state.layout.height, cw, ch);
+  applyView();
+}
+
+function drawMinimap(layout, nodes) {
+  const scale = Math.min(MINIMAP_W / layout.width, MINIMAP_H / layout.height);
+  const mm = s("svg", { width: Math.round(layout.width * scale), height: Math.max(40, Math.round(layout.height * scale)),
+    viewBox: `0 0 ${layout.width} ${layout.height}`, preserveAspectRatio: "xMidYMid meet" },
+  [...layout.boxes].map(([id, box]) => s("rect", { class: "mm-node", "data-model": id, x: box.x, y: box.y, width: box.w,
+    height: box.h, rx: 6, fill: STATUS_COLOUR[nodes.get(id).status] || "var(--n-waiting)" })),
+  s("rect", { class: "mm-view", x: 0, y: 0, width: 0, height: 0 }));
+  const moveTo = (event) => {
+    const r = mm.getBoundingClientRect();
+    state.view = { ...state.view, cx: ((event.clientX - r.left) / r.width) * layout.width,
+      cy: ((event.clientY - r.top) / r.height) * layout.height };
+    applyView();
+  };
+  mm.addEventListener("pointerdown", (event) => {
+    mm.setPointerCapture(event.pointerId);
+    moveTo(event);
+  });
+  mm.addEventListener("pointermove", (event) => {
+    if (mm.hasPointerCapture(event.pointerId)) moveTo(event);
+  });
+  show(minimap, mm);
+  minimap.hidden = false;
+}
+
+/** Drag to pan (a drag that started on a model does not open it), wheel to zoom about the pointer. */
+function enablePanZoom(svg) {
+  let drag = null;
+  svg.addEventListener("pointerdown", (event) => {
+    if (event.button !== 0) return;
+    drag = { x: event.clientX, y: event.clientY, moved: false, id: event.pointerId };
+  });
+  svg.addEventListener("pointermove", (event) => {
+    if (!drag || drag.id !== event.pointerId) return;
+    const dx = event.clientX - drag.x;
+    const dy = event.clientY - drag.y;
+    if (!drag.moved && Math.hypot(dx, dy) < 4) return;
+    if (!drag.moved) svg.setPointerCapture(event.pointerId);
+    drag.moved = true;
+    svg.classList.add("dragging");
+    state.view = panBy(state.view, dx, dy);
+    drag.x = event.clientX;
+    drag.y = event.clientY;
+    applyView();
+  });
+  const end = () => {
+    svg.classList.remove("dragging");
+    if (drag?.moved) svg.addEventListener("click", (e) => e.preventDefault(), { capture: true, once: true });
+    drag = null;
+  };
+  svg.addEventListener("dragstart", (event) => event.preventDefault()); // a model is a link: no native link drag
+  svg.addEventListener("pointerup", end);
+  svg.addEventListener("pointercancel", end);
+  svg.addEventListener("wheel", (event) => {
+    event.preventDefault();
+    const r = svg.getBoundingClientRect();
+    const { cw, ch } = frameSize();
+    state.view = zoomAt(state.view, Math.exp(-event.deltaY * 0.0015), event.clientX - r.left, event.clientY - r.top, cw, ch);
+    applyView();
+  }, { passive: false });
+}
+
+function markFound() {
+  if (!state.svg) return;
+  state.svg.querySelectorAll(".node.found").forEach((el) => el.classList.remove("found"));
+  minimap.querySelectorAll(".mm-node.found").forEach((el) => el.classList.remove("found"));
+  if (!state.found) return;
+  state.svg.querySelector(`.node[data-model="${CSS.escape(state.found)}"]`)?.classList.add("found");
+  minimap.querySelector(`.mm-node[data-model="${CSS.escape(state.found)}"]`)?.classList.add("found");
+}
+
+/** Centres the drawing on the best match of `query`, zoomed in, and marks it; says what it found. */
+function find(query) {
+  const result = byId("dag-search-result");
+  if (!state.layout) return;
+  const ids = [...state.layout.boxes.keys()];
+  const [best, ...more] = matchModels(ids, query, 50);
+  state.found = best || null;
+  markFound();
+  if (!best) {
+    result.textContent = query.trim() ? `no model matches “${query.trim()}”` : "";
+    return;
+  }
+  state.view = centreOn(state.layout.boxes.get(best), Math.max(state.view.k, FOCUS_K));
+  applyView();
+  result.textContent = more.length ? `${best} (and ${more.length} more)` : best;
+}
+
 function draw(dag) {
   if (!dag.nodes.length) {
     show(root, emptyState("No models", "The api found no model files under the configured paths (models.*.paths)."));
     return;
   }
-  const layout = layoutDag(dag.nodes, dag.edges, nodeWidth(dag.nodes.map((n) => splitModelId(n.id)[1])));
-  const byId = new Map(dag.nodes.map((n) => [n.id, n]));
-  const svg = s("svg", { width: layout.width, height: layout.height, viewBox: `0 0 ${layout.width} ${layout.height}`, role: "img", "aria-label": "Model DAG" },
-    markers(), rankLabels(layout), s("g", { class: "edges" }, edgeElements(dag.edges, layout)),
-    s("g", { class: "nodes" }, [...layout.boxes].map(([id, box]) => nodeElement(byId.get(id), box))));
+  const layout = layoutDag(dag.nodes, dag.edges, nodeWidth(dag.nodes.map((n) => splitModelId(n.id)[1])), state.direction);
+  const nodes = new Map(dag.nodes.map((n) => [n.id, n]));
+  const svg = s("svg", { width: "100%", height: "100%", role: "img", "aria-label": "Model DAG",
+    "data-direction": layout.direction },
+  markers(), rankLabels(layout), s("g", { class: "edges" }, edgeElements(dag.edges, layout)),
+  s("g", { class: "nodes" }, [...layout.boxes].map(([id, box]) => nodeElement(nodes.get(id), box))));
   svg.addEventListener("pointerover", (event) => {
     const node = event.target.closest(".node");
     if (!node) return;
     highlight(svg, node.dataset.model, dag.edges);
-    const n = byId.get(node.dataset.model);
+    const n = nodes.get(node.dataset.model);
     tooltip.show(event, n.id, `${n.type}, ${STATUS_TEXT[n.status] || n.status}`, "click to open");
   });
   svg.addEventListener("pointerout", (event) => {
@@ -148,18 +284,74 @@ function draw(dag) {
     highlight(svg, null, dag.edges);
     tooltip.hide();
   });
+  enablePanZoom(svg);
+  const isNewShape = !state.layout || state.layout.width !== layout.width || state.layout.height !== layout.height;
+  Object.assign(state, { dag, layout, svg });
   show(root, svg);
+  drawMinimap(layout, nodes);
+  byId("dag-models").replaceChildren(...[...layout.boxes.keys()].sort().map((id) => h("option", { value: id })));
+  if (isNewShape || !state.view) fit();
+  else applyView();
+  markFound();
   root.dataset.loaded = "true";
+}
+
+function setDirection(direction) {
+  state.direction = direction;
+  try {
+    localStorage.setItem(DIRECTION_KEY, direction);
+  } catch { /* storage unavailable: the choice lasts for this page */ }
+  for (const button of document.querySelectorAll("[data-direction]")) {
+    button.setAttribute("aria-checked", String(button.dataset.direction === direction));
+  }
+  if (state.dag) {
+    state.layout = null;
+    draw(state.dag);
+    if (state.found) find(state.found);
+  }
+}
+
+function bindControls() {
+  for (const button of document.querySelectorAll("[data-direction]")) {
+    button.addEventListener("click", () => setDirection(button.dataset.direction));
+  }
+  setDirection(state.direction);
+  const zoomBy = (factor) => {
+    if (!state.view) return;
+    const { cw, ch } = frameSize();
+    state.view = zoomAt(state.view, factor, cw / 2, ch / 2, cw, ch);
+    applyView();
+  };
+  document.querySelector('[data-action="zoom-in"]').addEventListener("click", () => zoomBy(1.25));
+  document.querySelector('[data-action="zoom-out"]').addEventListener("click", () => zoomBy(0.8));
+  document.querySelector('[data-action="fit"]').addEventListener("click", () => state.layout && fit());
+  byId("dag-search").addEventListener("submit", (event) => {
+    event.preventDefault();
+    find(byId("dag-search-input").value);
+  });
+  byId("dag-search-input").addEventListener("input", (event) => {
+    if (!event.target.value.trim()) {
+      state.found = null;
+      markFound();
+      byId("dag-search-result").textContent = "";
+    }
+  });
+  window.addEventListener("resize", () => applyView());
+  const wanted = new URLSearchParams(location.search).get("find");
+  if (wanted) byId("dag-search-input").value = wanted;
 }
 
 async function load() {
   try {
     draw(await getJSON("/dag"));
+    const input = byId("dag-search-input");
+    if (input.value.trim() && !state.found) find(input.value);
   } catch (error) {
     show(root, problemBox(error));
   }
 }
 
+bindControls();
 const reload = batcher(load, 2000);
 connectEvents(() => reload("dag"), () => reload("dag"));
 load();

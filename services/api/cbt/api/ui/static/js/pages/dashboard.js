@@ -1,4 +1,5 @@
-// Dashboard: every incremental model's coverage timeline, one card per interval type (each its own x axis), live.
+// Dashboard: every incremental model's coverage timeline, one card per interval type (each its own x axis), and the
+// scheduled models' last and next runs; live.
 
 import { getJSON, modelPath, problemBox } from "../api.js";
 import { CoverageGroup, summaryExtent, zoomBar } from "../coverage_group.js";
@@ -7,10 +8,12 @@ import { isTimeType, parseTimeTypes } from "../format.js";
 import { configuredTransformations } from "../interval_types.js";
 import { batcher, connectEvents } from "../live.js";
 import { incrementalRow } from "../rows.js";
+import { ScheduleCard } from "../schedule_card.js";
 import { unionExtent } from "../scale.js";
 
 const timeTypes = parseTimeTypes(document.body.dataset.timeTypes);
 const root = byId("groups");
+const schedules = new ScheduleCard(byId("schedules"), byId("schedules-body"));
 /** interval type → {group, ids} */
 const groups = new Map();
 /** Set when a group had nothing to show yet (or loading failed): the next bounds update builds the page again. */
@@ -114,7 +117,10 @@ const refreshRows = batcher((keys) => {
   }
 }, 600);
 
+const refreshSchedules = batcher(() => schedules.load(), 1500);
+
 function onEvent(name, data) {
+  if (data.model && schedules.concerns(data.model)) refreshSchedules(data.model);
   if (name === "bounds-updated" || name === "invalidation") {
     refreshSummaries("all"); // an invalidation cascades to descendants: every row may change
     return;
@@ -122,5 +128,9 @@ function onEvent(name, data) {
   if (data.model) refreshRows(data.model);
 }
 
-connectEvents(onEvent, () => refreshSummaries("all"));
+connectEvents(onEvent, () => {
+  refreshSummaries("all");
+  refreshSchedules("all");
+});
 load();
+schedules.load();
