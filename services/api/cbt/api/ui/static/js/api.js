@@ -53,9 +53,14 @@ export function getJSON(path, params) {
 }
 
 export function postJSON(path, body, token) {
+  return sendJSON("POST", path, body ?? {}, token);
+}
+
+/** A change (POST, PUT, DELETE) with a JSON body, when there is one, and the bearer token. */
+export function sendJSON(method, path, body, token) {
   const headers = { Accept: "application/json", "Content-Type": "application/json" };
   if (token) headers.Authorization = `Bearer ${token}`;
-  return send(path, { method: "POST", headers, body: JSON.stringify(body ?? {}) });
+  return send(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
 }
 
 export function modelPath(id, suffix = "") {

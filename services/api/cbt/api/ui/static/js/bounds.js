@@ -2,26 +2,8 @@
 // deletes them and asks for a rescan (DELETE) at /api/v1/models/{id}/bounds, with the bearer token kept in this tab's
 // sessionStorage. An invalid edit comes back as a 400 whose reason the dialog shows.
 
-import { ApiError, getJSON, modelPath, problemBox, token } from "./api.js";
+import { getJSON, modelPath, problemBox, sendJSON, token } from "./api.js";
 import { byId, h } from "./dom.js";
-
-const BASE = document.body?.dataset.api || "/api/v1";
-
-async function change(method, path, body, bearer) {
-  const headers = { Accept: "application/json", "Content-Type": "application/json" };
-  if (bearer) headers.Authorization = `Bearer ${bearer}`;
-  let response;
-  try {
-    response = await fetch(`${BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  } catch (error) {
-    throw new ApiError(0, { title: "The API cannot be reached", detail: String(error?.message || error) });
-  }
-  const text = await response.text();
-  let parsed = null;
-  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
-  if (!response.ok) throw new ApiError(response.status, parsed || { title: `HTTP ${response.status}`, detail: text });
-  return parsed;
-}
 
 /** A whole number from an input, or the text as typed (the API says why it is refused). */
 function position(input) {
@@ -63,7 +45,7 @@ export function boundsDialog({ modelId, onDone }) {
     token.set(secret);
     const body = method === "PUT" ? { min: position(form.elements.min), max: position(form.elements.max) } : undefined;
     try {
-      const answer = await change(method, path, body, secret);
+      const answer = await sendJSON(method, path, body, secret);
       const text = method === "PUT"
         ? `Bounds set to [${answer.min}, ${answer.max}): dependents are planned with them; the next scan starts from them.`
         : "Bounds deleted: the bounds-cache scans this source at its next round.";

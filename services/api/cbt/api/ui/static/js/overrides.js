@@ -3,26 +3,8 @@
 // it. PUT and DELETE /api/v1/models/{id}/overrides need the bearer token (kept in this tab's sessionStorage); an
 // invalid override comes back as a 400 whose reason is shown in the dialog. The coordinators apply it at their next tick.
 
-import { ApiError, getJSON, modelPath, problemBox, token } from "./api.js";
+import { ApiError, getJSON, modelPath, problemBox, sendJSON, token } from "./api.js";
 import { byId, h } from "./dom.js";
-
-const BASE = document.body?.dataset.api || "/api/v1";
-
-async function change(method, path, body, bearer) {
-  const headers = { Accept: "application/json", "Content-Type": "application/json" };
-  if (bearer) headers.Authorization = `Bearer ${bearer}`;
-  let response;
-  try {
-    response = await fetch(`${BASE}${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
-  } catch (error) {
-    throw new ApiError(0, { title: "The API cannot be reached", detail: String(error?.message || error) });
-  }
-  const text = await response.text();
-  let parsed = null;
-  try { parsed = JSON.parse(text); } catch { /* not JSON */ }
-  if (!response.ok) throw new ApiError(response.status, parsed || { title: `HTTP ${response.status}`, detail: text });
-  return parsed;
-}
 
 function effectiveTable(effective) {
   const rows = Object.entries(effective || {}).map(([name, value]) =>
@@ -73,7 +55,7 @@ function setup() {
     }
     token.set(form.elements.token.value);
     try {
-      const shown = await change(method, path, body, form.elements.token.value);
+      const shown = await sendJSON(method, path, body, form.elements.token.value);
       show(shown);
       result.replaceChildren(h("div", { class: "ok", role: "status" },
         method === "PUT" ? "Override set: the coordinators apply it at their next tick." : "Override cleared: the config applies again at the next tick."));
