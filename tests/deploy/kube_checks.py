@@ -314,6 +314,32 @@ def security_problems(docs: list[Doc]) -> list[str]:
     return problems
 
 
+def read_api_problems(docs: list[Doc], api: Config) -> list[str]:
+    """The read API reads the exposed tables' Delta files where ``api.tables.warehouse`` says: a local folder must be
+    mounted in the api pod, read-only, from the volume the Spark Connect server writes its warehouse to."""
+    warehouse = api.api.tables.warehouse
+    if warehouse is None or "://" in warehouse:
+        return []
+    api_pod = pod_spec(one(docs, "Deployment", "cbt-api"))
+    mount = next((m for m in service_container(one(docs, "Deployment", "cbt-api")).get("volumeMounts", [])
+                  if Path(warehouse).is_relative_to(m["mountPath"])), None)
+    if mount is None:
+        return [f"api: api.tables.warehouse {warehouse} is not mounted in the pod"]
+    problems = [] if mount.get("readOnly") is True else [f"api: {mount['mountPath']} is mounted writable"]
+    claim = _claim(api_pod, mount["name"])
+    connect = pod_spec(one(docs, "Deployment", "cbt-spark-connect"))
+    written = {_claim(connect, m["name"]) for c in connect["containers"] for m in c.get("volumeMounts", [])}
+    if claim is None or claim not in written:
+        problems.append(f"api: {mount['mountPath']} is volume {mount['name']} (claim {claim}), not the Spark "
+                        f"Connect server's warehouse ({', '.join(sorted(c for c in written if c))})")
+    return problems
+
+
+def _claim(pod: Doc, volume: str) -> str | None:
+    found = next((v for v in pod.get("volumes", []) if v["name"] == volume), {})
+    return found.get("persistentVolumeClaim", {}).get("claimName")
+
+
 def disruption_problems(docs: list[Doc]) -> list[str]:
     """The worker and the api have a PodDisruptionBudget that selects their pods."""
     problems = []

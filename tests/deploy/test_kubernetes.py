@@ -49,6 +49,9 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
     problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
     problems += checks.ingress_problems(docs) + network_problems(docs) + tls_problems(docs) + spark_auth_problems(docs)
     problems += kafka_problems(docs, {s: view.config for s, view in views.items()})
+    api = views["api"].config
+    if api is not None:
+        problems += checks.read_api_problems(docs, api)
     worker = views["worker"].config
     if worker is not None:
         problems += checks.keda_scaling_problems(docs, worker) + checks.hpa_scaling_problems(docs, worker)
@@ -124,6 +127,10 @@ def deployment(docs: list[Doc], name: str) -> Doc:
 
 def container(docs: list[Doc], name: str) -> Doc:
     return service_container(deployment(docs, name))
+
+
+def warehouse_mount(docs: list[Doc]) -> Doc:
+    return next(m for m in container(docs, "cbt-api")["volumeMounts"] if m["mountPath"] == "/data/warehouse")
 
 
 def edit_config(change: Callable[[Doc], None]) -> Mutation:
@@ -357,6 +364,13 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
      "worker: spark.remote presents no token"),
     (EX, edit_config(lambda c: c["spark"].update(remote="sc://cbt-spark-connect:15002/;authorization=Bearer%20abc")),
      project_problems, "api: spark.remote's token is not the Connect server's"),
+    # the read API reads the Spark warehouse's Delta files
+    (EX, lambda d: container(d, "cbt-api")["volumeMounts"].remove(warehouse_mount(d)), project_problems,
+     "api: api.tables.warehouse /data/warehouse is not mounted in the pod"),
+    (EX, lambda d: warehouse_mount(d).pop("readOnly"), project_problems, "api: /data/warehouse is mounted writable"),
+    (EX, lambda d: next(v for v in pod_spec(deployment(d, "cbt-api"))["volumes"] if v["name"] == "warehouse")[
+        "persistentVolumeClaim"].update(claimName="other"), project_problems,
+     "claim other), not the Spark Connect server's warehouse"),
 ]
 
 
