@@ -159,6 +159,20 @@ def test_a_run_of_tasks_is_removed_and_listed_whole_then_split_as_its_tasks_run_
     assert len(after) == 65
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(30)
+def test_a_re_run_member_with_a_step_that_is_not_positive_is_one_task(redis_client: Redis, redis_prefix: str) -> None:
+    """A member written by hand (``start:end:0``) neither stalls the completion script in an endless loop over its
+    tasks (Redis would answer BUSY to every client) nor breaks the listing: it is one task."""
+    state = RedisState(redis_client, redis_prefix)
+    redis_client.zadd(f"{redis_prefix}rerun:{A}", {"10:30:0": 10, "40:50:-5": 40})
+    assert state.coverage.reruns([A])[A] == ((10, 30), (40, 50))
+    assert state.coverage.record_completed(A, (0, 35), 0)
+    assert state.coverage.reruns([A])[A] == ((40, 50),)
+    state.coverage.apply_invalidation(1, {A: [TaskRun(60, 70, 0)]})
+    assert state.coverage.reruns([A])[A] == ((40, 50), (60, 70))
+
+
 def test_a_rebuild_replaces_the_re_runs(state: StatePorts) -> None:
     state.coverage.apply_invalidation(1, {A: singles([(0, 10)])})
     version = state.coverage.versions([A])[A]

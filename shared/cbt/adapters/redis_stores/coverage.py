@@ -73,11 +73,13 @@ local function covers(key, s, e)
   local _, re = parse(r)
   return re >= e
 end
--- a re-run member "start:end:step" (a run of tasks) or "start:end" (one task)
+-- a re-run member "start:end:step" (a run of tasks) or "start:end" (one task); a step that is not positive (a
+-- member written by hand) is read as one task, so no loop over the run's tasks can stall on it
 local function parse_run(m)
-  local s, e, step = string.match(m, '^(-?%d+):(-?%d+):?(%d*)$')
-  s, e = tonumber(s), tonumber(e)
-  return s, e, tonumber(step) or (e - s)
+  local s, e, step = string.match(m, '^(-?%d+):(-?%d+):?(-?%d*)$')
+  s, e, step = tonumber(s), tonumber(e), tonumber(step)
+  if not step or step <= 0 then step = e - s end
+  return s, e, step
 end
 local function add_run(key, s, e, step)
   if s < e then redis.call('ZADD', key, fmt(s), fmt(s) .. ':' .. fmt(e) .. ':' .. fmt(step)) end
@@ -158,6 +160,7 @@ for k = 1, #KEYS, 7 do
     for i = 1, n do
       local at = argi + 3 * i - 2
       local s, e, step = tonumber(ARGV[at]), tonumber(ARGV[at + 1]), tonumber(ARGV[at + 2])
+      if step <= 0 then step = e - s end
       if s < e then
         remove_range(KEYS[k], s, e)
         redis.call('ZADD', KEYS[k + 2], epoch, fmt(epoch) .. ':' .. fmt(s) .. ':' .. fmt(e))
@@ -257,9 +260,12 @@ def _parse_range(member: bytes | str) -> Range:
 
 
 def _parse_run(member: bytes | str) -> TaskRun:
-    """A re-run member: ``start:end:step``, or ``start:end`` (one task, written before runs)."""
+    """A re-run member: ``start:end:step``, or ``start:end`` (one task, written before runs); a step that is not
+    positive (written by hand) is read as one task, as the scripts read it."""
     parts = [int(p) for p in _text(member).split(":")]
-    return TaskRun(parts[0], parts[1], parts[2]) if len(parts) == 3 else TaskRun.single((parts[0], parts[1]))
+    if len(parts) == 3 and parts[2] > 0:
+        return TaskRun(parts[0], parts[1], parts[2])
+    return TaskRun.single((parts[0], parts[1]))
 
 
 class RedisCoverage:
