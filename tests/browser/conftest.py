@@ -85,8 +85,12 @@ def page(browser: Browser, page_errors: PageErrors) -> Iterator[Page]:
     assert not page_errors.errors, page_errors.errors
 
 
-def screenshot(page: Page, name: str, full_page: bool = False) -> Path:
+def screenshot(page: Page, name: str, full_page: bool = False, element: str | None = None) -> Path:
+    """``var/screenshots/<name>.png``: the viewport, the whole page, or only the ``element`` selected."""
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     path = SCREENSHOTS / f"{name}.png"
-    page.screenshot(path=str(path), full_page=full_page)
+    if element is not None:
+        page.locator(element).screenshot(path=str(path))
+    else:
+        page.screenshot(path=str(path), full_page=full_page)
     return path

@@ -110,6 +110,7 @@ def test_model_page_aligns_dependencies_and_explains_a_clicked_position(stack: A
     boxes = [page.locator(f'#timelines svg.coverage[data-model="{r["model"]}"]').bounding_box() for r in rows]
     assert boxes[0] and boxes[1] and (boxes[0]["x"], boxes[0]["width"]) == (boxes[1]["x"], boxes[1]["width"])
     assert_rows_match_the_api(stack, rows)
+    assert page.locator("#rows-card").is_hidden(), "two_minute is not exposed: no Rows card"
 
     covered = next(r for r in rows[0]["ranges"] if r["status"] == "covered")
     target = covered["start"] + (covered["end"] - covered["start"]) // 3
@@ -265,6 +266,60 @@ def test_an_unknown_model_page_says_so(stack: ApiStack, page: Page, page_errors:
     page.goto(f"{stack.base}/models/nope.nothing")
     problem = page.wait_for_selector('#model-error .problem[data-status="404"]')
     assert problem is not None and "nope.nothing" in problem.inner_text()
+
+
+SHOWN_ROWS = """() => [...document.querySelectorAll('#rows table[data-table=rows] tbody tr')].map(tr =>
+  Object.fromEntries([...tr.querySelectorAll('td')].map(td => [td.dataset.column, td.textContent])))"""
+
+
+def rows_page(page: Page, filters: str, order_by: str, number: int = 1) -> list[dict[str, str]]:
+    """Apply ``filters`` and ``order_by`` in the Rows card (or, for ``number`` > 1, click Next page) and read the
+    rows it shows once page ``number`` is in."""
+    if number == 1:
+        page.fill("#rows-form [name=filter]", filters)
+        page.fill("#rows-form [name=order_by]", order_by)
+        page.click("#rows-form button[type=submit]")
+    else:
+        page.click("#rows-next")
+    page.wait_for_selector(f'#rows[data-page="{number}"]:not([aria-busy]) table[data-table=rows]')
+    shown: list[dict[str, str]] = page.evaluate(SHOWN_ROWS)
+    return shown
+
+
+def test_an_exposed_models_rows_are_filtered_ordered_and_paged(stack: ApiStack, page: Page,
+                                                               page_errors: PageErrors) -> None:
+    minute = stack.model("block_propagation_minute")
+    page_errors.expected.append("status of 400")  # (the bad filter, on purpose)
+    page.goto(f"{stack.base}/models/{minute}")
+    page.wait_for_selector('#rows[data-page="1"]:not([aria-busy]) table[data-table=rows]')
+    first = stack.get(f"/tables/{minute}?page_size=25")["rows"]
+    shown = page.evaluate(SHOWN_ROWS)
+    assert [(r["slot"], r["block_root"]) for r in shown] == [(str(r["slot"]), r["block_root"]) for r in first]
+    assert set(shown[0]) == set(first[0]), "a column per field of the rows"
+
+    slots = sorted({r["slot"] for r in first})
+    low, high = slots[2], slots[6]
+    narrowed = rows_page(page, f"slot_gte={low}&slot_lt={high}", "slot desc")
+    got = [int(r["slot"]) for r in narrowed]
+    assert got and all(low <= s < high for s in got) and got == sorted(got, reverse=True), got
+    assert set(got) == {s for s in slots if low <= s < high}
+    page.mouse.move(0, 0)
+    screenshot(page, "model-rows", element="#rows-card")
+
+    page.fill("#rows-form [name=filter]", "slot_gtx=1")
+    page.click("#rows-form button[type=submit]")
+    refused = page.wait_for_selector('#rows .problem[data-status="400"]')
+    status, problem = stack.api(f"/tables/{minute}?slot_gtx=1")
+    assert status == 400 and refused is not None and problem["detail"] in refused.inner_text()
+    assert page.locator("#rows-next").is_disabled()
+
+    one = rows_page(page, "page_size=4", "slot")
+    page.fill("#rows-form [name=filter]", "slot_gtx=1")  # typed, not applied: Next goes on with the applied query
+    two = rows_page(page, "", "", number=2)
+    assert len(one) == 4 and two, "four rows, then more"
+    keys = [{(r["slot"], r["block_root"]) for r in rows} for rows in (one, two)]
+    assert int(two[0]["slot"]) >= int(one[-1]["slot"]) and not keys[0] & keys[1], "the rows after the first page"
+    assert page.locator("#rows-first").is_enabled()
 
 
 def docs_screenshot(page: Page, name: str, full_page: bool = False) -> None:

@@ -1,5 +1,6 @@
 // Model page: header and actions, the model's coverage with its dependencies' aligned under it (one x scale), the
-// explain view and rendered SQL for a clicked position, task history, invalidations and configuration. Live.
+// explain view and rendered SQL for a clicked position, an exposed model's rows, task history, invalidations and
+// configuration. Live.
 
 import { actionDialog, rerunDialog, skipDialog } from "../actions.js";
 import { getJSON, modelPath, problemBox } from "../api.js";
@@ -12,6 +13,7 @@ import { configuredTransformations } from "../interval_types.js";
 import { batcher, connectEvents } from "../live.js";
 import { boundsCache, externalRow, incrementalRow, scheduledRow } from "../rows.js";
 import { unionExtent } from "../scale.js";
+import { rowsCard } from "../table_rows.js";
 import {
   configView, invalidationsView, renderedView, scheduledRunsView, tasksView, templateView,
 } from "../sections.js";
@@ -242,6 +244,7 @@ async function load() {
   renderSql();
   tasks();
   invalidations();
+  if (model.config?.expose) rowsCard(modelId);
   await coverage(model);
   const fromHash = /position=(\d+)/.exec(location.hash);
   if (fromHash && model.type === "incremental") select(Number(fromHash[1]));
