@@ -19,7 +19,7 @@ import urllib.request
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +35,24 @@ from referencing.jsonschema import DRAFT4
 from cbt.adapters.delta_admin import tables_from_config
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import SessionPool
+from cbt.api import cbt_admin
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub
 from cbt.api.offline import Offline
 from cbt.api.records import ApiRecords
-from cbt.api.routes_cbt import ADMIN, COMPAT_BASE
+from cbt.api.routes_cbt import COMPAT_BASE
 from cbt.api.web import create_app
 from cbt.config.settings import Config, admin_database_overrides
-from cbt.contract.messages import TaskFailed
+from cbt.contract.messages import BoundsUpdated, Invalidation, Message, TaskFailed, TaskRequested
+from cbt.contract.topics import Topics
 from cbt.dev.pipeline import free_port
 from cbt.models.dag import ModelSet
+from cbt.models.spec import ScheduledModel
+from cbt.planning.live import LiveStateReader
+from cbt.planning.override_sync import LiveOverrides
+from cbt.planning.planner import Planner
 from cbt.scheduling.snapshot import RawBounds
-from cbt.state.admin_records import ScheduledRun
+from cbt.state.admin_records import CompletedInterval, ScheduledRun
 from cbt.state.ports import InFlightTask
 from tests.conftest import Endpoints
 from tests.unit.scheduling.factories import ext, inc, models_of, sched
@@ -128,16 +134,23 @@ def serving(app: Any) -> Iterator[str]:
         thread.join(timeout=10)
 
 
+@dataclass(frozen=True)
+class Stores:
+    spark: SparkSession
+    database: str
+    redis: Redis
+    prefix: str
+
+
 @pytest.fixture(scope="module")
-def api(spark_sessions: SessionPool, endpoints: Endpoints) -> Iterator[CbtApi]:
-    """One app for the module (its state is only read): admin tables in a fresh database, a fresh key prefix."""
+def stores(spark_sessions: SessionPool, endpoints: Endpoints) -> Iterator[Stores]:
+    """Admin tables in a fresh database, a fresh key prefix (each app below takes its own prefix under it)."""
     spark, suffix = spark_sessions.session("tests"), uuid.uuid4().hex[:10]
     database, prefix = f"tcbtapi_{suffix}", f"tcbtapi_{suffix}:"
     spark.sql(f"CREATE DATABASE {database}")
     redis_client = Redis.from_url(endpoints.redis_url)
     try:
-        with serving(_app(spark, database, redis_client, prefix)) as url:
-            yield CbtApi(url)
+        yield Stores(spark, database, redis_client, prefix)
     finally:
         keys = list(redis_client.scan_iter(match=prefix + "*"))
         if keys:
@@ -146,11 +159,22 @@ def api(spark_sessions: SessionPool, endpoints: Endpoints) -> Iterator[CbtApi]:
         spark.sql(f"DROP DATABASE IF EXISTS {database} CASCADE")
 
 
-def _app(spark: SparkSession, database: str, redis_client: Redis, prefix: str) -> Any:
+@pytest.fixture(scope="module")
+def api(stores: Stores) -> Iterator[CbtApi]:
+    """One app for the module whose state is only read (no write token)."""
+    with serving(_app(stores.spark, stores.database, stores.redis, stores.prefix + "read:")) as url:
+        yield CbtApi(url)
+
+
+def _config(database: str, prefix: str, tokens: list[str]) -> Config:
     overrides = {k.removeprefix("CBT__ADMIN__").split("__")[0].lower(): {"database": v}
                  for k, v in admin_database_overrides(database).items()}
-    config = Config.model_validate({"redis": {"key_prefix": prefix}, "admin": overrides,
-                                    "api": {"cors_origins": ["*"]}})
+    return Config.model_validate({"redis": {"key_prefix": prefix}, "admin": overrides,
+                                  "api": {"cors_origins": ["*"], "auth": {"tokens": tokens}}})
+
+
+def _app(spark: SparkSession, database: str, redis_client: Redis, prefix: str) -> Any:
+    config = _config(database, prefix, [])
     tables = tables_from_config(spark, config)
     records = ApiRecords(tables)
     records.ensure_tables()
@@ -257,30 +281,19 @@ def test_refusals_are_problems_with_cbts_error_members(api: CbtApi, path: str, u
         assert body["status"] == body["code"] == status and body["detail"] == body["error"] != ""
 
 
-def test_every_admin_route_answers_501_with_a_problem(api: CbtApi) -> None:
-    error = Draft4Validator({"$ref": f"{SPEC_URI}#/components/schemas/Error"}, registry=REGISTRY)
-    assert len(ADMIN) == 9
-    for method, path, _ in ADMIN:
+def test_cbts_admin_routes_act_so_they_need_the_write_token(api: CbtApi) -> None:
+    bodies = {"/admin/models/{id}/bounds": b'{"min": 1, "max": 2}',
+              "/admin/models/{id}/delete-period": b'{"start_pos": 100, "end_pos": 110}',
+              "/admin/models/{id}/config-override": b'{"enabled": false}'}
+    admin = [(method, path) for method, path, *_ in cbt_admin.ROUTES if path.startswith("/admin/")]
+    assert len(admin) == 11
+    for method, path in admin:
+        model = SRC if "bounds" in path else REPORT if "run-now" in path else MINUTE
         for base in ("/api/v1", COMPAT_BASE):
-            url = base + path.replace("{id}", MINUTE)
-            answer = api.call(method, url, {"Content-Type": "application/json"}, b"{}")
+            url = base + path.replace("{id}", model)
+            answer = api.call(method, url, {"Content-Type": "application/json"}, bodies.get(path, b""))
             body = json.loads(answer.body)
-            assert answer.status == 501, (method, url, body)
-            assert answer.headers["content-type"] == "application/problem+json"
-            assert body["type"] == "urn:cbt:problem:not-implemented" and body["status"] == 501 and body["detail"]
-            error.validate(body)
-    run_now = json.loads(api.call("POST", f"/api/v1/admin/models/{REPORT}/run-now").body)
-    assert "POST /api/v1/models/{id}/run-now" in run_now["detail"]
-
-
-def test_cbts_bounds_and_consolidate_routes_act_so_they_need_the_write_token(api: CbtApi) -> None:
-    routes = [("PUT", f"/admin/models/{SRC}/bounds", b'{"min": 1, "max": 2}'),
-              ("DELETE", f"/admin/models/{SRC}/bounds", b""), ("POST", f"/admin/models/{MINUTE}/consolidate", b"")]
-    for method, path, raw in routes:
-        for base in ("/api/v1", COMPAT_BASE):
-            answer = api.call(method, base + path, {"Content-Type": "application/json"}, raw)
-            body = json.loads(answer.body)
-            assert answer.status == 403 and body["status"] == 403, (method, base + path, body)
+            assert answer.status == 403 and body["status"] == 403, (method, url, body)
             assert answer.headers["content-type"] == "application/problem+json" and "api.auth.tokens" in body["detail"]
     assert json.loads(api.get(COMPAT_BASE, f"/models/external/{SRC}/bounds").body)["max"] == 300, "nothing changed"
 
@@ -306,3 +319,108 @@ def test_the_fixture_is_cbts_document_and_every_path_is_served() -> None:
     header = SPEC_FILE.read_text(encoding="utf-8").splitlines()[:5]
     assert re.search(r"ethpandaops/cbt, file api/openapi.yaml at commit [0-9a-f]{40}", " ".join(header))
     assert SPEC["info"]["title"] == "CBT API" and len(SPEC["paths"]) == 13
+
+
+TOKEN = "cbt-admin-test-token-0123456789abcdef"
+
+
+@dataclass
+class Sent:
+    """``Commands``: a run-now claims in the real ledger through the planner; what goes out is kept, not sent."""
+
+    planner: Planner
+    invalidations: list[Invalidation] = field(default_factory=list)
+
+    async def publish_invalidation(self, event: Invalidation) -> None:
+        self.invalidations.append(event)
+
+    async def run_scheduled(self, model: ScheduledModel, fire_unix: int) -> bool:
+        return await self.planner.run_scheduled(model, fire_unix)
+
+    async def announce_bounds(self, event: BoundsUpdated) -> None:
+        raise AssertionError("not used here")
+
+
+@dataclass
+class Recorded:
+    sent: list[Message] = field(default_factory=list)
+
+    async def publish(self, topic: str, message: Message, key: str) -> None:
+        self.sent.append(message)
+
+
+def test_cbts_override_run_now_and_delete_period_routes_act_through_ours(stores: Stores) -> None:
+    """With a write token: an override set through CBT's route reads back through ours (and CBT's read); CBT's
+    run-now claims and publishes the scheduled model's run; delete-period publishes our rerun of the range; each
+    leaves our audit rows."""
+    prefix = stores.prefix + "act:"
+    config, models = _config(stores.database, prefix, [TOKEN]), ModelSet(MODELS)
+    tables = tables_from_config(stores.spark, config)
+    records = ApiRecords(tables)
+    records.ensure_tables()  # (once more, if the read-only app made them: idempotent)
+    state = RedisState(stores.redis, prefix)
+    state.bounds.put_bounds(SRC, RawBounds(90, 300))
+    ran = [CompletedInterval(MINUTE, p, 10, f"{MINUTE}:{p}", task_interval=10) for p in range(100, 150, 10)]
+    tables.completions.record_completed([*ran, CompletedInterval(HOUR, 120, 20, f"{HOUR}:120", task_interval=20)])
+    state.coverage.record_completed(MINUTE, (100, 150), 0)
+    state.coverage.record_completed(HOUR, (120, 140), 0)
+    state.coverage.mark_built(1, "g1")
+    published = Recorded()
+    planner = Planner(models, LiveStateReader.of(models, state), state.ledger, published, Topics("t."),
+                      lambda tags: "default", model_concurrency=1, task_deadline_ms=60_000)
+    commands = Sent(planner)
+    app = create_app(ApiContext(config=config, models=models, hot=state, refresh=Offline(), admin=records,
+                                commands=commands, events=EventHub(),
+                                overrides=LiveOverrides(state.overrides, lambda: records.overrides)))
+    auth = {"Content-Type": "application/json", "Authorization": f"Bearer {TOKEN}"}
+    with serving(app) as url:
+        api = CbtApi(url)
+
+        def send(method: str, path: str, body: object = None) -> tuple[int, Any]:
+            answer = api.call(method, path, auth, None if body is None else json.dumps(body).encode())
+            return answer.status, json.loads(answer.body)
+
+        cbt_body = {"enabled": False, "config": {"schedules": {"forwardfill": "@every 30s"}, "limits": {"min": 120}}}
+        assert send("PUT", f"/api/v1/admin/models/{MINUTE}/config-override", cbt_body) == (
+            200, {"model_id": MINUTE, "updated": True})
+        ours = json.loads(api.get("/api/v1", f"/models/{MINUTE}/overrides").body)
+        assert ours["override"] == {"enabled": False, **cbt_body["config"]}
+        assert ours["effective"]["enabled"] is False and ours["effective"]["limits"]["min"] == 120
+        shown = json.loads(api.get(COMPAT_BASE, f"/models/{MINUTE}/config-override").body)  # (CBT's public read)
+        assert shown["model_type"] == "transformation" and shown["enabled"] is False
+        assert shown["override"] == {"schedules": {"forwardfill": "@every 30s"}, "limits": {"min": 120}}
+        assert shown["base_config"]["schedules"]["forwardfill"] == "@every 1m"
+        listed = send("GET", "/api/v1/admin/config-overrides")[1]["overrides"]
+        assert [o["model_id"] for o in listed] == [MINUTE]
+
+        status, refused = send("PUT", f"/api/v1/admin/models/{MINUTE}/config-override",
+                               {"config": {"interval": {"max": 5}}})
+        assert status == 400 and "config.interval" in refused["error"] and refused["code"] == 400
+        status, refused = send("PUT", f"/api/v1/admin/models/{MINUTE}/config-override",
+                               {"config": {"schedules": {"forwardfill": "sometimes"}}})
+        assert status == 400 and "schedules.forwardfill" in refused["detail"], "our checks run on the translation"
+
+        assert send("DELETE", f"/api/v1/admin/models/{MINUTE}/config-override") == (
+            200, {"model_id": MINUTE, "deleted": True})
+        assert send("DELETE", f"/api/v1/admin/models/{MINUTE}/config-override")[1]["deleted"] is False
+        assert json.loads(api.get("/api/v1", f"/models/{MINUTE}/overrides").body)["override"] is None
+
+        assert send("POST", f"/api/v1/admin/models/{REPORT}/run-now") == (
+            200, {"model_id": REPORT, "status": "enqueued"})
+        [run] = [m for m in published.sent if isinstance(m, TaskRequested)]
+        assert run.model == REPORT
+        assert state.ledger.in_flight([REPORT], int(time.time() * 1000))[REPORT], "claimed in the ledger"
+        assert send("POST", f"/api/v1/admin/models/{MINUTE}/run-now")[0] == 400
+
+        period = {"start_pos": 100, "end_pos": 150, "cascade": True}
+        preview = send("POST", f"/api/v1/models/{MINUTE}/rerun", {"start": 100, "end": 150, "preview": True})[1]
+        status, deleted = send("POST", f"/api/v1/admin/models/{MINUTE}/delete-period", period)
+        assert status == 200 and deleted["model_id"] == MINUTE
+        assert deleted["deleted_rows"] == len(preview["affected"][MINUTE]) == 5
+        assert deleted["cascade_results"] == [{"model_id": HOUR, "deleted_rows": len(preview["affected"][HOUR])}]
+        [event] = commands.invalidations
+        assert (event.model, event.start, event.end, event.cascade) == (MINUTE, 100, 150, True)
+        assert send("POST", f"/api/v1/admin/models/{MINUTE}/delete-period", {"start_pos": 5, "end_pos": 5})[0] == 400
+
+    audit = {(a.action, a.target) for a in records.actions(20)}
+    assert {("override-set", MINUTE), ("override-clear", MINUTE), ("run-now", REPORT), ("rerun", MINUTE)} <= audit

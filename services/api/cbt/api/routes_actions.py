@@ -106,6 +106,14 @@ def _affected(found: Impact) -> dict[str, list[tuple[int, int]]]:
                      "would re-run without publishing")
 async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest,
                 idempotency_key: IdempotencyKey = None) -> JSONResponse:
+    done = await rerun_range(ctx, who, model_id, body, idempotency_key)
+    return JSONResponse(done.model_dump(mode="json"), status_code=200 if isinstance(done, RerunPreview) else 202)
+
+
+async def rerun_range(ctx: ApiContext, who: str, model_id: str, body: RerunRequest,
+                      idempotency_key: str | None = None) -> RerunPreview | RerunAccepted:
+    """Check, preview and (unless ``body.preview``) publish and audit a rerun; the shared body of our route and
+    CBT's delete-period."""
     model = model_of(ctx, model_id)
     if isinstance(model, ScheduledModel):
         raise bad_request(f"{model_id} is a scheduled model: it has no positions to re-run (use run-now)")
@@ -119,13 +127,12 @@ async def rerun(ctx: Ctx, who: Who, model_id: str, body: RerunRequest,
     found = await preview(ctx, model.id, (body.start, body.end), body.cascade)
     affected, intervals = _affected(found), found.task_count
     if body.preview:
-        return JSONResponse(RerunPreview(affected=affected, intervals=intervals).model_dump(mode="json"))
+        return RerunPreview(affected=affected, intervals=intervals)
     await ctx.commands.publish_invalidation(event)
     await _record(ctx, who, "rerun", model.id, {"id": event.id, "start": body.start, "end": body.end,
                                                 "cascade": body.cascade, "reason": body.reason,
                                                 "intervals": intervals})
-    accepted = RerunAccepted(id=event.id, affected=affected, intervals=intervals)
-    return JSONResponse(accepted.model_dump(mode="json"), status_code=202)
+    return RerunAccepted(id=event.id, affected=affected, intervals=intervals)
 
 
 def _skippable(ctx: ApiContext, model_id: str, body: SkipRequest) -> IncrementalModel:

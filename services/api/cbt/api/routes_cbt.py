@@ -7,9 +7,10 @@ Two bases. ``/api/v1``: every CBT path except ``GET /api/v1/models``, which stay
 paths, ``/models`` included with CBT's own ``type`` (``external``/``transformation``): the base to give a client that
 checks the listing's enum, such as CBT's frontend. The ``/api/v1`` copies are documented (tag "CBT compatible").
 
-Setting and deleting bounds and consolidating are CBT's admin routes over our actions (``cbt_admin``). The other
-admin routes answer 501 (problem details): deleting a period is not built yet; where ours exists (run-now, a bounds
-refresh, live config overrides) the problem names it.
+CBT's admin routes (bounds, consolidate, refresh-bounds, run-now, delete-period, the config overrides) act over our
+actions with CBT's bodies (``cbt_admin``, ``cbt_overrides``): a bearer token from ``api.auth.tokens``, our checks and
+audit rows. delete-period is our rerun of the range (the range runs again; coverage is kept until it does), not a
+deletion of completion rows; ``cbt_admin`` says how the answers differ.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from fastapi import APIRouter, Depends, Path
 from cbt.api import catalog, cbt_admin, cbt_shapes
 from cbt.api import cbt_schemas as s
 from cbt.api.cbt_debug import coverage_debug
-from cbt.api.cbt_errors import CbtRoute, cbt_problem
+from cbt.api.cbt_errors import CbtRoute
 from cbt.api.common import AUTH_PROBLEMS, PROBLEMS, blocking, context
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, bad_request
@@ -40,8 +41,9 @@ TAG_DOC = {
     "description": "The original CBT's API (ethpandaops/cbt `api/openapi.yaml`): its paths, bodies and error "
                    "members (`error`, `code`, beside the problem's). Every operation here also answers under "
                    f"`{COMPAT_BASE}`, where `GET {COMPAT_BASE}/models` is CBT's own listing (`type`: external | "
-                   f"transformation); `GET {BASE}/models` stays ours. CBT's admin routes for bounds and consolidation "
-                   "act (a bearer token); the others answer 501 and name ours where one exists.",
+                   f"transformation); `GET {BASE}/models` stays ours. CBT's admin routes act over ours (a bearer token "
+                   "from api.auth.tokens; the same checks and audit rows); delete-period re-runs the range rather "
+                   "than deleting its completion rows.",
 }
 Ctx = Annotated[ApiContext, Depends(context)]
 Position = Annotated[int, Path(ge=0, le=MAX_POSITION)]
@@ -212,33 +214,6 @@ READS: tuple[tuple[str, Callable[..., Any], type[s.CbtBody], str, str], ...] = (
 OURS = {f"{BASE}/models"}
 """CBT paths whose ``/api/v1`` form is one of our own routes."""
 
-NOT_YET = "is not available yet (the operator features behind CBT's admin routes are planned)"
-ADMIN: tuple[tuple[str, str, str], ...] = (
-    ("POST", "/admin/models/{id}/delete-period", f"deleting a period's data {NOT_YET}; to re-run a range, use "
-     f"POST {BASE}/models/{{id}}/rerun"),
-    ("POST", "/admin/models/{id}/refresh-bounds", f"use POST {BASE}/bounds/{{id}}/refresh (a bearer token from "
-     "api.auth.tokens)"),
-    ("POST", "/admin/models/{id}/run-now", f"use POST {BASE}/models/{{id}}/run-now (a bearer token from "
-     "api.auth.tokens)"),
-    ("GET", "/admin/models/{id}/config-override", f"use GET {BASE}/models/{{id}}/overrides (live config overrides)"),
-    ("PUT", "/admin/models/{id}/config-override", f"use PUT {BASE}/models/{{id}}/overrides with the override's fields "
-     "(a bearer token from api.auth.tokens)"),
-    ("DELETE", "/admin/models/{id}/config-override", f"use DELETE {BASE}/models/{{id}}/overrides (a bearer token "
-     "from api.auth.tokens)"),
-    ("GET", "/admin/config-overrides", f"use GET {BASE}/overrides (live config overrides)"),
-    ("DELETE", "/admin/config-overrides", f"clear each with DELETE {BASE}/models/{{id}}/overrides (or cbt override "
-     "clear MODEL)"),
-    ("GET", "/models/{id}/config-override", f"use GET {BASE}/models/{{id}}/overrides (live config overrides)"),
-)
-
-
-def _not_implemented(what: str) -> Callable[..., Any]:
-    async def answer() -> Any:
-        return cbt_problem(501, f"{what}", "not-implemented")
-
-    return answer
-
-
 def _register(router: APIRouter, base: str, documented: bool) -> None:
     for path, endpoint, body, operation, summary in READS:
         if base + path in OURS:
@@ -249,14 +224,10 @@ def _register(router: APIRouter, base: str, documented: bool) -> None:
                              responses={**ERRORS, **(NOT_FOUND if "{id}" in path else {})})
     for method, path, action, shape, operation, summary in cbt_admin.ROUTES:
         router.add_api_route(base + path, action, methods=[method], response_model=shape, summary=summary,
-                             include_in_schema=documented, operation_id=operation if documented else None,
-                             responses={**ERRORS, **NOT_FOUND, **{k: AUTH_PROBLEMS[k] for k in (401, 403)}})
-    for method, path, what in ADMIN:
-        router.add_api_route(base + path, _not_implemented(what), methods=[method], response_model=None,
-                             status_code=501, summary=f"CBT's {method} {path}: not implemented (501)",
-                             include_in_schema=documented,
-                             responses={**{k: v for k, v in ERRORS.items() if k in (401, 429)},  # (middleware's)
-                                        501: {"description": "Not implemented yet; the problem says what to use"}})
+                             response_model_exclude_none=True, include_in_schema=documented,
+                             operation_id=operation if documented else None,
+                             responses={**ERRORS, **NOT_FOUND, **{k: AUTH_PROBLEMS[k] for k in (401, 403)},
+                                        **cbt_admin.CONFLICTS.get(operation, {})})
 
 
 def build_router() -> APIRouter:

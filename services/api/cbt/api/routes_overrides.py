@@ -43,7 +43,7 @@ class OverrideList(BaseModel):
     overrides: dict[str, dict[str, Any]]
 
 
-def _store(ctx: ApiContext) -> LiveOverrides:
+def store_of(ctx: ApiContext) -> LiveOverrides:
     if ctx.overrides is None:
         raise Unavailable("live config overrides are not available in this api (no Redis)")
     return ctx.overrides
@@ -69,7 +69,7 @@ def effective(model: Model) -> dict[str, Any]:
 
 async def _shown(ctx: ApiContext, model_id: str) -> ModelOverride:
     model = model_of(ctx, model_id)
-    _, stored = await blocking(_store(ctx).current)
+    _, stored = await blocking(store_of(ctx).current)
     fields = stored.get(model.id)
     shown = model
     enabled = True
@@ -86,7 +86,7 @@ async def _shown(ctx: ApiContext, model_id: str) -> ModelOverride:
     return ModelOverride(model=model.id, override=fields, effective={**effective(shown), **extra})
 
 
-async def _audit(ctx: ApiContext, who: str, action: str, target: str, detail: dict[str, Any]) -> None:
+async def audit(ctx: ApiContext, who: str, action: str, target: str, detail: dict[str, Any]) -> None:
     entry = AuditAction(at_ms=int(time.time() * 1000), who=who, action=action, target=target, detail=detail)
     try:
         await blocking(ctx.admin.record_action, entry)
@@ -99,7 +99,7 @@ async def _audit(ctx: ApiContext, who: str, action: str, target: str, detail: di
 
 @router.get("/overrides", response_model=OverrideList, summary="Every model's live config override")
 async def list_overrides(ctx: Ctx) -> OverrideList:
-    _, stored = await blocking(_store(ctx).current)
+    _, stored = await blocking(store_of(ctx).current)
     return OverrideList(overrides=dict(sorted(stored.items())))
 
 
@@ -128,10 +128,10 @@ async def set_override(
 ) -> ModelOverride:
     model = model_of(ctx, model_id)
     try:
-        override = await blocking(_store(ctx).set, ctx.models, model.id, body, who, int(time.time() * 1000))
+        override = await blocking(store_of(ctx).set, ctx.models, model.id, body, who, int(time.time() * 1000))
     except OverrideRejected as e:
         raise bad_request(str(e)) from e
-    await _audit(ctx, who, "override-set", model.id, dict(override.fields))
+    await audit(ctx, who, "override-set", model.id, dict(override.fields))
     return await _shown(ctx, model.id)
 
 
@@ -143,7 +143,7 @@ async def set_override(
 )
 async def clear_override(ctx: Ctx, who: Who, model_id: str) -> ModelOverride:
     model = model_of(ctx, model_id)
-    if not await blocking(_store(ctx).clear, model.id, who, int(time.time() * 1000)):
+    if not await blocking(store_of(ctx).clear, model.id, who, int(time.time() * 1000)):
         raise ApiProblem(404, f"{model.id} has no live config override", "not-found")
-    await _audit(ctx, who, "override-clear", model.id, {})
+    await audit(ctx, who, "override-clear", model.id, {})
     return await _shown(ctx, model.id)
