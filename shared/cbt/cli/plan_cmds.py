@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -30,6 +30,8 @@ if TYPE_CHECKING:
     from cbt.scheduling.plan import ModelPlan
     from cbt.scheduling.snapshot import StateSnapshot
     from cbt.scheduling.status import ModelStatus
+
+    ShowPosition = Callable[[ModelId, int], str]  # a model's position as people read it (cbt status --show)
 
 LIVE_STATE_HELP = (
     "start Redis (cbt dev up) or pass --state FILE with a JSON snapshot: "
@@ -50,6 +52,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     plan.set_defaults(func=run_plan)
     status = sub.add_parser("status", help="coverage, gaps and lag behind the valid range per incremental model")
     _common_arguments(status)
+    status.add_argument(
+        "--show",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME",
+        help="show positions as the config's interval_types do (a slot as its time…): by the transformation NAME "
+        "(e.g. Time), or each type's first one when no NAME is given",
+    )
     status.set_defaults(func=run_status)
 
 
@@ -83,9 +94,38 @@ def run_status(args: argparse.Namespace) -> int:
               "coverage below may be incomplete", file=sys.stderr)
     statuses = [model_status(m, models, state) for m in incremental_models(models.values()) if _selected(args, m.id)]
     failures = {} if args.state else read_live_failures(config, [s.model_id for s in statuses])
-    print(json.dumps(statuses_to_json(statuses, state, failures), indent=2) if args.json
-          else render_statuses(statuses, failures))
+    shown = None if args.show is None else position_display(config, model_set, args.show, state.now * 1000)
+    print(json.dumps(statuses_to_json(statuses, state, failures, shown), indent=2) if args.json
+          else render_statuses(statuses, failures, shown))
     return 0
+
+
+def position_display(config: Config, model_set: ModelSet, name: str, now_ms: int) -> ShowPosition:
+    """Each model's positions shown by its interval type's transformation ``name`` (its first one when empty), as
+    the web UI and the API show them; raw where the type has no such transformation or it cannot compute one."""
+    from cbt.config.interval_types import transformations_for
+    from cbt.config.position_expr import ExpressionError
+    from cbt.models.spec import is_time_type
+
+    kinds = {m.id: m.interval.type for m in model_set.incrementals}
+    known = {t.name for kind in set(kinds.values())
+             for t in transformations_for(kind, config.interval_types, is_time_type(kind))}
+    if name and name not in known:
+        raise CbtError(f"--show: no interval type of these models has a transformation {name!r} "
+                       f"(they have: {', '.join(sorted(known))})")
+
+    def show(model_id: ModelId, position: int) -> str:
+        kind = kinds[model_id]
+        chosen = transformations_for(kind, config.interval_types, is_time_type(kind))
+        found = next((t for t in chosen if not name or t.name == name), None)
+        if found is None:
+            return str(position)
+        try:
+            return found.show(position, now_ms)
+        except ExpressionError:
+            return str(position)
+
+    return show
 
 
 def _inputs(args: argparse.Namespace) -> tuple[Config, ModelSet, StateSnapshot]:
@@ -164,10 +204,13 @@ def plans_to_json(plans: list[ModelPlan]) -> dict[str, Any]:
 
 
 def statuses_to_json(statuses: list[ModelStatus], state: StateSnapshot,
-                     failures: Mapping[ModelId, list[TaskFailed]] | None = None) -> dict[str, Any]:
-    """The ``cbt status --json`` document; ``failures``: the newest tasks that failed their last attempt."""
+                     failures: Mapping[ModelId, list[TaskFailed]] | None = None,
+                     shown: ShowPosition | None = None) -> dict[str, Any]:
+    """The ``cbt status --json`` document; ``failures``: the newest tasks that failed their last attempt; with
+    ``shown``, each model's valid range and coverage also as people read them (``valid_range_shown``,
+    ``coverage_shown``)."""
     failures = failures or {}
-    return {
+    document = {
         "now": state.now,
         "models": [
             {
@@ -188,6 +231,11 @@ def statuses_to_json(statuses: list[ModelStatus], state: StateSnapshot,
             for s in statuses
         ],
     }
+    if shown is not None:
+        for item, s in zip(document["models"], statuses, strict=True):
+            item["valid_range_shown"] = [shown(s.model_id, p) for p in s.valid] if s.valid is not None else None
+            item["coverage_shown"] = [[shown(s.model_id, p) for p in r] for r in s.coverage]
+    return document
 
 
 def render_plans(plans: list[ModelPlan]) -> str:
@@ -203,16 +251,18 @@ def render_plans(plans: list[ModelPlan]) -> str:
     return "\n".join(lines)
 
 
-def render_statuses(statuses: list[ModelStatus], failures: Mapping[ModelId, list[TaskFailed]] | None = None) -> str:
-    """A readable status table, then why a model has no valid range and its latest failure."""
+def render_statuses(statuses: list[ModelStatus], failures: Mapping[ModelId, list[TaskFailed]] | None = None,
+                    shown: ShowPosition | None = None) -> str:
+    """A readable status table, then why a model has no valid range and its latest failure; ``shown``: positions
+    as people read them (``cbt status --show``)."""
     if not statuses:
         return "no incremental models"
     header = ("MODEL", "VALID RANGE", "COVERED", "RANGES", "GAPS", "IN FLIGHT", "LAG")
     rows = [header] + [
         (
             s.model_id,
-            _fmt(s.valid),
-            _fmt((s.coverage[0][0], s.coverage[-1][1])) if s.coverage else "-",
+            _fmt(s.valid, s.model_id, shown),
+            _fmt((s.coverage[0][0], s.coverage[-1][1]), s.model_id, shown) if s.coverage else "-",
             str(len(s.coverage)),
             str(len(s.gaps)),
             str(len(s.in_flight)),
@@ -234,8 +284,10 @@ def render_statuses(statuses: list[ModelStatus], failures: Mapping[ModelId, list
     return "\n".join(lines)
 
 
-def _fmt(r: Range | None) -> str:
-    return "-" if r is None else f"[{r[0]}, {r[1]})"
+def _fmt(r: Range | None, model_id: ModelId = "", shown: ShowPosition | None = None) -> str:
+    if r is None:
+        return "-"
+    return f"[{r[0]}, {r[1]})" if shown is None else f"[{shown(model_id, r[0])}, {shown(model_id, r[1])})"
 
 
 def _selected(args: argparse.Namespace, model_id: ModelId) -> bool:

@@ -157,6 +157,26 @@ def test_cbt_plan_and_status_tables(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "an.target" in capsys.readouterr().out
 
 
+def test_status_shows_positions_as_the_interval_types_do(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``--show``: the ranges through the models' interval type (``block`` here), by its first transformation or
+    the one named; a name no type has is refused with the names there are."""
+    config, state = _project(tmp_path, SPEC_STATE_JSON)
+    with Path(config).open("a", encoding="utf-8") as f:
+        f.write("interval_types:\n  block:\n    - name: Block\n      label: 'block {value}'\n"
+                "    - name: Time\n      expression: value * 12000\n      format: datetime\n")
+    assert main(["status", "--config", config, "--state", state, "--model", "an.partial", "--show"]) == 0
+    assert "[block 0, block 1,050)  [block 0, block 1,000)" in capsys.readouterr().out
+    assert main(["status", "--config", config, "--state", state, "--model", "an.partial", "--show", "Time",
+                 "--json"]) == 0
+    partial = json.loads(capsys.readouterr().out)["models"][0]
+    assert partial["valid_range"] == [0, 1050]
+    assert partial["valid_range_shown"] == ["1970-01-01 00:00:00 UTC", "1970-01-01 03:30:00 UTC"]
+    assert partial["coverage_shown"] == [["1970-01-01 00:00:00 UTC", "1970-01-01 03:20:00 UTC"]]
+    assert main(["status", "--config", config, "--state", state, "--show", "Slot"]) == 1
+    assert "--show: no interval type of these models has a transformation 'Slot' (they have: Block, Time)" in (
+        capsys.readouterr().err)
+
+
 def test_cbt_plan_rejects_unknown_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config, state = _project(tmp_path, SPEC_STATE_JSON)
     assert main(["plan", "--config", config, "--state", state, "--model", "an.nope"]) == 1
