@@ -1,8 +1,9 @@
 """The CBT-compatible routes against CBT's own published OpenAPI description (tests/fixtures/cbt/openapi.yaml, copied
 from ethpandaops/cbt): every path it describes answers, at /api/v1 and at /cbt/api/v1, with a body its schema accepts
-(errors too: CBT's ``Error`` members beside the problem's); CBT's bounds and consolidate admin routes act and need the
-write token (this app has none: 403); every other admin route answers 501 with a problem; our own
-/api/v1/models stays ours with CBT's ``total`` and ``type=transformation``; CORS opens to CBT's ``*``.
+(errors too: CBT's ``Error`` members beside the problem's); every CBT admin route acts, so it needs the write token
+(the read-only app has none: 403), and with one an override set through CBT's route reads back through ours, run-now
+and delete-period go out as ours do; our own /api/v1/models stays ours with CBT's ``total`` and
+``type=transformation``; CORS opens to CBT's ``*``.
 
 The app is served by uvicorn and asked over HTTP. It reads a real Redis (coverage, bounds, failures and in-flight
 tasks written through the real adapters) and the real Delta admin tables on Spark Connect (a scheduled model's runs),
