@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -94,7 +95,8 @@ def run_status(args: argparse.Namespace) -> int:
               "coverage below may be incomplete", file=sys.stderr)
     statuses = [model_status(m, models, state) for m in incremental_models(models.values()) if _selected(args, m.id)]
     failures = {} if args.state else read_live_failures(config, [s.model_id for s in statuses])
-    shown = None if args.show is None else position_display(config, model_set, args.show, state.now * 1000)
+    now_ms = (state.now if state.now is not None else int(time.time())) * 1000
+    shown = None if args.show is None else position_display(config, model_set, args.show, now_ms)
     print(json.dumps(statuses_to_json(statuses, state, failures, shown), indent=2) if args.json
           else render_statuses(statuses, failures, shown))
     return 0
@@ -210,32 +212,29 @@ def statuses_to_json(statuses: list[ModelStatus], state: StateSnapshot,
     ``shown``, each model's valid range and coverage also as people read them (``valid_range_shown``,
     ``coverage_shown``)."""
     failures = failures or {}
-    document = {
-        "now": state.now,
-        "models": [
-            {
-                "id": s.model_id,
-                "valid_range": list(s.valid) if s.valid is not None else None,
-                "coverage": [list(r) for r in s.coverage],
-                "gaps": [list(r) for r in s.gaps],
-                "in_flight": [list(r) for r in s.in_flight],
-                "lag": s.lag,
-                "waiting": s.reason,
-                "failures": [
-                    {"task_id": f.task_id, "position": f.position, "interval": f.interval,
-                     "scheduled_unix": f.scheduled_unix, "attempts": f.attempts, "error": f.error,
-                     "failed_at_ms": f.failed_at_ms}
-                    for f in failures.get(s.model_id, [])
-                ],
-            }
-            for s in statuses
-        ],
-    }
+    models: list[dict[str, Any]] = [
+        {
+            "id": s.model_id,
+            "valid_range": list(s.valid) if s.valid is not None else None,
+            "coverage": [list(r) for r in s.coverage],
+            "gaps": [list(r) for r in s.gaps],
+            "in_flight": [list(r) for r in s.in_flight],
+            "lag": s.lag,
+            "waiting": s.reason,
+            "failures": [
+                {"task_id": f.task_id, "position": f.position, "interval": f.interval,
+                 "scheduled_unix": f.scheduled_unix, "attempts": f.attempts, "error": f.error,
+                 "failed_at_ms": f.failed_at_ms}
+                for f in failures.get(s.model_id, [])
+            ],
+        }
+        for s in statuses
+    ]
     if shown is not None:
-        for item, s in zip(document["models"], statuses, strict=True):
+        for item, s in zip(models, statuses, strict=True):
             item["valid_range_shown"] = [shown(s.model_id, p) for p in s.valid] if s.valid is not None else None
             item["coverage_shown"] = [[shown(s.model_id, p) for p in r] for r in s.coverage]
-    return document
+    return {"now": state.now, "models": models}
 
 
 def render_plans(plans: list[ModelPlan]) -> str:
