@@ -6,7 +6,13 @@ added to the table showing in the OpenAPI document."""
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
+import os
+import shlex
+import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Iterator
@@ -26,16 +32,20 @@ from cbt.api.events import EventHub
 from cbt.api.offline import Offline
 from cbt.api.web import create_app
 from cbt.config.settings import Config
+from cbt.dev.pipeline import free_port
 from cbt.models.dag import ModelSet
 from cbt.models.spec import Expose, IncrementalModel, Write
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.worker.executor import SparkExecutor
 from tests.conftest import Endpoints
+from tests.integration.test_cbt_api import serving
 from tests.unit.scheduling.factories import inc
 
 pytestmark = pytest.mark.integration
 STEP, INTERVALS = 10, 6
 ROWS = STEP * INTERVALS
+CBT = str(Path(sys.executable).with_name("cbt"))
+"""The installed ``cbt`` script: ``cbt rows`` through its entry point, as a user runs it."""
 
 
 def blocks(database: str) -> IncrementalModel:
@@ -171,6 +181,54 @@ def test_covered_only_keeps_the_ranges_the_model_has_covered(app: Any, table: tu
     covered = slots(app, model, covered_only="true")
     assert covered == [*range(10, 20), *range(40, 50)]
     assert len(slots(app, model)) == 50
+
+
+def test_cbt_rows_reads_through_the_api_over_http(app: Any, table: tuple[IncrementalModel, SparkExecutor]) -> None:
+    """``cbt rows`` (docs/read-api.md#from-the-command-line) against the app on uvicorn: its JSON is the API's own
+    answer, its table's next-page command continues the listing, --all follows every page, --key gets one row, and a
+    400 or an api that is not there is one line on stderr and exit 1."""
+    model, _ = table
+    env = {k: v for k, v in os.environ.items() if k not in ("CBT_API_URL", "CBT_API_TOKEN")}
+
+    def cbt(argv: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([CBT, *argv], capture_output=True, text=True, timeout=60, env=env, check=False)
+
+    with serving(app) as url:
+        def rows(*argv: str) -> subprocess.CompletedProcess[str]:
+            return cbt(["rows", *argv, "--api", url])
+
+        run = rows(model.id, "slot_gte=40", "root_starts_with=0x00", "--order-by=-slot", "--page-size", "7",
+                   "--format", "json")
+        assert run.returncode == 0, run.stderr
+        assert json.loads(run.stdout) == get(app, f"/api/v1/tables/{model.id}", slot_gte="40",
+                                             root_starts_with="0x00", order_by="-slot", page_size="7")[1]
+        assert json.loads(rows("--format", "json").stdout) == get(app, "/api/v1/tables")[1]
+
+        first = rows(model.id, "slot_lt=10", "--page-size", "4")
+        lines = first.stdout.splitlines()
+        assert lines[0].split() == ["slot", "root", "is_late", "ms", "at"] and lines[2].split()[:2] == ["0", "0x0000"]
+        hint = f"next page: cbt rows {model.id} slot_lt=10 --page-size 4 --api {url} --page-token "
+        assert lines[-1].startswith(hint), first.stdout
+        second = cbt(shlex.split(lines[-1].removeprefix("next page: "))[1:])
+        assert [line.split()[0] for line in second.stdout.splitlines()[2:6]] == ["4", "5", "6", "7"], second.stdout
+
+        every = rows(model.id, "slot_lt=30", "slot_ne=13", "--page-size", "4", "--all", "--format", "csv")
+        assert every.returncode == 0 and every.stderr == "", every.stderr
+        read = list(csv.DictReader(io.StringIO(every.stdout)))
+        assert [int(row["slot"]) for row in read] == [s for s in range(30) if s != 13]
+        assert read[7] == {"slot": "7", "root": "0x0007", "is_late": "false", "ms": "",
+                           "at": "1970-01-01T00:00:07+00:00"}
+
+        one = rows(model.id, "--key", "12,0x000C")
+        assert one.returncode == 0 and one.stdout.splitlines()[:2] == ["slot     12", "root     0x000C"], one.stdout
+
+        bad = rows(model.id, "nope_eq=1")
+        assert bad.returncode == 1 and bad.stdout == ""
+        assert bad.stderr.startswith("cbt rows: 400 nope_eq: not a filter") and bad.stderr.count("\n") == 1, bad.stderr
+
+    gone = f"http://127.0.0.1:{free_port()}"
+    refused = cbt(["rows", "--api", gone])
+    assert refused.returncode == 1 and refused.stderr.startswith(f"cbt rows: cannot reach the api at {gone}: ")
 
 
 def test_pages_neither_repeat_nor_miss_a_row_while_rows_are_appended(
