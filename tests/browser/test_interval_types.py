@@ -1,12 +1,14 @@
 """Positions people can read (config ``interval_types``), in a real Chromium against a lone api process (real Kafka,
 Redis, Spark Connect) whose models count slots: the model page names how its positions are shown, the explain view
-shows a slot as its time and its epoch, the dashboard's card says so, and the CBT-compatible route serves the same
-transformations. The model page is screenshotted to docs/img/interval-types.png."""
+shows a slot as its time and its epoch, the timelines' axes (model page and dashboard) label their ticks with the
+slots' times, the dashboard's card says so, and the CBT-compatible route serves the same transformations. The model
+page is screenshotted to docs/img/interval-types.png."""
 
 from __future__ import annotations
 
 import json
 import shutil
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -16,6 +18,7 @@ import pytest
 from playwright.sync_api import Page, expect
 
 from cbt.adapters.spark import SessionPool
+from cbt.scheduling.snapshot import RawBounds
 from tests.browser.conftest import screenshot
 from tests.conftest import Endpoints
 from tests.e2e.api_stack import lone_api
@@ -68,8 +71,24 @@ def base(endpoints: Endpoints, spark_sessions: SessionPool, tmp_path_factory: py
         "CBT__MODELS__TRANSFORMATIONS__PATHS": json.dumps([str(models / "transformations")]),
         "CBT__INTERVAL_TYPES": json.dumps(SLOT_TYPES),
     }
-    with lone_api(endpoints, spark_sessions, overrides) as (url, _):
+    with lone_api(endpoints, spark_sessions, overrides) as (url, dep):
+        # Bounds of the source, as a scan would store them (no bounds-cache or coordinator runs here): the slot
+        # model then has a valid range, and the pages draw its timeline on an axis of slots.
+        dep.state.coverage.mark_built(int(time.time()), dep.state.coverage.generation())
+        dep.state.bounds.put_bounds(f"{dep.source_db}.beacon_slots", RawBounds(0, 320))
         yield url
+
+
+def slot_time(slot: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(GENESIS + 12 * slot))
+
+
+def assert_ticks_show_slot_times(page: Page, card: str) -> None:
+    """The axis of ``card``'s timelines labels each tick with its slot's time (not the raw slot number)."""
+    page.wait_for_selector(f"{card} svg.axis text[data-value]")
+    ticks = page.eval_on_selector_all(f"{card} svg.axis text", "els => els.map(e => [e.dataset.value, e.textContent])")
+    assert len(ticks) >= 2, ticks
+    assert all(label == slot_time(int(value)) for value, label in ticks), ticks
 
 
 def get(url: str) -> Any:
@@ -110,8 +129,10 @@ def test_a_slot_is_shown_as_its_time_and_epoch(base: str, page: Page) -> None:
     expect(page.locator("#shown-as")).to_have_text(" (shown as Time, Epoch)")
     shown = page.locator("#explain [data-testid=explain-shown]")
     expect(shown).to_have_text("Time 2020-12-01 12:20:23 UTC · epoch 3")  # slot 100 = genesis + 1200 s
+    assert_ticks_show_slot_times(page, "#coverage-card")
     screenshot(page, "interval-types")
     shutil.copy(PROJECT / "var" / "screenshots" / "interval-types.png", PROJECT / "docs" / "img" / "interval-types.png")
 
     page.goto(f"{base}/")
     expect(page.locator("[data-interval-type=slot] h2")).to_contain_text("shown as Time, Epoch")
+    assert_ticks_show_slot_times(page, "[data-interval-type=slot]")

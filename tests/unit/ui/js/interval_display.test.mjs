@@ -42,3 +42,19 @@ test("a position is shown by each transformation, labelled; one that cannot comp
   assert.equal(showOne(7, { name: "Position" }), "7");
   assert.equal(shownText(null, types), "");
 });
+
+test("a slot axis is labelled with the slots' times, spaced for the longer labels; a time axis keeps its own", async () => {
+  const { makeScale } = await import("../../../../services/api/cbt/api/ui/static/js/scale.js");
+  const { ticksFor } = await import("../../../../services/api/cbt/api/ui/static/js/timeline.js");
+  const scale = makeScale(0, 1000, 900);
+  const plain = ticksFor(scale, false);
+  assert.equal(plain.find((t) => t.value === 200).label, "200");
+  const shown = ticksFor(scale, false, [TIME, { name: "Epoch", program: ["//", "value", 32] }]);
+  assert.ok(shown.length >= 2 && shown.length < plain.length, `${shown.length} of ${plain.length}`);
+  for (const tick of shown) assert.equal(tick.label, showOne(tick.value, TIME));
+  assert.equal(shown.find((t) => t.value === 0).label, "2020-12-01 12:00:23 UTC");
+  const broken = ticksFor(scale, false, [{ name: "Broken", program: ["/", 1, "value"] }]);
+  assert.equal(broken[0].label, "0", "a position the form cannot show stays a number");
+  const time = ticksFor(makeScale(1699920000, 1699920000 + 3600, 900), true, [TIME]);
+  assert.equal(time[0].label, "11-14 00:00");
+});

@@ -120,13 +120,13 @@ export class CoverageGroup {
       if (seq !== row.seq) return;
       Object.assign(row, { data: null, error });
     }
-    this.drawOne(row, this.scale(), ticksFor(this.scale(), this.isTime));
+    this.drawOne(row, this.scale(), ticksFor(this.scale(), this.isTime, this.shown));
   }
 
   redraw() {
     if (!this.window || !this.axisBox.isConnected) return;
     const scale = this.scale();
-    const ticks = ticksFor(scale, this.isTime);
+    const ticks = ticksFor(scale, this.isTime, this.shown);
     drawAxis(this.axisSvg, scale, ticks);
     for (const row of this.rows) this.drawOne(row, scale, ticks);
     if (this.windowLabel) {

@@ -2,6 +2,7 @@
 // data-start, data-end and data-status exactly as the API gave them (the browser tests compare them with /coverage).
 
 import { s } from "./dom.js";
+import { showOne } from "./interval_display.js";
 import { tickLabel, tickValues } from "./scale.js";
 
 export const ROW_H = 30;
@@ -10,10 +11,28 @@ const BAR_H = 16;
 const VALID_Y = BAR_Y + BAR_H + 4;
 export const AXIS_H = 24;
 
-/** Ticks for a scale, sized to the pixels available (about one label per 90 px). */
-export function ticksFor(scale, isTime) {
-  const { step, values } = tickValues(scale.from, scale.to, Math.max(2, Math.floor(scale.width / 90)), isTime);
-  return values.map((value) => ({ value, x: scale.x(value), label: tickLabel(value, step, isTime) }));
+const TICK_PX = 90;
+const CHAR_PX = 6;
+/** About how wide a tick's label is drawn (11 px digits). */
+const labelPx = (label) => label.length * CHAR_PX;
+
+/**
+ * Ticks for a scale, sized to the pixels available (about one label per 90 px, more for longer labels). Positions
+ * of a type that is not a time but that the config says how to show (`shown`, config interval_types) are labelled
+ * with its first form, as the tooltip shows them (a slot as its time); time types keep their compact UTC labels.
+ */
+export function ticksFor(scale, isTime, shown = []) {
+  const form = isTime ? null : shown[0] ?? null;
+  const ticks = (pxPerTick) => {
+    const { step, values } = tickValues(scale.from, scale.to, Math.max(2, Math.floor(scale.width / pxPerTick)), isTime);
+    return values.map((value) => ({
+      value, x: scale.x(value), label: (form && showOne(value, form)) ?? tickLabel(value, step, isTime),
+    }));
+  };
+  const first = ticks(TICK_PX);
+  if (!form) return first;
+  const needed = Math.max(0, ...first.map((t) => labelPx(t.label))) + 16;
+  return needed > TICK_PX ? ticks(needed) : first;
 }
 
 export function drawAxis(svg, scale, ticks) {
@@ -22,8 +41,9 @@ export function drawAxis(svg, scale, ticks) {
   svg.setAttribute("viewBox", `0 0 ${scale.width} ${AXIS_H}`);
   for (const tick of ticks) {
     svg.append(s("line", { x1: tick.x, x2: tick.x, y1: AXIS_H - 6, y2: AXIS_H }));
-    const anchor = tick.x < 30 ? "start" : tick.x > scale.width - 30 ? "end" : "middle";
-    svg.append(s("text", { x: tick.x, y: AXIS_H - 10, "text-anchor": anchor }, tick.label));
+    const half = labelPx(tick.label) / 2;
+    const anchor = tick.x < half ? "start" : tick.x > scale.width - half ? "end" : "middle";
+    svg.append(s("text", { x: tick.x, y: AXIS_H - 10, "text-anchor": anchor, "data-value": tick.value }, tick.label));
   }
 }
 
