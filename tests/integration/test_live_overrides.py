@@ -7,7 +7,7 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -159,6 +159,50 @@ def test_an_override_set_through_the_api_is_applied_at_the_next_tick(stack: Stac
     assert ("override-set", REPORT) in audit
 
 
+def test_the_apis_own_views_show_the_override_in_force_without_a_restart(stack: Stack) -> None:
+    """The api's listings, model pages, schedules and run-now apply the overrides in force (re-read from Redis at
+    most once per ``scheduler.tick_s``), and drop them once cleared — the same app, never rebuilt."""
+
+    def model(model_id: str) -> dict[str, Any]:
+        status, body = stack.call("GET", f"/api/v1/models/{model_id}", token=None)
+        assert status == 200, body
+        return body
+
+    def eventually(check: Callable[[], bool]) -> None:
+        deadline = time.monotonic() + 5  # (a tick is 1 s here)
+        while not check():
+            assert time.monotonic() < deadline, "the api did not show the change within a few ticks"
+            time.sleep(0.2)
+
+    hourly = model(HOURLY)
+    assert hourly["config"]["schedules"]["forwardfill"] == "@every 1m" and hourly["overridden"] == []
+    assert model(REPORT)["enabled"] is True
+
+    faster = {"schedules": {"forwardfill": "@every 7s"}}
+    assert stack.call("PUT", f"/api/v1/models/{HOURLY}/overrides", faster)[0] == 200
+    assert stack.call("PUT", f"/api/v1/models/{REPORT}/overrides", {"enabled": False})[0] == 200
+    eventually(lambda: model(HOURLY)["config"]["schedules"]["forwardfill"] == "@every 7s")
+    assert model(HOURLY)["overridden"] == ["schedules"] and model(HOURLY)["config"]["schedules"]["backfill"] == (
+        "@every 5m"
+    )
+    eventually(lambda: model(REPORT)["enabled"] is False)
+    listing = {m["id"]: m for m in stack.call("GET", "/api/v1/models", token=None)[1]["models"]}
+    assert listing[REPORT]["enabled"] is False and listing[REPORT]["overridden"] == ["enabled"]
+    assert listing[HOURLY]["enabled"] is True and listing[HOURLY]["overridden"] == ["schedules"]
+    schedules = {m["model"]: m for m in stack.call("GET", "/api/v1/schedules", token=None)[1]["models"]}
+    assert schedules[REPORT]["enabled"] is False and schedules[REPORT]["next_unix"] is None
+    status, refused = stack.call("POST", f"/api/v1/models/{REPORT}/run-now")
+    assert status == 409 and "paused by a live config override" in refused["detail"]
+    shown = stack.call("GET", f"/api/v1/models/{HOURLY}/overrides", token=None)[1]
+    assert shown["effective"]["schedules"]["forwardfill"] == "@every 7s"
+
+    assert stack.call("DELETE", f"/api/v1/models/{HOURLY}/overrides")[0] == 200
+    assert stack.call("DELETE", f"/api/v1/models/{REPORT}/overrides")[0] == 200
+    eventually(lambda: model(HOURLY)["config"]["schedules"]["forwardfill"] == "@every 1m")
+    eventually(lambda: model(REPORT)["enabled"] is True)
+    assert model(HOURLY)["overridden"] == [] and model(REPORT)["overridden"] == []
+
+
 @pytest.mark.parametrize(
     ("model_id", "body", "reason"),
     [
@@ -196,7 +240,8 @@ def test_overrides_survive_a_redis_flush(stack: Stack, redis_client: Redis, redi
 
 
 def test_a_restore_from_an_older_read_of_the_record_does_not_undo_a_change_made_meanwhile(
-        redis_client: Redis, redis_prefix: str) -> None:
+    redis_client: Redis, redis_prefix: str
+) -> None:
     """After a flush, a reader restores what it read from the admin table (seconds on Spark); an override set in
     those seconds (record, then Redis) must survive: the stale restore stands aside, and the next one reads it."""
     store = RedisOverrides(redis_client, redis_prefix)
@@ -214,9 +259,16 @@ def test_a_service_that_only_plans_follows_the_overrides_at_its_next_tick(stack:
     """The invalidator's loop: its planner plans with the overridden models and skips a paused one."""
     assert stack.coordinator.view is not None
     view = ModelView(MODELS, stack.coordinator.view.overrides)
-    planner = Planner(MODELS, LiveStateReader.of(MODELS, stack.state), stack.state.ledger, Publisher(), Topics("t."),
-                      lambda tags: "heavy" if "heavy" in tags else "default", model_concurrency=1,
-                      task_deadline_ms=60_000)
+    planner = Planner(
+        MODELS,
+        LiveStateReader.of(MODELS, stack.state),
+        stack.state.ledger,
+        Publisher(),
+        Topics("t."),
+        lambda tags: "heavy" if "heavy" in tags else "default",
+        model_concurrency=1,
+        task_deadline_ms=60_000,
+    )
     assert stack.call("PUT", f"/api/v1/models/{HOURLY}/overrides", {"enabled": False, "tags": ["heavy"]})[0] == 200
     asyncio.run(follow(view, planner))
     hourly = planner.models.models[HOURLY]

@@ -73,7 +73,7 @@ async def _stored(ctx: ApiContext) -> dict[str, dict[str, Any]]:
 
 
 async def show(ctx: Ctx, id: str) -> ConfigOverrideShown:
-    model = model_of(ctx, id)
+    model = ctx.config_models.get(id)  # (the file's fields, not the override's)
     fields = (await _stored(ctx)).get(model.id)
     base = ConfigOverrideShown(base_config=base_config(model))
     if fields is None:

@@ -13,6 +13,7 @@ from redis.exceptions import RedisError
 
 from cbt.adapters.delta_admin import AdminTableError
 from cbt.api.context import ApiContext
+from cbt.api.in_force import InForce
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.models.spec import IncrementalModel, Model, ModelId
 
@@ -40,6 +41,11 @@ AUTH_PROBLEMS: dict[int | str, dict[str, Any]] = {
 
 
 def context(request: Request) -> ApiContext:
+    """The request's context: the models with the live overrides in force (``in_force``; a sync dependency, so
+    FastAPI runs its once-a-tick Redis read in a thread)."""
+    in_force: InForce | None = getattr(request.app.state, "in_force", None)
+    if in_force is not None:
+        return in_force.current()
     ctx: ApiContext = request.app.state.context
     return ctx
 

@@ -6,9 +6,9 @@ build it with real adapters or stand-ins."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Collection
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from cbt.api.events import EventHub
 from cbt.api.history import AuditAction, Completion
@@ -64,6 +64,18 @@ class ApiContext:
     events: EventHub
     overrides: LiveOverrides | None = None
     """Live config overrides (Redis, restored from their admin table); None: the routes answer 503."""
+    configured: ModelSet | None = None
+    """The models as the config loads them, when ``models`` has live overrides applied (``in_force``); None: the
+    same as ``models``."""
+    paused: frozenset[ModelId] = frozenset()
+    """The models a live override pauses (``enabled: false``)."""
+    overridden: Mapping[ModelId, Mapping[str, Any]] = field(default_factory=dict)
+    """Each overridden model's override in force: the fields it sets."""
+
+    @property
+    def config_models(self) -> ModelSet:
+        """The models before any live override: what an override is checked against and shown beside."""
+        return self.models if self.configured is None else self.configured
 
     @functools.cached_property
     def live(self) -> LiveStateReader:

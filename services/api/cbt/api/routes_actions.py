@@ -163,13 +163,17 @@ async def unskip(ctx: Ctx, who: Who, model_id: str, body: SkipRequest) -> Skippe
 
 
 @router.post("/models/{model_id}/run-now", response_model=RunNowAccepted, status_code=202,
-             responses={409: {"description": "a run of this model for this second is already in flight"}},
+             responses={409: {"description": "a run of this model for this second is already in flight, or a "
+                                             "live override pauses the model"}},
              summary="Run a scheduled model now (a task-requested, as the coordinator sends for a fire time)")
 async def run_now(ctx: Ctx, who: Who, model_id: str) -> RunNowAccepted:
     model = model_of(ctx, model_id)
     if not isinstance(model, ScheduledModel):
         raise bad_request(f"{model_id} is not a scheduled model: run-now runs scheduled models (re-run a range of "
                           "an incremental one instead)")
+    if model.id in ctx.paused:
+        raise ApiProblem(409, f"{model.id} is paused by a live config override (enabled: false): clear it, or set "
+                         "enabled: true, to run it", "conflict")
     fire_unix = int(time.time())
     task_id = f"{model.id}:@{fire_unix}"
     if not await ctx.commands.run_scheduled(model, fire_unix):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query
 
@@ -76,7 +76,12 @@ def _item(ctx: ApiContext, model: Model, state: StateSnapshot, failed: int) -> M
                      tags=[] if isinstance(model, ExternalModel) else list(model.tags),
                      dependencies=catalog.flat_dependencies(model),
                      schedule=model.schedule if isinstance(model, ScheduledModel) else None,
-                     summary=ModelSummary(**vars(summary)))
+                     summary=ModelSummary(**vars(summary)), **_in_force(ctx, model.id))
+
+
+def _in_force(ctx: ApiContext, model_id: ModelId) -> dict[str, Any]:
+    """Whether a live override pauses the model, and the fields it sets (``in_force`` applied them)."""
+    return {"enabled": model_id not in ctx.paused, "overridden": sorted(ctx.overridden.get(model_id, {}))}
 
 
 @router.get("/{model_id}", response_model=ModelDetail, summary="One model: configuration, SQL, dependencies")
@@ -86,7 +91,7 @@ async def get_model(ctx: Ctx, model_id: str) -> ModelDetail:
                        path=catalog.relative_path(model.source.path, ctx.config.base_dir),
                        interval_type=catalog.interval_type(model), config=catalog.config_of(model), sql=model.sql,
                        exec=model.exec, dependencies=catalog.dependencies(model),
-                       dependents=list(ctx.models.dependents(model.id)))
+                       dependents=list(ctx.models.dependents(model.id)), **_in_force(ctx, model.id))
 
 
 @router.get("/{model_id}/rendered", response_model=Rendered,

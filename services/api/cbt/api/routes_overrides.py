@@ -68,18 +68,20 @@ def effective(model: Model) -> dict[str, Any]:
 
 
 async def _shown(ctx: ApiContext, model_id: str) -> ModelOverride:
-    model = model_of(ctx, model_id)
+    """Read from the store, not the request's context (``in_force``: up to a tick old), so a change shows at once."""
+    configured = ctx.config_models
+    model = configured.get(model_id)
     _, stored = await blocking(store_of(ctx).current)
     fields = stored.get(model.id)
     shown = model
     enabled = True
     if fields is not None:
         try:
-            override = live_overrides.check(ctx.models, model.id, fields)
+            override = live_overrides.check(configured, model.id, fields)
         except OverrideRejected:
             override = None
         if override is not None:
-            applied, paused = live_overrides.apply(ctx.models, {model.id: override})
+            applied, paused = live_overrides.apply(configured, {model.id: override})
             shown, enabled = applied.models[model.id], model.id not in paused
     kind = live_overrides.kind_of(model)
     extra = {"enabled": enabled} if live_overrides.APPLIES[kind] else {}
@@ -128,7 +130,9 @@ async def set_override(
 ) -> ModelOverride:
     model = model_of(ctx, model_id)
     try:
-        override = await blocking(store_of(ctx).set, ctx.models, model.id, body, who, int(time.time() * 1000))
+        override = await blocking(
+            store_of(ctx).set, ctx.config_models, model.id, body, who, int(time.time() * 1000)
+        )
     except OverrideRejected as e:
         raise bad_request(str(e)) from e
     await audit(ctx, who, "override-set", model.id, dict(override.fields))

@@ -35,8 +35,7 @@ from cbt.api.schemas import (
 )
 from cbt.api.translate import failure_item, invalidation_item
 from cbt.contract.messages import MAX_POSITION
-from cbt.models import live_overrides
-from cbt.models.spec import ScheduledModel, model_kind
+from cbt.models.spec import model_kind
 from cbt.scheduling import bounds as bnd
 
 if TYPE_CHECKING:
@@ -93,25 +92,10 @@ def _run_item(run: ScheduledRun) -> ScheduledRunItem:
                             error=run.error or None, duration_ms=run.duration_ms, at_ms=run.updated_at_ms)
 
 
-async def _scheduled_in_force(ctx: ApiContext) -> tuple[list[ScheduledModel], frozenset[str]]:
-    """The scheduled models with their live overrides applied, and the ids an override pauses."""
-    if ctx.overrides is None:
-        return list(ctx.models.scheduled), frozenset()
-    _, stored = await blocking(ctx.overrides.current)
-    valid = {}
-    for model_id, fields in stored.items():
-        try:
-            valid[model_id] = live_overrides.check(ctx.models, model_id, fields)
-        except live_overrides.OverrideRejected:
-            continue  # no longer valid for the loaded config: the coordinators ignore it too
-    applied, paused = live_overrides.apply(ctx.models, valid)
-    return list(applied.scheduled), paused
-
-
 @router.get("/schedules", response_model=ScheduleList,
             summary="Each scheduled model's schedule in force, latest run and next run (computed from the schedule)")
 async def get_schedules(ctx: Ctx) -> ScheduleList:
-    models, paused = await _scheduled_in_force(ctx)
+    models, paused = list(ctx.models.scheduled), ctx.paused  # (live overrides applied: ``in_force``)
     ids = [m.id for m in models]
     runs = await blocking(ctx.admin.recent_scheduled_runs, ids, 1) if ids else []
     latest = {r.model: r for r in runs}

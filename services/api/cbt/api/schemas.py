@@ -52,6 +52,9 @@ class ModelItem(Body):
     dependencies: list[str] = Field(description="every dependency id, OR-group members included")
     schedule: str | None
     summary: ModelSummary | None
+    enabled: bool = Field(default=True, description="false: paused by a live override")
+    overridden: list[str] = Field(default_factory=list, description="the fields a live override sets "
+                                                                      "(their values here are the override's)")
 
 
 class ModelList(Body):
@@ -71,6 +74,9 @@ class ModelDetail(Body):
     exec: str | None
     dependencies: list[str | list[str]] = Field(description="an id (required) or a list of ids (an OR group)")
     dependents: list[str]
+    enabled: bool = Field(default=True, description="false: paused by a live override")
+    overridden: list[str] = Field(default_factory=list, description="the fields a live override sets (config "
+                                                                      "shows the values in force: the override's)")
 
 
 class Rendered(Body):

@@ -22,6 +22,7 @@ from cbt.api import (
 )
 from cbt.api.access import client_key, install_access
 from cbt.api.context import ApiContext
+from cbt.api.in_force import InForce
 from cbt.api.limits import RequestLimits
 from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
 from cbt.api.schemas import Problem
@@ -48,6 +49,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app = FastAPI(title=TITLE, version=VERSION, description=DESCRIPTION, openapi_url=OPENAPI_URL, docs_url=None,
                   redoc_url=None)  # (/docs is the UI's, from local assets)
     app.state.context = ctx
+    app.state.in_force = InForce(ctx, ctx.config.scheduler.tick_s)  # (what the routes see: overrides applied)
     readers = install_access(app, ctx.config.api.auth)  # before CORS: a preflight needs no token
     if ctx.config.api.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(ctx.config.api.cors_origins),  # ["*"]: as CBT
