@@ -2,11 +2,15 @@
 deployment of the example pipeline (Kafka, Redis, Spark Connect; separate service processes), built once per module.
 
 Chromium is the system package (``deploy/local/install-system-deps.sh`` installs it); Playwright's own browser
-download is never used. Each page a test visits is screenshotted under ``var/screenshots/``.
+download is never used. Each page a test visits is screenshotted under ``var/screenshots/``; the screenshots the docs
+show are copied into ``docs/img/`` too, but only when ``CBT_UPDATE_DOCS_SCREENSHOTS=1`` is set (``docs_screenshot``),
+so an ordinary test run leaves the tracked images alone.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +27,9 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
                  "--disable-sync", "--no-first-run"]
 SCREENSHOTS = PROJECT / "var" / "screenshots"
+DOCS_IMAGES = PROJECT / "docs" / "img"
+UPDATE_DOCS_SCREENSHOTS = "CBT_UPDATE_DOCS_SCREENSHOTS"
+"""Set to 1 to have ``docs_screenshot`` copy its screenshots into ``docs/img/`` (then review and commit them)."""
 VIEWPORT = {"width": 1280, "height": 800}
 SOURCE_END = T0 + 300
 """Five minutes of source rows: every model covers some of it, and the interval grids leave missing tails."""
@@ -93,4 +100,14 @@ def screenshot(page: Page, name: str, full_page: bool = False, element: str | No
         page.locator(element).screenshot(path=str(path))
     else:
         page.screenshot(path=str(path), full_page=full_page)
+    return path
+
+
+def docs_screenshot(page: Page, name: str, full_page: bool = False, element: str | None = None) -> Path:
+    """A screenshot the docs show: taken like the others (``var/screenshots/<name>.png``), and copied to
+    ``docs/img/<name>.png`` only when ``CBT_UPDATE_DOCS_SCREENSHOTS=1``."""
+    path = screenshot(page, name, full_page, element)
+    if os.environ.get(UPDATE_DOCS_SCREENSHOTS) == "1":
+        DOCS_IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, DOCS_IMAGES / f"{name}.png")
     return path

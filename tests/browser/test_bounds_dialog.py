@@ -5,7 +5,6 @@ them and requests a rescan; an incremental model's rows are consolidated from it
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,8 +27,8 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import ScheduledModel
 from cbt.scheduling.snapshot import RawBounds
 from cbt.state.admin_records import CompletedInterval
-from tests.browser.conftest import PageErrors, screenshot
-from tests.e2e.harness import CONFIG, PROJECT
+from tests.browser.conftest import PageErrors, docs_screenshot
+from tests.e2e.harness import CONFIG
 from tests.integration.test_cbt_api import serving
 from tests.unit.scheduling.factories import ext, inc, models_of
 
@@ -37,7 +36,6 @@ pytestmark = pytest.mark.integration
 SRC, HOURLY = "src.blocks", "an.hourly"
 MODELS = ModelSet(models_of(ext(SRC), inc(HOURLY, deps=[SRC], imax=100)))
 TOKEN = "bounds-dialog-token-0123456789abcdef"
-DOC_IMAGE = PROJECT / "docs" / "img" / "bounds-dialog.png"
 
 
 @dataclass
@@ -110,9 +108,7 @@ def test_bounds_are_edited_and_deleted_and_rows_consolidated_from_the_model_page
     expect(dialog.locator("#bounds-result")).to_contain_text("Bounds set to [1200, 1800)")
     assert served.state.bounds.bounds([SRC]) == {SRC: RawBounds(1200, 1800)}
     assert [(e.min, e.max, e.previous_min) for e in served.announced.events] == [(1200, 1800, 1000)]
-    shot = screenshot(page, "bounds-dialog")
-    DOC_IMAGE.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shot, DOC_IMAGE)
+    docs_screenshot(page, "bounds-dialog")
 
     dialog.locator("#bounds-delete").click()
     expect(dialog.locator("#bounds-result")).to_contain_text("Bounds deleted")

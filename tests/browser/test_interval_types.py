@@ -2,12 +2,11 @@
 Redis, Spark Connect) whose models count slots: the model page names how its positions are shown, the explain view
 shows a slot as its time and its epoch, the timelines' axes (model page and dashboard) label their ticks with the
 slots' times, the dashboard's card says so, and the CBT-compatible route serves the same transformations. The model
-page is screenshotted to docs/img/interval-types.png."""
+page is screenshotted for docs/img/interval-types.png (copied there with CBT_UPDATE_DOCS_SCREENSHOTS=1)."""
 
 from __future__ import annotations
 
 import json
-import shutil
 import time
 import urllib.error
 import urllib.request
@@ -19,10 +18,9 @@ from playwright.sync_api import Page, expect
 
 from cbt.adapters.spark import SessionPool
 from cbt.scheduling.snapshot import RawBounds
-from tests.browser.conftest import screenshot
+from tests.browser.conftest import docs_screenshot
 from tests.conftest import Endpoints
 from tests.e2e.api_stack import lone_api
-from tests.e2e.harness import PROJECT
 
 pytestmark = pytest.mark.e2e
 
@@ -130,8 +128,7 @@ def test_a_slot_is_shown_as_its_time_and_epoch(base: str, page: Page) -> None:
     shown = page.locator("#explain [data-testid=explain-shown]")
     expect(shown).to_have_text("Time 2020-12-01 12:20:23 UTC · epoch 3")  # slot 100 = genesis + 1200 s
     assert_ticks_show_slot_times(page, "#coverage-card")
-    screenshot(page, "interval-types")
-    shutil.copy(PROJECT / "var" / "screenshots" / "interval-types.png", PROJECT / "docs" / "img" / "interval-types.png")
+    docs_screenshot(page, "interval-types")
 
     page.goto(f"{base}/")
     expect(page.locator("[data-interval-type=slot] h2")).to_contain_text("shown as Time, Epoch")

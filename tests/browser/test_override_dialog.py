@@ -4,7 +4,6 @@ invalid override shows the API's reason; a valid one is stored and shown in forc
 from __future__ import annotations
 
 import os
-import shutil
 import time
 from collections.abc import Iterator
 
@@ -23,8 +22,8 @@ from cbt.api.web import create_app
 from cbt.config.settings import admin_database_overrides, load_config
 from cbt.models.dag import ModelSet
 from cbt.planning.override_sync import LiveOverrides
-from tests.browser.conftest import PageErrors, screenshot
-from tests.e2e.harness import CONFIG, PROJECT
+from tests.browser.conftest import PageErrors, docs_screenshot
+from tests.e2e.harness import CONFIG
 from tests.integration.test_cbt_api import serving
 from tests.unit.scheduling.factories import ext, inc, models_of
 
@@ -32,7 +31,6 @@ pytestmark = pytest.mark.integration
 HOURLY = "an.hourly"
 MODELS = ModelSet(models_of(ext("src.blocks"), inc(HOURLY, deps=["src.blocks"], forward="@every 1m")))
 TOKEN = "override-dialog-token-0123456789abcdef"
-DOC_IMAGE = PROJECT / "docs" / "img" / "live-overrides-dialog.png"
 
 
 @pytest.fixture
@@ -85,9 +83,7 @@ def test_the_dialog_sets_shows_and_clears_an_override(
     assert RedisState(redis_client, redis_prefix).overrides.overrides() == {
         HOURLY: {"schedules": {"forwardfill": "@every 30s"}, "tags": ["heavy"]}
     }
-    shot = screenshot(page, "live-overrides-dialog")
-    DOC_IMAGE.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(shot, DOC_IMAGE)
+    docs_screenshot(page, "live-overrides-dialog")
 
     dialog.locator("#overrides-clear").click()
     expect(dialog.locator("#overrides-result")).to_contain_text("Override cleared")

@@ -8,16 +8,14 @@ invalidation, the range re-run) and reach an open dashboard through the event st
 
 from __future__ import annotations
 
-import shutil
 import time
 from typing import Any
 
 import pytest
 from playwright.sync_api import Browser, Page
 
-from tests.browser.conftest import SOURCE_END, VIEWPORT, PageErrors, screenshot
+from tests.browser.conftest import SOURCE_END, VIEWPORT, PageErrors, docs_screenshot, screenshot
 from tests.e2e.api_stack import ApiStack, wait_until
-from tests.e2e.harness import PROJECT
 
 pytestmark = pytest.mark.e2e  # the default 300 s per test: the whole module takes ~90 s on a quiet machine
 
@@ -304,7 +302,7 @@ def test_an_exposed_models_rows_are_filtered_ordered_and_paged(stack: ApiStack, 
     assert got and all(low <= s < high for s in got) and got == sorted(got, reverse=True), got
     assert set(got) == {s for s in slots if low <= s < high}
     page.mouse.move(0, 0)
-    screenshot(page, "model-rows", element="#rows-card")
+    docs_screenshot(page, "model-rows", element="#rows-card")
 
     page.fill("#rows-form [name=filter]", "slot_gtx=1")
     page.click("#rows-form button[type=submit]")
@@ -320,11 +318,6 @@ def test_an_exposed_models_rows_are_filtered_ordered_and_paged(stack: ApiStack, 
     keys = [{(r["slot"], r["block_root"]) for r in rows} for rows in (one, two)]
     assert int(two[0]["slot"]) >= int(one[-1]["slot"]) and not keys[0] & keys[1], "the rows after the first page"
     assert page.locator("#rows-first").is_enabled()
-
-
-def docs_screenshot(page: Page, name: str, full_page: bool = False) -> None:
-    """A screenshot that docs/web-ui.md shows: taken like the others, then copied to docs/img/."""
-    shutil.copy(screenshot(page, name, full_page), PROJECT / "docs" / "img" / f"{name}.png")
 
 
 def box_centre(page: Page, selector: str) -> tuple[float, float, float]:
