@@ -139,3 +139,16 @@ def test_no_container_of_the_stack_logs_the_kafka_or_redis_password(stack: Compo
     assert "kafka" in logs and "redis" in logs, "the logs of the stack's containers were read"
     assert stack.kafka_password not in logs
     assert stack.redis_password not in logs
+
+
+def test_the_broker_keeps_its_password_out_of_its_environment_and_command_lines(stack: ComposeStack) -> None:
+    """The broker reads the password from its config file only: not in its process's environment or command line,
+    and the argument file that carried it to the storage format is gone."""
+    broker = stack.container_ids("kafka")[0]
+    script = ("for d in /proc/[0-9]*; do if grep -q 'kafka[.]Kafka' $d/cmdline 2>/dev/null; then "
+              "tr '\\0' ' ' <$d/environ; echo; tr '\\0' ' ' <$d/cmdline; echo; fi; done; ls /tmp")
+    seen = subprocess.run([DOCKER, "exec", broker, "sh", "-c", script], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    assert "PATH=" in seen and "kafka.Kafka /tmp/" in seen, f"the broker's environment and command line: {seen}"
+    assert stack.kafka_password not in seen
+    assert "format-args" not in seen

@@ -126,14 +126,21 @@ java=(java ${KAFKA_HEAP_OPTS:--Xmx768m -Xms256m} -XX:+UseG1GC -XX:MaxGCPauseMill
       -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp '/opt/kafka/libs/*')
 if [ ! -f "$DATA/meta.properties" ]; then
   cluster_id=${KAFKA_CLUSTER_ID:-$("${java[@]}" kafka.tools.StorageTool random-uuid)}
-  scram=()
-  [ -z "$PASSWORD" ] || scram=(--add-scram "SCRAM-SHA-512=[name=$USER_NAME,password=$PASSWORD]")
+  # The command goes through a java argument file, readable by this user only and removed afterwards: the
+  # password never appears on a command line (which every process of the host may read in /proc).
+  format_args="$CONFIG.format-args"
+  (umask 077 && echo "kafka.tools.StorageTool format -t $cluster_id -c $CONFIG" >"$format_args")
+  [ -z "$PASSWORD" ] || echo "--add-scram SCRAM-SHA-512=[name=$USER_NAME,password=$PASSWORD]" >>"$format_args"
   # Its output lists the bootstrap records, the SCRAM user's salted keys among them: not for the log.
-  "${java[@]}" kafka.tools.StorageTool format -t "$cluster_id" -c "$CONFIG" "${scram[@]}" >/dev/null
+  "${java[@]}" "@$format_args" >/dev/null || { rm -f "$format_args"; fail "formatting the storage in $DATA failed"; }
+  rm -f "$format_args"
   [ -z "$PASSWORD" ] || echo "$USER_NAME" >"$DATA/cbt-scram-user"
   echo "cbt/kafka: storage formatted (cluster $cluster_id${PASSWORD:+, SCRAM-SHA-512 user $USER_NAME})"
 elif [ "$uses_sasl" = yes ] && [ "$(cat "$DATA/cbt-scram-user" 2>/dev/null)" != "$USER_NAME" ]; then
   fail "the storage in $DATA was formatted without the SCRAM user $USER_NAME (before the image required" \
        "authentication, or with another KAFKA_USER): clients could not log in; start on an empty volume"
 fi
+# The broker reads the password from its config file (the JAAS line): not from its environment, where any process
+# that may read /proc/<pid>/environ would find it.
+unset KAFKA_PASSWORD
 exec "${java[@]}" kafka.Kafka "$CONFIG"
