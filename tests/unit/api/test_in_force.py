@@ -106,10 +106,12 @@ def test_redis_down_keeps_the_last_models_in_force() -> None:
 
     store.is_down = True
     clock.now_s += 2
-    assert view.current().paused == {REPORT}
-    store.is_down = False
     reads = store.reads
-    assert view.current().paused == {REPORT} and store.reads == reads + 1, "retried at the next request"
+    assert view.current().paused == {REPORT} and view.current().paused == {REPORT}
+    assert store.reads == reads + 1, "a request within the tick does not wait on Redis again"
+    store.is_down = False
+    clock.now_s += 1.0
+    assert view.current().paused == {REPORT} and store.reads == reads + 2, "retried a tick later"
 
 
 def test_without_overrides_the_loaded_context_is_used() -> None:

@@ -7,7 +7,8 @@ with the overrides applied (``ModelView``, the coordinators' own), re-read from 
 ``scheduler.tick_s`` (one small read of the version counter; the overrides only when it moved): a change shows within
 one coordinator tick, without a restart, and a busy api does not read Redis per request.
 
-If Redis does not answer, the last models in force stay (logged); the routes that read Redis answer 503 themselves.
+If Redis does not answer, the last models in force stay (logged) and the read is tried again a tick later, not on
+every request; the routes that read Redis answer 503 themselves.
 """
 
 from __future__ import annotations
@@ -47,13 +48,13 @@ class InForce:
             now = self._clock()
             if self._checked_at is not None and now - self._checked_at < self._tick_s:
                 return self._current
+            self._checked_at = now  # (a failed read too: with Redis away, each request would wait on it)
             try:
                 applied = self._view.refresh()
             except (RedisError, AdminTableError, OSError, RuntimeError) as e:
                 log.warning("live config overrides not read; the models in force stay as they were",
                             extra={"error": f"{type(e).__name__}: {str(e)[:300]}"})
                 return self._current
-            self._checked_at = now
             if applied is not None:
                 self._current = replace(self._loaded, models=applied.models, configured=self._loaded.models,
                                         paused=applied.paused,
