@@ -1,7 +1,8 @@
 """Bounds edits and consolidation on real Redis, Delta and a real coordinator (issue 26): bounds set through the API
 are in Redis and the coordinator plans the dependent with them; deleting them makes the bounds-cache's scanner (its
 exec query, a real subprocess) scan again; consolidating merges the completion rows and keeps the coverage; CBT's
-admin routes do the same with CBT's bodies; the CLI writes the same stores."""
+admin routes do the same with CBT's bodies; the CLI writes the same stores, and ``cbt status --show`` reads the live
+bounds and shows them as the config's interval types do."""
 
 from __future__ import annotations
 
@@ -224,6 +225,14 @@ def test_the_cli_sets_and_deletes_bounds_and_consolidates(
     assert (
         code == 0 and "bounds set to [10, 50)" in out and state.bounds.bounds([source]) == {source: RawBounds(10, 50)}
     )
+    code = main(["status", "--model", "analytics.block_propagation_minute", "--show", "Slot", "--json", "--config",
+                 str(CONFIG)])
+    out = capsys.readouterr().out
+    shown = json.loads(out)["models"][0]
+    slot = next(t for t in load_config(str(CONFIG)).interval_types["timestamp"] if t.name == "Slot")
+    assert code == 0 and shown["valid_range"] is not None, out
+    assert shown["valid_range_shown"] == [slot.show(p, 0) for p in shown["valid_range"]]
+    assert shown["valid_range_shown"][0].startswith("slot -"), "the live bounds, [10, 50), shown as slots"
     code, out = cbt("bounds", "delete", source)
     assert code == 0 and "were [10, 50)" in out and state.bounds.bounds([source]) == {}
     assert RedisRefreshRequests(redis_client, redis_prefix).requested() == {source}
