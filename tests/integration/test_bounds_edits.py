@@ -233,8 +233,29 @@ def test_the_cli_sets_and_deletes_bounds_and_consolidates(
     assert code == 0 and shown["valid_range"] is not None, out
     assert shown["valid_range_shown"] == [slot.show(p, 0) for p in shown["valid_range"]]
     assert shown["valid_range_shown"][0].startswith("slot -"), "the live bounds, [10, 50), shown as slots"
+    assert_status_lists_the_scheduled_models_last_and_next_runs(capsys, state)
     code, out = cbt("bounds", "delete", source)
     assert code == 0 and "were [10, 50)" in out and state.bounds.bounds([source]) == {}
     assert RedisRefreshRequests(redis_client, redis_prefix).requested() == {source}
     code, out = cbt("consolidate", "block_propagation_minute")
     assert code == 0 and "analytics.block_propagation_minute: no completion rows" in out
+
+
+def assert_status_lists_the_scheduled_models_last_and_next_runs(capsys: pytest.CaptureFixture[str],
+                                                                state: RedisState) -> None:
+    """``cbt status``: each scheduled model's schedule, its latest successful fire (from Redis) and the next fire
+    after it, a live override's pause in force — what the dashboard shows."""
+    entities, leaderboard = "analytics.validator_entities", "analytics.entity_leaderboard"
+    fire = (int(time.time()) // 60 - 2) * 60
+    state.coverage.record_scheduled_run(entities, fire)
+    state.coverage.record_scheduled_run(entities, fire - 60)
+    state.overrides.put(leaderboard, {"enabled": False})
+    assert main(["status", "--config", str(CONFIG), "--json"]) == 0
+    scheduled = {s["id"]: s for s in json.loads(capsys.readouterr().out)["scheduled"]}
+    assert scheduled[entities] == {"id": entities, "schedule": "@every 1m", "enabled": True, "last_fire_unix": fire,
+                                   "next_unix": fire + 60, "is_due": True}
+    assert scheduled[leaderboard]["enabled"] is False and scheduled[leaderboard]["next_unix"] is None
+    assert main(["status", "--config", str(CONFIG)]) == 0
+    table = capsys.readouterr().out
+    assert f"{entities}  @every 1m    {time.strftime('%Y-%m-%d %H:%M:%SZ', time.gmtime(fire))}" in table, table
+    assert f"{leaderboard}  */5 * * * *  never" in table and "paused (live override)" in table, table

@@ -284,6 +284,7 @@ def test_scheduled_runs_are_flagged_per_model(state: StatePorts) -> None:
     state.coverage.record_scheduled_run(A, 120)
     state.coverage.record_scheduled_run(A, 60)
     assert state.coverage.scheduled_ran([A, B]) == {A}
+    assert state.coverage.latest_fires([A, B]) == {A: 120}, "the latest fire, not the last recorded"
     assert [state.coverage.has_fired(A, t) for t in (60, 90, 120)] == [True, False, True]
     assert state.coverage.scheduled_ran([B]) == set()
     assert state.coverage.scheduled_ran([]) == set()

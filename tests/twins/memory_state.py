@@ -123,6 +123,10 @@ class MemoryCoverage:
         with self._lock:
             return set(self._fired).intersection(models)
 
+    def latest_fires(self, models: Collection[ModelId]) -> dict[ModelId, int]:
+        with self._lock:
+            return {m: max(self._fired[m]) for m in models if self._fired.get(m)}
+
     def has_fired(self, model: ModelId, fire_unix: int) -> bool:
         with self._lock:
             return fire_unix in self._fired.get(model, ())

@@ -14,7 +14,8 @@ import argparse
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -97,9 +98,70 @@ def run_status(args: argparse.Namespace) -> int:
     failures = {} if args.state else read_live_failures(config, [s.model_id for s in statuses])
     now_ms = (state.now if state.now is not None else int(time.time())) * 1000
     shown = None if args.show is None else position_display(config, model_set, args.show, now_ms)
-    print(json.dumps(statuses_to_json(statuses, state, failures, shown), indent=2) if args.json
-          else render_statuses(statuses, failures, shown))
+    schedules = [] if args.state or args.model else read_live_schedules(config, model_set, now_ms // 1000)
+    if args.json:
+        document = statuses_to_json(statuses, state, failures, shown)
+        print(json.dumps({**document, "scheduled": [asdict(s) for s in schedules]} if schedules else document,
+                         indent=2))
+    else:
+        print(render_statuses(statuses, failures, shown) + (f"\n\n{render_schedules(schedules)}" if schedules else ""))
     return 0
+
+
+@dataclass(frozen=True)
+class ScheduleStatus:
+    """A scheduled model as ``cbt status`` shows it: the schedule in force (a live override's when one is set), the
+    latest fire time it ran for successfully and the next fire (``None`` while paused), as the dashboard shows them."""
+
+    id: ModelId
+    schedule: str
+    enabled: bool
+    last_fire_unix: int | None
+    next_unix: int | None
+    is_due: bool
+
+
+def read_live_schedules(config: Config, model_set: ModelSet, now_unix: int) -> list[ScheduleStatus]:
+    """The scheduled models' last and next runs, from Redis (the latest successful fire, the live overrides)."""
+    from cbt.models import live_overrides
+    from cbt.scheduling.next_run import next_run
+
+    if not model_set.scheduled:
+        return []
+    state = redis_state(config)
+    try:
+        stored, fired = state.overrides.overrides(), state.coverage.latest_fires([m.id for m in model_set.scheduled])
+    except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
+        raise CbtError(f"cannot read live state from {config.redis.shown_url} ({e}); {LIVE_STATE_HELP}") from e
+    valid = {}
+    for model_id, fields in stored.items():
+        try:
+            valid[model_id] = live_overrides.check(model_set, model_id, fields)
+        except live_overrides.OverrideRejected:
+            continue  # no longer valid for the loaded config: the coordinators ignore it too (cbt override list)
+    in_force, paused = live_overrides.apply(model_set, valid)
+    out = []
+    for model in sorted(in_force.scheduled, key=lambda m: m.id):
+        upcoming = next_run(model.schedule, fired.get(model.id), now_unix, model.id not in paused)
+        out.append(ScheduleStatus(model.id, model.schedule, model.id not in paused, fired.get(model.id),
+                                  upcoming.next_unix, upcoming.is_due))
+    return out
+
+
+def render_schedules(schedules: Sequence[ScheduleStatus]) -> str:
+    """The scheduled models' table: schedule in force, last successful run, next run."""
+    header = ("SCHEDULED MODEL", "SCHEDULE", "LAST RUN", "NEXT RUN")
+    rows = [header] + [
+        (s.id, s.schedule, _time(s.last_fire_unix) if s.last_fire_unix is not None else "never",
+         "paused (live override)" if not s.enabled else f"{_time(s.next_unix)}{' (due)' if s.is_due else ''}")
+        for s in schedules
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
+    return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip() for row in rows)
+
+
+def _time(unix: int | None) -> str:
+    return "-" if unix is None else datetime.fromtimestamp(unix, UTC).strftime("%Y-%m-%d %H:%M:%SZ")
 
 
 def position_display(config: Config, model_set: ModelSet, name: str, now_ms: int) -> ShowPosition:

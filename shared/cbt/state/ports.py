@@ -61,6 +61,10 @@ class CoverageReader(Protocol):
         """The scheduled transformations among ``models`` that have completed at least one successful run."""
         ...
 
+    def latest_fires(self, models: Collection[ModelId]) -> dict[ModelId, int]:
+        """Per scheduled model among ``models`` that has run successfully, the latest fire time it ran for."""
+        ...
+
     def has_fired(self, model: ModelId, fire_unix: int) -> bool:
         """Whether a scheduled model's run for ``fire_unix`` succeeded (among its latest 1000 successful runs; after
         Redis was emptied, only the latest one recorded in the admin tables is known)."""

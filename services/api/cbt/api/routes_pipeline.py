@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.sse import EventSourceResponse, ServerSentEvent
 
-from cbt.api import catalog, interval_display, schedule_view
+from cbt.api import catalog, interval_display
 from cbt.api.common import PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
 from cbt.api.history import failures_known
@@ -37,6 +37,7 @@ from cbt.api.translate import failure_item, invalidation_item
 from cbt.contract.messages import MAX_POSITION
 from cbt.models.spec import model_kind
 from cbt.scheduling import bounds as bnd
+from cbt.scheduling.next_run import next_run
 
 if TYPE_CHECKING:
     from cbt.state.admin_records import ScheduledRun
@@ -103,7 +104,7 @@ async def get_schedules(ctx: Ctx) -> ScheduleList:
     items = []
     for model in sorted(models, key=lambda m: m.id):
         last = latest.get(model.id)
-        upcoming = schedule_view.next_run(model.schedule, last.scheduled_unix if last else None, now_unix,
+        upcoming = next_run(model.schedule, last.scheduled_unix if last else None, now_unix,
                                           model.id not in paused)
         items.append(ScheduleItem(model=model.id, schedule=model.schedule, enabled=model.id not in paused,
                                   last_run=_run_item(last) if last else None, next_unix=upcoming.next_unix,

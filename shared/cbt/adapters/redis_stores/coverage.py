@@ -304,11 +304,14 @@ class RedisCoverage:
         return bool(self._mark_built(keys=keys, args=[built_at, generation]))
 
     def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
+        return set(self.latest_fires(models))
+
+    def latest_fires(self, models: Collection[ModelId]) -> dict[ModelId, int]:
         ordered = list(models)
         if not ordered:
-            return set()
+            return {}
         fired = cast("list[bytes | str | None]", self._client.hmget(self._fired_key, ordered))
-        return {model for model, fire in zip(ordered, fired, strict=True) if fire is not None}
+        return {model: int(fire) for model, fire in zip(ordered, fired, strict=True) if fire is not None}
 
     def has_fired(self, model: ModelId, fire_unix: int) -> bool:
         return self._client.zscore(f"{self._prefix}fired:{model}", fire_unix) is not None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.api.schedule_view import NextRun, next_run
+from cbt.scheduling.next_run import NextRun, next_run
 
 NOW = 1_700_000_000  # 2023-11-14 22:13:20 UTC
 
