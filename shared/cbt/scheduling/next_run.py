@@ -1,9 +1,9 @@
 """When each scheduled model runs next: its schedule (live override applied) evaluated from its last run.
 
 Pure: values in, values out, so the dashboard's and ``cbt status``'s "next run" is computed once, here, with the
-project's cron support (``cbt.base.cron``), and never re-implemented in the browser. Schedules fire at aligned UTC times, so the next fire
-after the last run is the run the coordinator owes next; when that time has already passed the run is due (the
-coordinator catches up at its next tick).
+project's cron support (``cbt.base.cron``), and never re-implemented in the browser. Schedules fire at aligned UTC
+times, so the next fire after the last run is the run the coordinator owes next; when that time has already passed
+the run is due (the coordinator catches up at its next tick).
 """
 
 from __future__ import annotations
