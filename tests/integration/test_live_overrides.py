@@ -207,6 +207,8 @@ def test_the_apis_own_views_show_the_override_in_force_without_a_restart(stack: 
     ("model_id", "body", "reason"),
     [
         pytest.param(HOURLY, {"schedules": {"forwardfill": "sometimes"}}, "schedules.forwardfill", id="bad-schedule"),
+        pytest.param(HOURLY, {"schedules": {"forwardfill": "0 0 30 2 *"}}, "never fires", id="never-fires"),
+        pytest.param(REPORT, {"schedule": "0 0 30 2 *"}, "never fires", id="scheduled-never-fires"),
         pytest.param(HOURLY, {"limits": {"min": -1}}, "limits.min", id="limit-out-of-range"),
         pytest.param(HOURLY, {"colour": "red"}, "colour: unknown field", id="unknown-field"),
         pytest.param(REPORT, {"fill": {"buffer": 1}}, "does not apply to scheduled models", id="wrong-kind"),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from cbt.base.cron import (
+    Schedule,
     ScheduleError,
     next_fire,
     parse_duration_s,
@@ -48,6 +49,8 @@ INVALID = [
     pytest.param("@every 5 minutes", "expected '@every <duration>'", id="every-words"),
     pytest.param("@every 5x", "expected a duration", id="every-bad-unit"),
     pytest.param("@reboot", "unknown schedule '@reboot'", id="unknown-descriptor"),
+    pytest.param("0 0 30 2 *", "never fires", id="cron-30-february"),
+    pytest.param("0 0 31 4,6,9,11 *", "never fires", id="cron-31st-of-30-day-months"),
 ]
 
 
@@ -57,6 +60,21 @@ def test_invalid(text: str, message: str) -> None:
         parse_schedule(text)
     problem = schedule_problem(text)
     assert problem is not None and message in problem
+
+
+def test_a_rare_schedule_that_fires_is_valid() -> None:
+    """29 February fires every four years: rare, not never."""
+    assert parse_schedule("0 0 29 2 *").cron == "0 0 29 2 *"
+
+
+def test_a_schedule_that_never_fires_raises_a_schedule_error_at_run_time_too() -> None:
+    """Built without validation (a stored override from before it was checked): the fire-time functions say which
+    schedule and why, as a ScheduleError, not croniter's own error."""
+    never = Schedule(text="0 0 30 2 *", cron="0 0 30 2 *")
+    with pytest.raises(ScheduleError, match="no fire time after"):
+        next_fire(never, 1_700_000_000)
+    with pytest.raises(ScheduleError, match="no fire time before"):
+        previous_fire(never, 1_700_000_000)
 
 
 @pytest.mark.parametrize(

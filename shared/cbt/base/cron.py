@@ -10,7 +10,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from croniter import croniter
+from croniter import CroniterBadDateError, croniter
 
 from cbt.base.errors import CbtError
 
@@ -84,7 +84,20 @@ def parse_schedule(text: str) -> Schedule:
         )
     if not croniter.is_valid(stripped):
         raise ScheduleError(f"cron expression {text!r} does not parse")
+    _require_fires(text, stripped)
     return Schedule(text=text, cron=stripped)
+
+
+def _require_fires(text: str, cron: str) -> None:
+    """A cron expression that parses may still name no date (``0 0 30 2 *``: 30 February): refuse it, as every
+    scheduler computes its next and previous fire times from it, and one that has neither stops the tick."""
+    now = datetime.now(UTC)
+    try:
+        croniter(cron, now).get_next(float)
+        croniter(cron, now).get_prev(float)
+    except CroniterBadDateError:
+        raise ScheduleError(f"cron expression {text!r} never fires (it names no date that exists, "
+                            "such as 30 February)") from None
 
 
 def _parse_every(text: str, stripped: str) -> Schedule:
@@ -115,7 +128,10 @@ def next_fire(schedule: str | Schedule, after_unix: int) -> int:
         return (after_unix // parsed.every_s + 1) * parsed.every_s
     assert parsed.cron is not None
     start = datetime.fromtimestamp(after_unix, tz=UTC)
-    return int(croniter(parsed.cron, start).get_next(float))
+    try:
+        return int(croniter(parsed.cron, start).get_next(float))
+    except CroniterBadDateError:
+        raise ScheduleError(f"schedule {parsed.text!r} has no fire time after {start:%Y-%m-%d %H:%M} UTC") from None
 
 
 def previous_fire(schedule: str | Schedule, at_unix: int) -> int:
@@ -125,4 +141,7 @@ def previous_fire(schedule: str | Schedule, at_unix: int) -> int:
         return at_unix // parsed.every_s * parsed.every_s
     assert parsed.cron is not None
     start = datetime.fromtimestamp(at_unix + 1, tz=UTC)
-    return int(croniter(parsed.cron, start).get_prev(float))
+    try:
+        return int(croniter(parsed.cron, start).get_prev(float))
+    except CroniterBadDateError:
+        raise ScheduleError(f"schedule {parsed.text!r} has no fire time before {start:%Y-%m-%d %H:%M} UTC") from None

@@ -148,12 +148,20 @@ def read_live_schedules(config: Config, model_set: ModelSet, now_unix: int) -> l
     return out
 
 
+def _next_shown(schedule: ScheduleStatus) -> str:
+    if not schedule.enabled:
+        return "paused (live override)"
+    if schedule.next_unix is None:
+        return "none: the schedule never fires"
+    return f"{_time(schedule.next_unix)}{' (due)' if schedule.is_due else ''}"
+
+
 def render_schedules(schedules: Sequence[ScheduleStatus]) -> str:
     """The scheduled models' table: schedule in force, last successful run, next run."""
     header = ("SCHEDULED MODEL", "SCHEDULE", "LAST RUN", "NEXT RUN")
     rows = [header] + [
         (s.id, s.schedule, _time(s.last_fire_unix) if s.last_fire_unix is not None else "never",
-         "paused (live override)" if not s.enabled else f"{_time(s.next_unix)}{' (due)' if s.is_due else ''}")
+         _next_shown(s))
         for s in schedules
     ]
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]

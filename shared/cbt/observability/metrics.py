@@ -134,6 +134,11 @@ scheduled_tasks_registered = GaugeTable(
     "Schedules the leading coordinator has registered, by model and operation (forward, backfill, scheduled; "
     "model system, operation consolidation); none on the others")
 
+schedule_broken = GaugeTable(
+    "cbt_schedule_broken", "",
+    "Schedules the leading coordinator set aside because their fire times cannot be computed (a cron expression "
+    "naming no date), by model and operation: that model's runs of that kind stop, the other schedules keep firing")
+
 # --- model state (the leading coordinator, every ``telemetry.status_interval``) ---------------------------------
 model_lag = GaugeTable(
     "cbt_model_lag_positions", "", "Positions between a model's covered end and its valid range's end (head lag)")

@@ -10,16 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cbt.base.cron import next_fire
+from cbt.base.cron import ScheduleError, next_fire
 
 
 @dataclass(frozen=True)
 class NextRun:
-    """``next_unix``: the next fire time (UTC unix seconds), ``None`` while the model is paused; ``is_due``: that
-    time is not in the future (a run is owed now)."""
+    """``next_unix``: the next fire time (UTC unix seconds), ``None`` while the model is paused or when the schedule
+    has none (``problem`` says why); ``is_due``: that time is not in the future (a run is owed now)."""
 
     next_unix: int | None
     is_due: bool
+    problem: str | None = None
 
 
 def next_run(schedule: str, last_scheduled_unix: int | None, now_unix: int, is_enabled: bool = True) -> NextRun:
@@ -28,5 +29,8 @@ def next_run(schedule: str, last_scheduled_unix: int | None, now_unix: int, is_e
     if not is_enabled:
         return NextRun(None, False)
     after = now_unix if last_scheduled_unix is None else last_scheduled_unix
-    upcoming = next_fire(schedule, after)
+    try:
+        upcoming = next_fire(schedule, after)
+    except ScheduleError as e:  # (the coordinator sets such a schedule aside; shown, never a failed page)
+        return NextRun(None, False, str(e))
     return NextRun(upcoming, upcoming <= now_unix)

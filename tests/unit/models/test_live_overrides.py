@@ -24,6 +24,9 @@ MODELS = ModelSet(models_of(ext("src.blocks"), inc("an.hourly", limits=(10, 500)
         pytest.param(
             "an.hourly", {"schedules": {"forwardfill": "every day"}}, "schedules.forwardfill: ", id="bad-schedule"
         ),
+        pytest.param("an.hourly", {"schedules": {"forwardfill": "0 0 30 2 *"}}, "never fires",
+                     id="schedule-that-never-fires"),
+        pytest.param("an.report", {"schedule": "0 0 31 4 *"}, "schedule: ", id="scheduled-never-fires"),
         pytest.param("an.hourly", {"limits": {"min": -5}}, "limits.min: ", id="negative-limit"),
         pytest.param(
             "an.hourly",

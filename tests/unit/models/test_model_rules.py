@@ -45,6 +45,8 @@ INCREMENTAL_CASES = [
         id="cron-four-fields",
     ),
     pytest.param({"schedules": {"backfill": "61 * * * *"}}, "schedules.backfill: cron expression", id="cron-range"),
+    pytest.param({"schedules": {"forwardfill": "0 0 30 2 *"}}, "schedules.forwardfill: cron expression '0 0 30 2 *' "
+                 "never fires", id="cron-never-fires"),
     pytest.param(
         {"schedules": {"backfill": "@every 5"}}, "schedules.backfill: @every needs a unit", id="every-no-unit"
     ),

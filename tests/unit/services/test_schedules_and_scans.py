@@ -156,3 +156,23 @@ def test_group_commit_failure_reaches_every_waiter() -> None:
         return list(results)
 
     assert all(isinstance(r, OSError) for r in asyncio.run(scenario()))
+
+
+def test_a_schedule_with_no_fire_time_stops_only_its_own_model() -> None:
+    """An override stored before schedules were checked for a fire time (``0 0 30 2 *``, 30 February): the tracker
+    sets that schedule aside and reports it; every other model's schedule keeps firing, tick after tick."""
+    never = inc("a.never", forward="0 0 30 2 *", backfill="@every 10s")
+    tracker = DueTracker.for_models([never, inc("a.ok", forward="@every 10s", backfill="")], [], now=1_001)
+    assert tracker.broken_series() == {(("model", "a.never"), ("operation", "forward")): 1}
+    assert (("model", "a.never"), ("operation", "forward")) not in tracker.registered()
+    assert tracker.due(1_010) == [("a.never", "backfill", 1_010), ("a.ok", "forward", 1_010)]
+    assert tracker.due(1_020) == [("a.never", "backfill", 1_020), ("a.ok", "forward", 1_020)]
+
+
+def test_a_schedule_that_fails_when_due_is_set_aside_and_the_rest_fire() -> None:
+    tracker = DueTracker.for_models([inc("a.m", forward="@every 10s", backfill=""),
+                                     inc("a.ok", forward="@every 10s", backfill="")], [], now=1_001)
+    tracker.schedules[("a.m", "forward")] = "0 0 30 2 *"  # (as if its fire times failed only now)
+    assert tracker.due(1_010) == [("a.ok", "forward", 1_010)]
+    assert ("a.m", "forward") in tracker.broken and "never fires" in tracker.broken[("a.m", "forward")]
+    assert tracker.due(1_020) == [("a.ok", "forward", 1_020)]

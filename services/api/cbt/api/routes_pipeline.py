@@ -108,7 +108,7 @@ async def get_schedules(ctx: Ctx) -> ScheduleList:
                                           model.id not in paused)
         items.append(ScheduleItem(model=model.id, schedule=model.schedule, enabled=model.id not in paused,
                                   last_run=_run_item(last) if last else None, next_unix=upcoming.next_unix,
-                                  is_due=upcoming.is_due))
+                                  is_due=upcoming.is_due, problem=upcoming.problem))
     return ScheduleList(now_unix=now_unix, models=items)
 
 

@@ -224,6 +224,8 @@ class ScheduleItem(Body):
     next_unix: int | None = Field(description="next fire time (UTC unix seconds): the schedule evaluated from the "
                                               "last run, or from now when it never ran; null while paused")
     is_due: bool = Field(description="next_unix is not in the future: a run is owed now")
+    problem: str | None = Field(default=None, description="why the schedule has no next fire time (the coordinator "
+                                                          "set it aside); null when it has one or is paused")
 
 
 class ScheduleList(Body):

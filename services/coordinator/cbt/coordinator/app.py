@@ -125,6 +125,7 @@ class Coordinator:
         await self._refresh_overrides()
         if not self.is_leader:
             metrics.scheduled_tasks_registered.replace({})
+            metrics.schedule_broken.replace({})
             return
         now = int(time.time())
         if not self.state.coverage.is_built():
@@ -135,10 +136,11 @@ class Coordinator:
             tracker = DueTracker.for_models([m for m in self.models.incrementals if m.id not in self.paused],
                                             [m for m in self.models.scheduled if m.id not in self.paused], now)
             async with self._leadership_kept():  # (it may read the admin tables: seconds on a busy Spark)
-                await self._recover(now)  # when it raises, the next tick recovers again (it is idempotent)
+                await self._recover(now, tracker)  # when it raises, the next tick recovers again (it is idempotent)
             self.tracker = tracker
             metrics.scheduled_tasks_registered.replace({**tracker.registered(), **self._consolidation_registered()})
         await self.tracker.run_due(now, self._run_scheduled, self._plan_fills)
+        metrics.schedule_broken.replace(self.tracker.broken_series())
         await self._consolidate_when_due(now)
 
     async def _refresh_overrides(self) -> None:
@@ -250,12 +252,13 @@ class Coordinator:
                                                        "rows_after": result.rows_after,
                                                        "is_deferred": result.is_deferred})
 
-    async def _recover(self, now: int) -> None:
-        """On taking leadership: plan everything once, and run scheduled models whose run was missed."""
+    async def _recover(self, now: int, tracker: DueTracker) -> None:
+        """On taking leadership: plan everything once, and run scheduled models whose run was missed (not those
+        whose schedule the tracker set aside: it has no fire time to owe)."""
         await self.planner.replan(m.id for m in self.models.incrementals)
         last_runs = await self._last_fire_times()
         for model in self.models.scheduled:
-            if model.id in self.paused:
+            if model.id in self.paused or (model.id, "scheduled") in tracker.broken:
                 continue
             owed = missed_run(model.schedule, last_runs.get(model.id), now)
             if owed is not None:

@@ -23,6 +23,9 @@ class DueTracker:
 
     next_at: dict[tuple[ModelId, Kind], int] = field(default_factory=dict)
     schedules: dict[tuple[ModelId, Kind], str] = field(default_factory=dict)
+    broken: dict[tuple[ModelId, Kind], str] = field(default_factory=dict)
+    """Schedules whose fire times cannot be computed, with the reason: that model's problem alone (it stops firing
+    and is reported), never the tick's, so every other model keeps its schedule."""
 
     @classmethod
     def for_models(cls, incrementals: list[IncrementalModel], scheduled: list[ScheduledModel], now: int) -> DueTracker:
@@ -38,18 +41,35 @@ class DueTracker:
         return tracker
 
     def add(self, model_id: ModelId, kind: Kind, schedule: str, now: int) -> None:
-        self.schedules[(model_id, kind)] = schedule
-        self.next_at[(model_id, kind)] = next_fire(schedule, now)
+        key = (model_id, kind)
+        self.schedules[key] = schedule
+        try:
+            self.next_at[key] = next_fire(schedule, now)
+        except Exception as e:
+            self._break(key, e)
 
     def due(self, now: int) -> list[tuple[ModelId, Kind, int]]:
         """Everything due at ``now`` with its (latest) fire time; each is advanced past ``now`` — missed fires
-        collapse into one."""
+        collapse into one. A schedule whose fire times fail is set aside (``broken``), the others fire."""
         fired = []
         for key, at in sorted(self.next_at.items()):
             if at <= now:
-                fired.append((key[0], key[1], previous_fire(self.schedules[key], now)))
-                self.next_at[key] = next_fire(self.schedules[key], now)
+                try:
+                    fire_time, upcoming = previous_fire(self.schedules[key], now), next_fire(self.schedules[key], now)
+                except Exception as e:
+                    self._break(key, e)
+                    continue
+                fired.append((key[0], key[1], fire_time))
+                self.next_at[key] = upcoming
         return fired
+
+    def _break(self, key: tuple[ModelId, Kind], error: Exception) -> None:
+        self.next_at.pop(key, None)
+        self.broken[key] = str(error)[:300] or type(error).__name__
+        log.error("a schedule has no fire time: this model's runs of this kind stop until its schedule is fixed; "
+                  "every other schedule keeps firing",
+                  extra={"model": key[0], "operation": key[1], "schedule": self.schedules[key],
+                         "error": self.broken[key]})
 
     def retry(self, model_id: ModelId, kind: Kind, now: int) -> None:
         """A due run could not be enqueued: make it due again at the next tick (same fire time, unless a newer
@@ -91,7 +111,12 @@ class DueTracker:
 
     def registered(self) -> dict[Labels, float]:
         """``cbt_scheduled_tasks_registered``'s series: 1 per schedule this tracker fires."""
-        return {(("model", model_id), ("operation", kind)): 1 for model_id, kind in self.schedules}
+        return {(("model", model_id), ("operation", kind)): 1 for model_id, kind in self.schedules
+                if (model_id, kind) not in self.broken}
+
+    def broken_series(self) -> dict[Labels, float]:
+        """``cbt_schedule_broken``'s series: 1 per schedule set aside because its fire times fail."""
+        return {(("model", model_id), ("operation", kind)): 1 for model_id, kind in self.broken}
 
 
 def _count_executions(model_ids: list[ModelId], kind: Kind, status: str) -> None:
