@@ -112,6 +112,10 @@ class KafkaConfig(Section):
     max_handling_attempts: int = Field(default=5, ge=1)
     """A consumed message whose handling fails this many times, for a reason other than the infrastructure's, is set
     aside to the rejected topic with the reason, so the messages after it are handled (``cbt.service.poison``)."""
+    max_ambiguous_s: int = Field(default=600, ge=1)
+    """How long errors that may or may not be the infrastructure's (a bare Spark Connect error, a Spark job aborted)
+    may hold one consumed message, retried with backoff, before it is set aside with the reason: a deterministic
+    error in disguise cannot stall its partition for good. Connection failures are retried as long as they last."""
 
 
 class RedisConfig(Section):

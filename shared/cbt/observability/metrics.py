@@ -168,6 +168,12 @@ invalidations = _meter.create_counter(
 messages_rejected = _meter.create_counter(
     "cbt_messages_rejected", unit="",
     description="Messages a service could not use (published to message-rejected), by topic, service and reason_kind")
+message_handling_failures = _meter.create_counter(
+    "cbt_message_handling_failures", unit="",
+    description="Failed attempts at handling a consumed message, by service and error_class: transient (the "
+                "infrastructure is away: retried as long as it lasts), ambiguous (retried for at most "
+                "kafka.max_ambiguous_s, then set aside), message (the message's own: set aside after "
+                "kafka.max_handling_attempts)")
 errors = _meter.create_counter(
     "cbt_errors", unit="", description="Errors, by component and error_type (the exception's class)")
 

@@ -7,36 +7,135 @@ triggers, a shape the checks did not foresee — would fail forever and hold eve
 longer between them (exponential backoff), and after ``max_attempts`` sets the message aside — published to the
 service's rejected topic with the reason — and lets the stream go on.
 
-Failures of the infrastructure are not the message's fault: an error raised by a client library (Redis, Kafka, Spark
-Connect, gRPC), an ``InfraError``, an OS or timeout error — or a ``CbtError`` caused by one (the admin tables') — is
-retried with backoff for as long as it lasts and never sets a message aside (an invalidation must not be dropped
-because Spark was restarting).
+What a failure says is decided by its type (``classify``), not by the library that raised it:
+
+- **transient**: the infrastructure is away or slow — a connection refused, reset or timed out, a Redis that is
+  loading or busy, gRPC ``UNAVAILABLE`` / ``DEADLINE_EXCEEDED``, Spark Connect's retries exhausted, a Kafka error the
+  client calls retriable. Retried with backoff for as long as it lasts; it never sets a message aside (an
+  invalidation must not be dropped because Spark was restarting).
+- **ambiguous**: a client library's error that names neither (a bare Spark Connect error, a Spark job aborted, a
+  Kafka error of unknown kind). Retried like a transient one, but for at most ``ambiguous_max_s`` per message; past
+  that it is set aside with the reason, so a deterministic error in disguise cannot hold its partition for good.
+- **message**: anything else — a Redis script's ``ResponseError``, a ``DataError``, Spark's ``AnalysisException``, a
+  ``ValueError`` of our own: the message's failure, through the attempts-then-set-aside path.
+
+A ``CbtError`` raised because of another error (``raise ... from``) is classified by that cause.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
+import sys
+import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
+from typing import Literal
 
 from cbt.base.errors import CbtError, InfraError
+from cbt.observability import metrics
 
 log = logging.getLogger("cbt.service.poison")
 
-INFRASTRUCTURE_LIBRARIES = frozenset({"redis", "confluent_kafka", "faststream", "pyspark", "grpc", "py4j"})
+FailureClass = Literal["transient", "ambiguous", "message"]
+
+INFRASTRUCTURE_LIBRARIES = frozenset({"redis", "confluent_kafka", "faststream", "pyspark", "grpc", "py4j",
+                                      "aiokafka"})
 TRANSIENT_BACKOFF_MAX_S = 5.0
 """The longest wait between attempts while the infrastructure fails (short: it usually comes back soon)."""
+TRANSIENT_ERRNOS = frozenset({errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT,
+                              errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN, errno.EPIPE, errno.EAGAIN})
+TRANSIENT_GRPC_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
+TRANSIENT_REDIS_REPLIES = ("LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY")
+"""Redis error replies that say the server cannot answer *now* (loading its data, running a script, failing over)."""
+TRANSIENT_KAFKA_CODES = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT", "_MSG_TIMED_OUT",
+                                   "REQUEST_TIMED_OUT", "NOT_LEADER_FOR_PARTITION", "NOT_COORDINATOR",
+                                   "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
+                                   "LEADER_NOT_AVAILABLE", "NETWORK_EXCEPTION", "_RESOLVE"})
+
+
+def classify(error: BaseException) -> FailureClass:
+    """Whether ``error`` says the infrastructure is away (transient), says nothing certain (ambiguous), or is the
+    message's failure."""
+    cause = error.__cause__
+    if isinstance(error, CbtError) and cause is not None:
+        return classify(cause)
+    if isinstance(error, InfraError | TimeoutError | ConnectionError):
+        return "transient"
+    if isinstance(error, OSError):
+        return "transient" if error.errno is None or error.errno in TRANSIENT_ERRNOS else "message"
+    if _is_a(error, "grpc", "RpcError"):
+        return _grpc(error)
+    if _is_a(error, "confluent_kafka", "KafkaException"):
+        return _kafka(error)
+    library = type(error).__module__.split(".")[0]
+    if library == "redis":
+        return _redis(error)
+    if library == "pyspark":
+        return _spark(error)
+    return "ambiguous" if library in INFRASTRUCTURE_LIBRARIES else "message"
+
+
+def _is_a(error: BaseException, module: str, name: str) -> bool:
+    """``isinstance`` against a library's class, without importing a library this process never loaded (then
+    nothing it raised can be here)."""
+    loaded = sys.modules.get(module)
+    cls = getattr(loaded, name, None)
+    return isinstance(cls, type) and isinstance(error, cls)
 
 
 def is_transient(error: BaseException) -> bool:
     """Whether ``error`` says the infrastructure failed (retry as long as it lasts), not the message."""
-    if isinstance(error, InfraError | OSError | TimeoutError | ConnectionError):
-        return True
-    if type(error).__module__.split(".")[0] in INFRASTRUCTURE_LIBRARIES:
-        return True
-    cause = error.__cause__
-    return isinstance(error, CbtError) and cause is not None and is_transient(cause)
+    return classify(error) == "transient"
+
+
+def _redis(error: BaseException) -> FailureClass:
+    from redis import exceptions as redis_errors
+
+    if isinstance(error, redis_errors.ConnectionError | redis_errors.TimeoutError | redis_errors.BusyLoadingError):
+        return "transient"
+    if isinstance(error, redis_errors.ResponseError):
+        return "transient" if str(error).startswith(TRANSIENT_REDIS_REPLIES) else "message"
+    if isinstance(error, redis_errors.DataError | redis_errors.AuthenticationError | redis_errors.NoScriptError):
+        return "message"
+    return "ambiguous"
+
+
+def _grpc(error: BaseException) -> FailureClass:
+    code = getattr(error, "code", None)
+    try:
+        name = code().name if callable(code) else ""
+    except Exception:  # (an RpcError that is not a Call has no code)
+        name = ""
+    return "transient" if name in TRANSIENT_GRPC_CODES else "ambiguous"
+
+
+def _spark(error: BaseException) -> FailureClass:
+    from pyspark.errors import exceptions as spark_errors
+    from pyspark.errors.exceptions import connect as spark_connect
+
+    deterministic = (spark_errors.base.AnalysisException, spark_errors.base.IllegalArgumentException,
+                     spark_errors.base.ArithmeticException, spark_errors.base.DateTimeException,
+                     spark_errors.base.UnsupportedOperationException, spark_errors.base.PySparkValueError,
+                     spark_errors.base.PySparkTypeError, spark_connect.InvalidPlanInput)
+    if isinstance(error, deterministic):
+        return "message"
+    if isinstance(error, spark_errors.base.RetriesExceeded):
+        return "transient"  # (the client's own retries of UNAVAILABLE ran out: the server is away)
+    if any(f"StatusCode.{code}" in str(error) for code in TRANSIENT_GRPC_CODES):
+        return "transient"  # (a gRPC failure with no rich status: Spark Connect's message names the code)
+    return "ambiguous"
+
+
+def _kafka(error: BaseException) -> FailureClass:
+    kafka_error = error.args[0] if error.args else None
+    name = getattr(kafka_error, "name", None)
+    if not callable(name):
+        return "ambiguous"
+    if name() in TRANSIENT_KAFKA_CODES or kafka_error.retriable():
+        return "transient"
+    return "message" if kafka_error.fatal() else "ambiguous"
 
 
 SetAside = Callable[[bytes, str], Awaitable[object]]
@@ -49,37 +148,58 @@ class PoisonGuard:
     max_attempts: int = 5
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 30.0
+    ambiguous_max_s: float = 600.0
+    """How long errors that may or may not be the infrastructure's may hold one message (and its partition)."""
+    clock: Callable[[], float] = time.monotonic
     failures: dict[Hashable, int] = field(default_factory=dict)
     """Failed attempts per delivery not yet handled or set aside (bounded by the deliveries failing right now)."""
     outages: dict[Hashable, int] = field(default_factory=dict)
     """Attempts per delivery that met an infrastructure failure (for their backoff only)."""
+    ambiguous_since: dict[Hashable, float] = field(default_factory=dict)
+    """When each delivery first met an ambiguous failure (its cap is counted from there)."""
 
     async def handle(self, where: Hashable, body: bytes, work: Callable[[], Awaitable[object]],
                      set_aside: SetAside) -> None:
         """Run ``work`` for the message at ``where``; on failure wait, then raise (the message is delivered again)
-        — or, at its ``max_attempts``-th failure not caused by the infrastructure, set it aside and return."""
+        — or, at its ``max_attempts``-th failure of the message's own, or once ambiguous failures have held it for
+        ``ambiguous_max_s``, set it aside and return."""
         try:
             await work()
         except Exception as e:
-            if is_transient(e):
+            kind = classify(e)
+            metrics.message_handling_failures.add(1, {"service": self.service, "error_class": kind})
+            if kind != "message" and not self._ambiguous_too_long(where, kind):
                 self.outages[where] = tries = self.outages.get(where, 0) + 1
                 await asyncio.sleep(min(TRANSIENT_BACKOFF_MAX_S, self.backoff_initial_s * 2 ** (tries - 1)))
                 raise
+            if kind == "ambiguous":
+                return await self._set_aside(where, body, set_aside, e, f"errors that may or may not be the "
+                                             f"infrastructure's held it for {self.ambiguous_max_s:.0f} s")
             self.failures[where] = failed = self.failures.get(where, 0) + 1
             if failed < self.max_attempts:
                 log.warning("handling a message failed; it will be delivered again",
                             extra={"where": str(where), "attempt": failed, "error": f"{type(e).__name__}: {e}"[:500]})
                 await asyncio.sleep(min(self.backoff_max_s, self.backoff_initial_s * 2 ** (failed - 1)))
                 raise
-            self._forget(where)
-            last = f"{type(e).__name__}: {str(e)[:1000]}"
-            reason = (f"{self.service}: handling failed {failed} times (the last: {last}); set aside so the messages "
-                      "after it are handled")
-            log.error("message set aside after repeated failures", extra={"where": str(where), "reason": reason})
-            await set_aside(body, reason)
+            await self._set_aside(where, body, set_aside, e, f"handling failed {failed} times")
         else:
             self._forget(where)
+
+    def _ambiguous_too_long(self, where: Hashable, kind: FailureClass) -> bool:
+        if kind != "ambiguous":
+            return False
+        since = self.ambiguous_since.setdefault(where, self.clock())
+        return self.clock() - since >= self.ambiguous_max_s
+
+    async def _set_aside(self, where: Hashable, body: bytes, set_aside: SetAside, error: Exception,
+                         why: str) -> None:
+        self._forget(where)
+        last = f"{type(error).__name__}: {str(error)[:1000]}"
+        reason = f"{self.service}: {why} (the last: {last}); set aside so the messages after it are handled"
+        log.error("message set aside after repeated failures", extra={"where": str(where), "reason": reason})
+        await set_aside(body, reason)
 
     def _forget(self, where: Hashable) -> None:
         self.failures.pop(where, None)
         self.outages.pop(where, None)
+        self.ambiguous_since.pop(where, None)

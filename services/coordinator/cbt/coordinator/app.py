@@ -354,7 +354,8 @@ async def wire(models: ModelSet, clients: Clients) -> Work:
     """Events cascade at once; ticks run the schedules as leader; the gauges report every status interval."""
     config = clients.config
     coordinator = build(config, models, clients)
-    guard = PoisonGuard("coordinator", config.kafka.max_handling_attempts)
+    guard = PoisonGuard("coordinator", config.kafka.max_handling_attempts,
+                        ambiguous_max_s=config.kafka.max_ambiguous_s)
 
     async def on_event(message: KafkaMessage) -> None:
         topic, _ = partition_of(message)

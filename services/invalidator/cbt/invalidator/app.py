@@ -94,7 +94,8 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     # Live config overrides (limits, tags, paused models) reach the re-plans at the next tick, as in the coordinator.
     overrides = functools.cache(lambda: _override_record(admin))
     view = ModelView(models, LiveOverrides(state.overrides, overrides))
-    guard = PoisonGuard("invalidator", config.kafka.max_handling_attempts)
+    guard = PoisonGuard("invalidator", config.kafka.max_handling_attempts,
+                        ambiguous_max_s=config.kafka.max_ambiguous_s)
 
     async def on_event(message: KafkaMessage) -> None:
         with process_span(message):

@@ -130,7 +130,8 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
     consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
                                    _rejecter(clients.publisher, clients.topics, pool), _task_span,
-                                   PoisonGuard("worker", config.kafka.max_handling_attempts))
+                                   PoisonGuard("worker", config.kafka.max_handling_attempts,
+                                               ambiguous_max_s=config.kafka.max_ambiguous_s))
                  for pool in pools]
     subscribers = [subscribe(clients.broker, config, pool, consumer)
                    for pool, consumer in zip(pools, consumers, strict=True)]
