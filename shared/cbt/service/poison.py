@@ -7,7 +7,7 @@ triggers, a shape the checks did not foresee — would fail forever and hold eve
 longer between them (exponential backoff), and after ``max_attempts`` sets the message aside — published to the
 service's rejected topic with the reason — and lets the stream go on.
 
-What a failure says is decided by its type (``classify``), not by the library that raised it:
+What a failure says is decided by its type (``cbt.adapters.failures.classify``), not by the library that raised it:
 
 - **transient**: the infrastructure is away or slow — a connection refused, reset or timed out, a Redis that is
   loading or busy, gRPC ``UNAVAILABLE`` / ``DEADLINE_EXCEEDED``, Spark Connect's retries exhausted, a Kafka error the
@@ -25,117 +25,23 @@ A ``CbtError`` raised because of another error (``raise ... from``) is classifie
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
-import sys
 import time
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
-from typing import Literal
 
-from cbt.base.errors import CbtError, InfraError
+from cbt.adapters.failures import FailureClass, classify
 from cbt.observability import metrics
 
 log = logging.getLogger("cbt.service.poison")
 
-FailureClass = Literal["transient", "ambiguous", "message"]
-
-INFRASTRUCTURE_LIBRARIES = frozenset({"redis", "confluent_kafka", "faststream", "pyspark", "grpc", "py4j",
-                                      "aiokafka"})
 TRANSIENT_BACKOFF_MAX_S = 5.0
 """The longest wait between attempts while the infrastructure fails (short: it usually comes back soon)."""
-TRANSIENT_ERRNOS = frozenset({errno.ECONNREFUSED, errno.ECONNRESET, errno.ECONNABORTED, errno.ETIMEDOUT,
-                              errno.EHOSTUNREACH, errno.ENETUNREACH, errno.ENETDOWN, errno.EPIPE, errno.EAGAIN})
-TRANSIENT_GRPC_CODES = frozenset({"UNAVAILABLE", "DEADLINE_EXCEEDED"})
-TRANSIENT_REDIS_REPLIES = ("LOADING", "BUSY", "TRYAGAIN", "MASTERDOWN", "CLUSTERDOWN", "READONLY")
-"""Redis error replies that say the server cannot answer *now* (loading its data, running a script, failing over)."""
-TRANSIENT_KAFKA_CODES = frozenset({"_TRANSPORT", "_ALL_BROKERS_DOWN", "_TIMED_OUT", "_MSG_TIMED_OUT",
-                                   "REQUEST_TIMED_OUT", "NOT_LEADER_FOR_PARTITION", "NOT_COORDINATOR",
-                                   "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS",
-                                   "LEADER_NOT_AVAILABLE", "NETWORK_EXCEPTION", "_RESOLVE"})
-
-
-def classify(error: BaseException) -> FailureClass:
-    """Whether ``error`` says the infrastructure is away (transient), says nothing certain (ambiguous), or is the
-    message's failure."""
-    cause = error.__cause__
-    if isinstance(error, CbtError) and cause is not None:
-        return classify(cause)
-    if isinstance(error, InfraError | TimeoutError | ConnectionError):
-        return "transient"
-    if isinstance(error, OSError):
-        return "transient" if error.errno is None or error.errno in TRANSIENT_ERRNOS else "message"
-    if _is_a(error, "grpc", "RpcError"):
-        return _grpc(error)
-    if _is_a(error, "confluent_kafka", "KafkaException"):
-        return _kafka(error)
-    library = type(error).__module__.split(".")[0]
-    if library == "redis":
-        return _redis(error)
-    if library == "pyspark":
-        return _spark(error)
-    return "ambiguous" if library in INFRASTRUCTURE_LIBRARIES else "message"
-
-
-def _is_a(error: BaseException, module: str, name: str) -> bool:
-    """``isinstance`` against a library's class, without importing a library this process never loaded (then
-    nothing it raised can be here)."""
-    loaded = sys.modules.get(module)
-    cls = getattr(loaded, name, None)
-    return isinstance(cls, type) and isinstance(error, cls)
 
 
 def is_transient(error: BaseException) -> bool:
     """Whether ``error`` says the infrastructure failed (retry as long as it lasts), not the message."""
     return classify(error) == "transient"
-
-
-def _redis(error: BaseException) -> FailureClass:
-    from redis import exceptions as redis_errors
-
-    if isinstance(error, redis_errors.ConnectionError | redis_errors.TimeoutError | redis_errors.BusyLoadingError):
-        return "transient"
-    if isinstance(error, redis_errors.ResponseError):
-        return "transient" if str(error).startswith(TRANSIENT_REDIS_REPLIES) else "message"
-    if isinstance(error, redis_errors.DataError | redis_errors.AuthenticationError | redis_errors.NoScriptError):
-        return "message"
-    return "ambiguous"
-
-
-def _grpc(error: BaseException) -> FailureClass:
-    code = getattr(error, "code", None)
-    try:
-        name = code().name if callable(code) else ""
-    except Exception:  # (an RpcError that is not a Call has no code)
-        name = ""
-    return "transient" if name in TRANSIENT_GRPC_CODES else "ambiguous"
-
-
-def _spark(error: BaseException) -> FailureClass:
-    from pyspark.errors import exceptions as spark_errors
-    from pyspark.errors.exceptions import connect as spark_connect
-
-    deterministic = (spark_errors.base.AnalysisException, spark_errors.base.IllegalArgumentException,
-                     spark_errors.base.ArithmeticException, spark_errors.base.DateTimeException,
-                     spark_errors.base.UnsupportedOperationException, spark_errors.base.PySparkValueError,
-                     spark_errors.base.PySparkTypeError, spark_connect.InvalidPlanInput)
-    if isinstance(error, deterministic):
-        return "message"
-    if isinstance(error, spark_errors.base.RetriesExceeded):
-        return "transient"  # (the client's own retries of UNAVAILABLE ran out: the server is away)
-    if any(f"StatusCode.{code}" in str(error) for code in TRANSIENT_GRPC_CODES):
-        return "transient"  # (a gRPC failure with no rich status: Spark Connect's message names the code)
-    return "ambiguous"
-
-
-def _kafka(error: BaseException) -> FailureClass:
-    kafka_error = error.args[0] if error.args else None
-    name = getattr(kafka_error, "name", None)
-    if not callable(name):
-        return "ambiguous"
-    if name() in TRANSIENT_KAFKA_CODES or kafka_error.retriable():
-        return "transient"
-    return "message" if kafka_error.fatal() else "ambiguous"
 
 
 SetAside = Callable[[bytes, str], Awaitable[object]]
