@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from cbt.config.settings import Config, ConfigProblems, RedisConfig, load_config
+from tests.unit.hostile_yaml import LAUGHS
 
 
 def write(tmp_path: Path, text: str) -> Path:
@@ -153,6 +154,12 @@ PROBLEM_CASES = [
     ),
     pytest.param("redis: x\n", {"CBT__REDIS__URL": "y"}, "cannot set a key inside redis", id="env-into-scalar"),
     pytest.param("kafka: [\n", {}, "config.yaml:2: yaml: invalid YAML", id="malformed-yaml"),
+    pytest.param(LAUGHS, {}, "config.yaml:1: yaml: invalid YAML: its aliases expand", id="billion-laughs",
+                 marks=pytest.mark.timeout(10)),
+    pytest.param("", {"CBT__MODELS__ENV": "{a: &a [x, x, x, x, x, x, x, x, x, x], " + ", ".join(
+        f"b{i}: &b{i} [{', '.join(['*a' if i == 0 else f'*b{i - 1}'] * 10)}]" for i in range(9)) + "}"},
+                 "invalid YAML flow value: its aliases expand", id="billion-laughs-in-the-environment",
+                 marks=pytest.mark.timeout(10)),
     pytest.param("- a\n", {}, "config.yaml:1: (root): expected a mapping", id="not-a-mapping"),
     pytest.param("redis: {url: a}\nredis: {url: b}\n", {}, "config.yaml:2: redis: duplicate key", id="duplicate"),
     pytest.param(

@@ -65,12 +65,16 @@ def parse_yaml(text: str, path: str, line_offset: int = 0) -> tuple[Any, SourceM
     loader = yaml.SafeLoader(text)
     try:
         node = loader.get_single_node()
+        if node is not None and _expanded_size(node, {}) > MAX_EXPANDED_VALUES:
+            return None, smap, [Problem(path, line_offset + 1, "yaml",
+                                        f"invalid YAML: its aliases expand to more than {MAX_EXPANDED_VALUES:,} "
+                                        "values (an alias of an alias of ...); write the values out")]
         problems = _check_keys(node, path, line_offset, set())
         if problems:
             return None, smap, problems
         data = loader.construct_document(node) if node is not None else None  # type: ignore[no-untyped-call]
         if node is not None:
-            _record_lines(node, (), smap, line_offset, [])
+            _record_lines(node, (), smap, line_offset, set())
     except yaml.YAMLError as e:
         return None, smap, [_yaml_problem(e, path, line_offset)]
     except RecursionError:
@@ -78,6 +82,28 @@ def parse_yaml(text: str, path: str, line_offset: int = 0) -> tuple[Any, SourceM
     finally:
         loader.dispose()  # type: ignore[no-untyped-call]
     return data, smap, []
+
+
+MAX_EXPANDED_VALUES = 100_000
+"""The most values a document may hold once its aliases are expanded. A few lines of aliases to aliases ("billion
+laughs") expand exponentially: every walk of the data afterwards — validation, rendering, a JSON dump — would
+take exponential time and memory. Real model files and configs hold hundreds."""
+
+
+def _expanded_size(node: yaml.Node, sizes: dict[int, int]) -> int:
+    """How many values ``node`` holds once every alias in it is expanded, computed once per node (linear in the
+    document's nodes, however much they expand). A recursive alias counts once."""
+    known = sizes.get(id(node))
+    if known is not None:
+        return known
+    sizes[id(node)] = 1  # (a recursive alias met below counts as one value, not forever)
+    size = 1
+    if isinstance(node, yaml.MappingNode):
+        size += sum(_expanded_size(key, sizes) + _expanded_size(value, sizes) for key, value in node.value)
+    elif isinstance(node, yaml.SequenceNode):
+        size += sum(_expanded_size(item, sizes) for item in node.value)
+    sizes[id(node)] = size = min(size, MAX_EXPANDED_VALUES + 1)
+    return size
 
 
 def _yaml_problem(e: yaml.YAMLError, path: str, line_offset: int) -> Problem:
@@ -124,19 +150,20 @@ def _node_text(node: yaml.Node) -> str:
     )
 
 
-def _record_lines(node: yaml.Node, loc: Loc, smap: SourceMap, offset: int, ancestors: list[int]) -> None:
-    if id(node) in ancestors:  # a recursive alias
+def _record_lines(node: yaml.Node, loc: Loc, smap: SourceMap, offset: int, visited: set[int]) -> None:
+    """Where each key and item is, walking each node once: a node reached again through an alias keeps the lines of
+    its first path (a later path is located at its nearest recorded ancestor), so shared aliases cost nothing more."""
+    if id(node) in visited:
         return
-    ancestors.append(id(node))
+    visited.add(id(node))
     if isinstance(node, yaml.MappingNode):
         for key_node, value_node in node.value:
             if isinstance(key_node, yaml.ScalarNode):
                 child = (*loc, key_node.value)
                 smap.lines[child] = Located(smap.path, key_node.start_mark.line + 1 + offset)
-                _record_lines(value_node, child, smap, offset, ancestors)
+                _record_lines(value_node, child, smap, offset, visited)
     elif isinstance(node, yaml.SequenceNode):
         for index, item in enumerate(node.value):
             child = (*loc, index)
             smap.lines[child] = Located(smap.path, item.start_mark.line + 1 + offset)
-            _record_lines(item, child, smap, offset, ancestors)
-    ancestors.pop()
+            _record_lines(item, child, smap, offset, visited)

@@ -10,10 +10,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-import yaml
-
 from cbt.base.errors import Problem
-from cbt.base.yamldoc import Loc, Located, SourceMap, format_loc
+from cbt.base.yamldoc import Loc, Located, SourceMap, format_loc, parse_yaml
 
 ENV_PREFIX = "CBT__"
 _REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
@@ -94,10 +92,10 @@ def apply_env_overrides(data: dict[str, Any], environ: Mapping[str, str], smap: 
 def _env_value(raw: str) -> tuple[Any, str | None]:
     if not raw.lstrip().startswith(("[", "{")):
         return raw, None
-    try:
-        return yaml.safe_load(raw), None
-    except yaml.YAMLError as e:
-        return None, f"invalid YAML flow value: {getattr(e, 'problem', e)}"
+    data, _, problems = parse_yaml(raw, "environment")  # (the same limits as a file: aliases cannot explode)
+    if problems:
+        return None, f"invalid YAML flow value: {problems[0].message.removeprefix('invalid YAML: ')}"
+    return data, None
 
 
 def _set_path(data: dict[str, Any], parts: Loc, value: Any) -> str | None:

@@ -58,6 +58,9 @@ def _config_file(src: Path) -> Path:
     if not src.is_dir():
         raise ImportFailed(f"{src}: not a folder (give the CBT project's folder, the one holding config.yaml)")
     for name in ("config.yaml", "config.yml", "config.example.yaml"):
+        if (src / name).is_symlink():  # (model files that are links are skipped too: nothing outside SRC is read)
+            raise ImportFailed(f"{src / name}: a symbolic link; the import reads only files inside the project's "
+                               "folder — copy the file there instead of linking it")
         if (src / name).is_file():
             return src / name
     raise ImportFailed(f"{src}: no config.yaml in it (the CBT project's folder holds config.yaml and models/)")

@@ -126,6 +126,23 @@ def _runs(lines: list[int]) -> list[tuple[int, int]]:
     return runs
 
 
+_JINJA_DELIMITER = re.compile(r"\{[{%#]")
+
+
+def literal_parts(text: str) -> list[Part]:
+    """CBT's literal SQL as parts: a ``{{``, ``{%`` or ``{#`` in it (a string, a comment) is only text to Go's
+    templates, but would start a Jinja expression, tag or comment in ours, so each becomes an expression printing
+    itself (``{{ '{#' }}``) — the SQL reads the same characters, and nothing of CBT's text runs as a template."""
+    parts: list[Part] = []
+    pos = 0
+    for match in _JINJA_DELIMITER.finditer(text):
+        parts.append(Text(text[pos:match.start()]))
+        parts.append(Expr(repr(match.group()), 0))
+        pos = match.end()
+    parts.append(Text(text[pos:]))
+    return [p for p in parts if not (isinstance(p, Text) and p.text == "")]
+
+
 def to_jinja(parts: Sequence[Part]) -> str:
     """Parts as Jinja text."""
     out = []
@@ -187,7 +204,11 @@ class _Converter:
         return [p for p in self.parts if not (isinstance(p, Text) and p.text == "")]
 
     def emit(self, part: Part) -> None:
-        if not self.dead:
+        if self.dead:
+            return
+        if isinstance(part, Text):
+            self.parts.extend(literal_parts(part.text))
+        else:
             self.parts.append(part)
 
     def action(self, inner: str, line: int) -> None:

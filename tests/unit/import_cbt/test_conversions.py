@@ -116,3 +116,19 @@ def test_an_if_block_is_transpiled_branch_by_branch() -> None:
         "{% endif %}"
     )
     assert [n.what for n in scope.notes] == ["FINAL"]
+
+
+def test_jinja_delimiters_in_cbts_literal_sql_stay_literal() -> None:
+    """``{#`` and ``{%`` are text to Go's templates: in a converted model they must not open a Jinja comment or tag
+    (the comment swallowed the rest of the query; a tag ran as code). Rendered, the SQL holds the same characters."""
+    import jinja2
+
+    go = "SELECT '{# x' AS a, '{% raw %}' AS b, {{ .bounds.start }} AS c FROM t"
+    scope = _scope()
+    parts = convert(go, scope)
+    rendered = jinja2.Environment().from_string(to_jinja(parts)).render(bounds={"start": 7})
+    assert rendered == "SELECT '{# x' AS a, '{% raw %}' AS b, 7 AS c FROM t"
+    statements, _ = transpile(parts, scope)
+    sql = "\n".join(s.sql for s in statements)
+    assert jinja2.Environment().from_string(sql).render(bounds={"start": 7}) == (
+        "SELECT\n  '{# x' AS a,\n  '{% raw %}' AS b,\n  7 AS c\nFROM t")

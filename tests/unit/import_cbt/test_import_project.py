@@ -19,6 +19,7 @@ from cbt.models.render import render_bounds_query
 from cbt.models.spec import ExternalModel, IncrementalModel
 from cbt.models.templates import RenderSettings, ScanContext, TaskContext
 from cbt.models.writes import task_statements
+from tests.unit.hostile_yaml import LAUGHS
 
 FIXTURE = Path(__file__).parents[2] / "fixtures" / "cbt_project"
 EXPECTED_REPORT = FIXTURE.with_suffix(".report")
@@ -112,3 +113,24 @@ def test_nothing_outside_the_project_folder_is_read(tmp_path: Path) -> None:
     copied = "".join(p.read_text() for p in (tmp_path / "new").rglob("*") if p.is_file())
     assert "outside" not in copied
     assert any("models.external.paths ../outside" in note.what for note in result.notes)
+
+
+def test_a_config_that_is_a_symlink_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """It could name any file the importing user may read (its lines would be quoted in the report)."""
+    outside = tmp_path / "outside.yaml"
+    outside.write_text("models:\n  env: {SECRET: hunter2}\n")
+    src = tmp_path / "cbt"
+    src.mkdir()
+    (src / "config.yaml").symlink_to(outside)
+    assert main(["import-cbt", str(src), str(tmp_path / "new")]) == 1
+    err = capsys.readouterr().err
+    assert "config.yaml: a symbolic link" in err and not (tmp_path / "new").exists()
+
+
+def test_a_billion_laughs_config_is_refused_at_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "cbt"
+    src.mkdir()
+    (src / "config.yaml").write_text(LAUGHS)
+    started = time.monotonic()
+    assert main(["import-cbt", str(src), str(tmp_path / "new")]) == 1
+    assert "aliases expand to more than" in capsys.readouterr().err and time.monotonic() - started < 10

@@ -7,6 +7,8 @@ import os
 import pytest
 from conftest import Project, make_incremental
 
+from tests.unit.hostile_yaml import LAUGHS
+
 
 def test_any_nesting_and_case_insensitive_extensions(project_with_blocks: Project) -> None:
     project_with_blocks.sql_model("models/transformations/deep/er/a.SQL", make_incremental("a"))
@@ -81,6 +83,8 @@ READ_CASES = [
         id="empty-frontmatter",
     ),
     pytest.param("---\n1: x\n---\nSELECT 1\n", "x.sql:2: yaml: keys must be strings, got '1'", id="int-key"),
+    pytest.param(f"---\ntype: scheduled\n{LAUGHS}---\nSELECT 1\n", "x.sql:2: yaml: invalid YAML: its aliases expand "
+                 "to more than 100,000 values", id="billion-laughs", marks=pytest.mark.timeout(10)),
     pytest.param(
         "\n\n---\ntype: scheduled\ntable: x\nschedule: bad\n---\nSELECT 1\n",
         "x.sql:6: schedule: cron expression 'bad' has 1 fields",
