@@ -10,6 +10,7 @@ queries ``cache.{is_incremental_scan, is_full_scan, previous_min, previous_max}`
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import traceback
 from collections.abc import Iterator, Mapping
@@ -19,6 +20,7 @@ from typing import Any
 import jinja2
 import jinja2.ext
 import jinja2.lexer
+import jinja2.runtime
 from jinja2.sandbox import SandboxedEnvironment
 from jinja2.utils import object_type_repr
 
@@ -150,12 +152,55 @@ class _SelfIsTheModel(jinja2.ext.Extension):
             yield token
 
 
+MAX_LOOP_ITEMS = 100_000
+"""The most items all the ``range()`` calls of one rendering may produce together (nested loops multiply)."""
+MAX_RENDERED_CHARS = 4_000_000
+"""The longest SQL one rendering may produce, and the longest string or list a ``*`` may build."""
+
+_loop_budget: contextvars.ContextVar[list[int]] = contextvars.ContextVar("cbt_template_loop_budget")
+
+
+class TemplateTooCostly(CbtError, ValueError):
+    """A template asked for more work than a rendering may do (``MAX_LOOP_ITEMS``, ``MAX_RENDERED_CHARS``)."""
+
+
+def _bounded_range(*args: int) -> range:
+    """Jinja's ``range``, counted against the rendering's budget: ``range(99999)`` inside ``range(99999)`` stops at
+    the second inner loop instead of running for hours in a process that serves requests."""
+    made = range(*args)
+    budget = _loop_budget.get(None)
+    if budget is None:
+        budget = [MAX_LOOP_ITEMS]
+    budget[0] -= len(made)
+    if budget[0] < 0:
+        raise TemplateTooCostly(f"the template's range() calls produce more than {MAX_LOOP_ITEMS:,} items in all")
+    return made
+
+
+class _BoundedSandbox(SandboxedEnvironment):
+    """The sandbox with a bound on the work a template can ask for: loops (``range``), repetition (``*``), powers
+    (``**``) and the output's size; ``lipsum`` (arbitrary text of any length) is not offered."""
+
+    intercepted_binops = frozenset({"*", "**"})
+
+    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
+        if operator == "*":
+            for sized, times in ((left, right), (right, left)):
+                if isinstance(sized, str | list | tuple) and isinstance(times, int) and \
+                        len(sized) * times > MAX_RENDERED_CHARS:
+                    raise TemplateTooCostly(f"'*' would build a value of more than {MAX_RENDERED_CHARS:,} items")
+        if operator == "**" and isinstance(left, int) and isinstance(right, int) and \
+                abs(left) > 1 and right * max(abs(left).bit_length(), 1) > 4096:
+            raise TemplateTooCostly("'**' would build a number of more than 4,096 bits")
+        return super().call_binop(context, operator, left, right)
+
+
 @functools.cache
 def _environment() -> jinja2.Environment:
     """Jinja's sandbox: a template reaches its documented variables and Jinja's own filters and tests, never Python
     beyond them (no ``__class__``, ``__globals__``, ``__subclasses__``: a model's author writes SQL, and the api
-    process that renders it holds the tokens)."""
-    return SandboxedEnvironment(
+    process that renders it holds the tokens); and a bounded one (``_BoundedSandbox``)."""
+    env = _BoundedSandbox(
         undefined=_StrictUndefined,
         keep_trailing_newline=True,
         autoescape=False,
@@ -163,6 +208,24 @@ def _environment() -> jinja2.Environment:
         lstrip_blocks=True,
         extensions=[_SelfIsTheModel],
     )
+    env.globals["range"] = _bounded_range
+    env.globals.pop("lipsum", None)
+    return env
+
+
+def _render_bounded(template: jinja2.Template, context: Mapping[str, Any]) -> str:
+    """Render with a fresh loop budget, stopping once the output passes ``MAX_RENDERED_CHARS``."""
+    token = _loop_budget.set([MAX_LOOP_ITEMS])
+    try:
+        out, size = [], 0
+        for chunk in template.generate(context):
+            size += len(chunk)
+            if size > MAX_RENDERED_CHARS:
+                raise TemplateTooCostly(f"the rendered SQL passes {MAX_RENDERED_CHARS:,} characters")
+            out.append(chunk)
+        return "".join(out)
+    finally:
+        _loop_budget.reset(token)
 
 
 @functools.lru_cache(maxsize=512)
@@ -195,10 +258,11 @@ def render(source: str, context: Mapping[str, Any], path: str, first_line: int, 
     if problem is not None:
         raise TemplateRenderError(problem)
     try:
-        return _compile(source).render(context)
+        return _render_bounded(_compile(source), context)
     except Exception as e:  # a template may raise anything; the user gets a located message, never a traceback
         line = first_line + _template_line(e) - 1
-        message = str(e) if isinstance(e, jinja2.TemplateError | RefError) else f"{type(e).__name__}: {e}"
+        is_ours = isinstance(e, jinja2.TemplateError | RefError | TemplateTooCostly)
+        message = str(e) if is_ours else f"{type(e).__name__}: {e}"
         raise TemplateRenderError(Problem(path, line, field_name, message)) from e
 
 

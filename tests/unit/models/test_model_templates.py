@@ -125,6 +125,34 @@ ESCAPES = [
 ]
 
 
+COSTLY = [
+    pytest.param("{% for i in range(99999) %}{% for j in range(99999) %}{% endfor %}{% endfor %}",
+                 "range() calls produce more than 100,000 items", id="nested-range"),
+    pytest.param("{{ 'x' * 999999999 }}", "'*' would build a value", id="string-repetition"),
+    pytest.param("{% for i in [1] * 999999999 %}{% endfor %}", "'*' would build a value", id="list-repetition"),
+    pytest.param("{{ 10 ** 999999999 }}", "'**' would build a number", id="power"),
+    pytest.param("{% for i in range(99999) %}{{ 'SELECT 1 UNION ALL ' * 5 }}{% endfor %}SELECT 1",
+                 "the rendered SQL passes 4,000,000 characters", id="huge-output"),
+    pytest.param("{{ lipsum(99999) }}", "'lipsum' is undefined", id="lipsum"),
+]
+
+
+@pytest.mark.timeout(10)
+@pytest.mark.parametrize(("template", "reason"), COSTLY)
+def test_a_template_cannot_ask_for_unbounded_work(template: str, reason: str) -> None:
+    """A template renders in the api's process too: nested loops, repetition and powers are bounded, so one model
+    cannot freeze the process (before, nested range(99999) ran for hours)."""
+    with pytest.raises(TemplateRenderError) as info:
+        render_statements(incremental(template), TASK, SETTINGS)
+    assert "m/hourly.sql:10: sql:" in str(info.value) and reason in str(info.value)
+
+
+def test_loops_within_the_budget_render_and_each_rendering_has_its_own_budget() -> None:
+    template = "SELECT {% for i in range(60000) %}{% endfor %}{{ range(3) | list | length }} AS n"
+    for _ in range(3):
+        assert render_statements(incremental(template), TASK, SETTINGS) == ["SELECT 3 AS n"]
+
+
 @pytest.mark.parametrize("template", ESCAPES)
 def test_a_template_cannot_reach_python_outside_its_variables(template: str) -> None:
     """A model's author writes SQL, not Python: templates render in Jinja's sandbox, so the api process that renders

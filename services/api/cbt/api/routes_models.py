@@ -98,7 +98,8 @@ async def get_model(ctx: Ctx, model_id: str) -> ModelDetail:
             summary="What a worker runs for [start, end) (incremental), a scheduled run, or a bounds scan")
 async def get_rendered(ctx: Ctx, model_id: str, start: PositionParam | None = None,
                        end: PositionParam | None = None) -> Rendered:
-    return rendered(ctx.config, model_of(ctx, model_id), start, end, int(time.time()))
+    model = model_of(ctx, model_id)  # (rendered in a thread: a template's work never holds the event loop)
+    return await asyncio.to_thread(rendered, ctx.config, model, start, end, int(time.time()))
 
 
 @router.get("/{model_id}/coverage", response_model=CoverageBody,
