@@ -24,11 +24,13 @@ from pathlib import Path
 
 from cbt.api.delta_rows import DeltaRows
 from cbt.api.routes_rows import read_page
+from cbt.api.row_query import TokenSigner
 from cbt.config.settings import TablesApiConfig
 from cbt.dev.layout import Layout
 from cbt.models.spec import Expose
 
 ROOT = Path(__file__).resolve().parents[1]
+SIGNER = TokenSigner(b"bench" * 8, 3600)
 
 
 def make_table(rows: int, commits: int) -> tuple[str, str]:
@@ -62,7 +64,7 @@ def sample(delta: DeltaRows, table: str, page_size: int, rows: int, n: int) -> f
     params = [("slot_gte", str(low)), ("slot_lt", str(low + 10_000)), ("block_root_starts_with", "0x"),
               ("order_by", "slot desc"), ("page_size", str(page_size))]
     started = time.perf_counter()
-    page = read_page(delta, table, Expose(("slot",), None), params, page_size, None, None)
+    page = read_page(delta, SIGNER, table, Expose(("slot",), None), params, page_size, None, None)
     elapsed_ms = (time.perf_counter() - started) * 1000
     assert page["rows"], f"an empty page: {params}"
     return elapsed_ms

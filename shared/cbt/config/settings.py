@@ -432,6 +432,24 @@ class TablesApiConfig(Section):
     """A read that takes longer is answered 504; its scan stops at its next batch."""
     max_concurrent_reads: int = Field(default=4, gt=0)
     """Reads running at once in one api process; more wait their turn (bounded by ``query_timeout_s``)."""
+    read_memory_mb: int = Field(default=128, gt=0)
+    """The memory one read's query engine may hold (DataFusion's pool: a sort's rows, a scan's batches); a read that
+    needs more is refused with the reason. With ``max_concurrent_reads`` it bounds what reads take in all."""
+    page_token_secret: EnvValue | None = None
+    """The key page tokens are signed with (HMAC-SHA256), at least 32 characters: a client cannot forge the version,
+    the position or the query a token names. Every api replica behind one address needs the same one. Unset: a random
+    key per process (a token then works only on the process that made it, until it restarts)."""
+    page_token_max_age_s: DurationS = Field(default=3600, gt=0)
+    """A token whose first page was read longer ago is refused (410, start again): it would read a version of the
+    table from before the re-runs made since."""
+
+    @field_validator("page_token_secret")
+    @classmethod
+    def _hard_to_guess(cls, secret: str | None) -> str | None:
+        if secret is not None and len(secret) < MIN_TOKEN_LENGTH:
+            raise ValueError(f"a key of {len(secret)} characters is too easy to guess; use at least "
+                             f"{MIN_TOKEN_LENGTH} (e.g. openssl rand -hex 32)")
+        return secret
     schema_refresh_s: DurationS = Field(default=10, ge=0)
     """How long the tables' schemas in the OpenAPI document are reused before each exposed table is opened again
     (a new column shows after at most this long); 0 opens them for every request of the document."""
@@ -458,10 +476,30 @@ class ApiConfig(Section):
     """Requests handled at once (live event streams aside); more are answered 503 with ``Retry-After``."""
     max_event_streams: int = Field(default=64, gt=0)
     """Live event streams (``/api/v1/events``) open at once; more are answered 503 with ``Retry-After``."""
+    max_requests_per_client: int = Field(default=12, gt=0)
+    """Requests one client (its token, else its address) may have handled at once; more are answered 429: one
+    client cannot hold every request slot, whatever its rate."""
+    max_event_streams_per_client: int = Field(default=4, gt=0)
+    """Live event streams one client may hold open at once (a browser tab holds one); more are answered 429."""
+    max_event_stream_s: DurationS = Field(default=1800, gt=0)
+    """A live event stream ends after this long (the browser's EventSource reconnects by itself, at once), so a
+    stream slot is never held for good."""
+    body_timeout_s: DurationS = Field(default=10, gt=0)
+    """How long a request's body may take to arrive once its headers have: a client that announces a body and never
+    sends it is answered 408 and its request slot freed."""
     rate_limit: ApiRateLimit = ApiRateLimit()
     forwarded_allow_ips: list[str] = ["127.0.0.1"]
-    """Proxies (addresses, networks, ``*``) whose ``X-Forwarded-For`` names the client, e.g. the Ingress
-    controller's pods: behind a proxy every client has the proxy's address otherwise."""
+    """Proxies (addresses or networks) whose ``X-Forwarded-For`` names the client, e.g. the Ingress controller's
+    pods: behind a proxy every client has the proxy's address otherwise. ``*`` is refused: any client could then name
+    itself, and get a fresh rate-limit bucket with each request."""
+
+    @field_validator("forwarded_allow_ips")
+    @classmethod
+    def _named_proxies_only(cls, proxies: list[str]) -> list[str]:
+        if any(p.strip() == "*" for p in proxies):
+            raise ValueError("'*' would trust X-Forwarded-For from any client, so each request could name a new "
+                             "client (and a full rate-limit bucket); list the proxies' addresses or networks")
+        return proxies
     tables: TablesApiConfig = TablesApiConfig()
 
 

@@ -45,3 +45,25 @@ def test_every_stream_gets_every_event_and_a_full_queue_drops_its_oldest() -> No
 
     fast, slow, left = asyncio.run(scenario())
     assert (fast, slow, left) == ([0, 1, 2], [1, 2], 0)
+
+
+def test_a_stream_ends_after_its_lifetime_and_tells_the_browser_to_reconnect() -> None:
+    """``api.max_event_stream_s``: before, a stream was held open for good (64 of them held every stream slot)."""
+    from cbt.api.context import ApiContext
+    from cbt.api.offline import Offline
+    from cbt.api.web import create_app
+    from cbt.config.settings import Config
+    from cbt.models.dag import ModelSet
+    from tests.unit.api.asgi import request
+
+    hub = EventHub()
+    app = create_app(ApiContext(config=Config.model_validate({"api": {"max_event_stream_s": 1}}), models=ModelSet({}),
+                                hot=Offline(), refresh=Offline(), admin=Offline(), commands=Offline(), events=hub))
+
+    async def scenario() -> tuple[int, str]:
+        answer = await asyncio.wait_for(request(app, "GET", "/api/v1/events"), timeout=10)
+        return answer.status, answer.body.decode()
+
+    status, body = asyncio.run(scenario())
+    assert status == 200 and body.startswith(": connected") and "retry: 1000" in body
+    assert "stream lifetime reached" in body and hub.streams == 0

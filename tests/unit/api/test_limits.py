@@ -149,3 +149,79 @@ def test_a_refused_request_reads_no_body_and_reaches_no_app() -> None:
     assert asyncio.run(call(app))[0] == 200
     status, _, _, pulled = asyncio.run(call(app))
     assert (status, pulled, inner.calls) == (429, 0, 1)  # type: ignore[attr-defined]
+
+
+def test_a_body_announced_and_never_sent_is_answered_408_and_frees_its_slot() -> None:
+    """Issue 33: thirty-two connections announcing 64 KiB bodies they never send held every request slot."""
+    async def scenario() -> tuple[int, str, int]:
+        app = RequestLimits(Recorder(), max_body_bytes=100, max_concurrent_requests=1, max_event_streams=1,
+                            body_timeout_s=0.2)
+        status, _, body, _ = await _never_finishing(app)
+        after = (await call(app, "GET", "/api/v1/models"))[0]
+        return status, body["detail"], after
+
+    status, detail, after = asyncio.run(scenario())
+    assert status == 408 and "api.body_timeout_s" in detail and after == 200
+
+
+async def _never_finishing(app: Any) -> tuple[int, dict[str, str], dict[str, Any], int]:
+    """A POST whose first chunk arrives and whose rest never does."""
+    scope = {"type": "http", "method": "POST", "path": "/api/v1/models/x/rerun",
+             "headers": [(b"content-length", b"64")]}
+    pending = [{"type": "http.request", "body": b"{", "more_body": True}]
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        if pending:
+            return pending.pop(0)
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await asyncio.wait_for(app(scope, receive, send), timeout=5)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
+    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, json.loads(body), 1
+
+
+def test_one_client_cannot_hold_every_slot() -> None:
+    """Per-client caps: a client past its concurrent requests or streams gets 429, another client is still served
+    (before, one client could take all 32 request slots and all 64 stream slots inside its burst)."""
+    async def scenario() -> list[int]:
+        release = asyncio.Event()
+        app = RequestLimits(Recorder(release), max_body_bytes=100, max_concurrent_requests=10, max_event_streams=10,
+                            identify=lambda scope: dict(scope["headers"]).get(b"x-client", b"").decode(),
+                            max_requests_per_client=2, max_event_streams_per_client=1)
+
+        def as_client(name: str, path: str) -> Any:
+            return _call_as(app, name, path)
+
+        held = [asyncio.create_task(as_client("a", "/api/v1/models")) for _ in range(2)]
+        held.append(asyncio.create_task(as_client("a", "/api/v1/events")))
+        await asyncio.sleep(0.01)
+        refused = [await as_client("a", "/api/v1/models"), await as_client("a", "/api/v1/events")]
+        other = asyncio.create_task(as_client("b", "/api/v1/models"))
+        await asyncio.sleep(0.01)
+        release.set()
+        done = await asyncio.gather(*held, other)
+        again = await as_client("a", "/api/v1/models")
+        return [*refused, *done, again]
+
+    assert asyncio.run(scenario()) == [429, 429, 200, 200, 200, 200, 200]
+
+
+async def _call_as(app: Any, client: str, path: str) -> int:
+    scope = {"type": "http", "method": "GET", "path": path, "headers": [(b"x-client", client.encode())]}
+    sent: list[dict[str, Any]] = []
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(3600)
+        return {"type": "http.disconnect"}
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    await app(scope, receive, send)
+    return int(next(m for m in sent if m["type"] == "http.response.start")["status"])

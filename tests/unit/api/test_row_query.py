@@ -2,17 +2,25 @@
 
 from __future__ import annotations
 
+import base64
 import datetime as dt
 import decimal
+import json
 
 import pytest
 
 from cbt.api.row_query import (
+    MAX_TIES,
     Column,
+    OrderKey,
     PageToken,
     QueryError,
+    TokenExpired,
+    TokenSigner,
+    check_token,
     condition,
     covered_condition,
+    keyset_condition,
     parse_filters,
     parse_key,
     parse_order,
@@ -126,30 +134,66 @@ def test_covered_ranges_become_half_open_conditions_on_the_position() -> None:
         covered_condition(Column("root", "string"), [(0, 1)])
 
 
-def test_the_statement_pages_with_limit_and_offset() -> None:
-    sql = statement("t", ['"slot" = 1'], parse_order("slot", COLUMNS[:1], ()), 11, 20)
-    assert sql == 'SELECT * FROM "t" WHERE ("slot" = 1) ORDER BY "slot" ASC NULLS FIRST LIMIT 11 OFFSET 20'
+def test_the_statement_pages_with_a_limit_and_skips_only_ties() -> None:
+    sql = statement("t", ['"slot" = 1'], parse_order("slot", COLUMNS[:1], ()), 11, 2)
+    assert sql == 'SELECT * FROM "t" WHERE ("slot" = 1) ORDER BY "slot" ASC NULLS FIRST LIMIT 11 OFFSET 2'
+    assert statement("t", [], [], 5) == 'SELECT * FROM "t" LIMIT 5'
+    with pytest.raises(QueryError):
+        statement("t", [], [], 5, MAX_TIES + 1)
 
 
-def test_a_page_token_round_trips_and_is_bound_to_its_query() -> None:
+SIGNER = TokenSigner(b"k" * 32, max_age_s=3600)
+
+
+def test_a_page_token_round_trips_signed_and_is_bound_to_its_query() -> None:
     filters = parse_filters([("slot_gt", "1")], COLUMNS)
     digest = query_digest("a.b", filters, parse_order(None, COLUMNS, ()), False)
-    token = PageToken.decode(PageToken(12, 200, digest).encode())
-    assert (token.version, token.offset) == (12, 200)
-    token.check(digest)
+    token = PageToken(12, (200, "2024-01-01T00:00:00+00:00", None), 3, digest, 1_700_000_000)
+    assert SIGNER.decode(SIGNER.encode(token), 1_700_000_100) == token
+    check_token(token, digest)
     other = query_digest("a.b", parse_filters([("slot_gt", "2")], COLUMNS), parse_order(None, COLUMNS, ()), False)
     with pytest.raises(QueryError, match="made for another query"):
-        token.check(other)
+        check_token(token, other)
 
 
-@pytest.mark.parametrize("raw", [pytest.param("%%%", id="not-base64"), pytest.param("e30", id="empty-json"),
-                                 pytest.param(PageToken(-1, 0, "q").encode(), id="negative-version"),
-                                 pytest.param(PageToken(2**63, 0, "q").encode(), id="version-beyond-64-bits"),
-                                 pytest.param(PageToken(1, 10**15, "q").encode(), id="offset-beyond-the-cap"),
-                                 pytest.param("eyJ2IjoxZTQwMCwibyI6MCwicSI6InEifQ", id="infinite-version")])
+def _forged(change: dict[str, object]) -> str:
+    """A real token whose body a client re-encoded with ``change`` (the signature kept): the attack of issue 33."""
+    real = SIGNER.encode(PageToken(12, (200,), 0, "q", 1_700_000_000))
+    body, _, mac = real.partition(".")
+    fields = json.loads(base64.urlsafe_b64decode(body + "=" * (-len(body) % 4)))
+    fields.update(change)
+    forged = base64.urlsafe_b64encode(json.dumps(fields).encode()).decode().rstrip("=")
+    return f"{forged}.{mac}"
+
+
+@pytest.mark.parametrize("raw", [
+    pytest.param("%%%", id="not-base64"), pytest.param("e30", id="unsigned-empty-json"),
+    pytest.param(_forged({"n": 10_000_000}), id="ties-moved-deep-into-the-table"),
+    pytest.param(_forged({"v": 3}), id="an-older-version"),
+    pytest.param(_forged({"a": [10**12]}), id="another-position"),
+    pytest.param(_forged({"t": 1_800_000_000}), id="younger-than-it-is"),
+    pytest.param(TokenSigner(b"x" * 32, 3600).encode(PageToken(1, (), 0, "q", 1_700_000_000)), id="another-key"),
+])
 def test_a_forged_page_token_is_refused(raw: str) -> None:
     with pytest.raises(QueryError, match="not a token this API made"):
-        PageToken.decode(raw)
+        SIGNER.decode(raw, 1_700_000_100)
+
+
+def test_a_token_older_than_its_maximum_age_is_refused_as_expired() -> None:
+    raw = SIGNER.encode(PageToken(12, (1,), 0, "q", 1_700_000_000))
+    assert SIGNER.decode(raw, 1_700_003_600).version == 12
+    with pytest.raises(TokenExpired, match="start again without page_token"):
+        SIGNER.decode(raw, 1_700_003_601)
+
+
+def test_the_keyset_condition_orders_nulls_and_nan_as_the_sort_does() -> None:
+    order = [OrderKey("ms", is_descending=True), OrderKey("slot")]
+    assert keyset_condition(order, COLUMNS, ("1.5", None)) == (
+        '(("ms" < 1.5 OR "ms" IS NULL)) OR ("ms" = 1.5 AND "slot" IS NOT NULL) OR ("ms" = 1.5 AND "slot" IS NULL)')
+    assert keyset_condition(order, COLUMNS, ("nan", 7)) == (
+        '(("ms" IS NULL OR NOT isnan("ms"))) OR (isnan("ms") AND "slot" > 7) OR (isnan("ms") AND "slot" = 7)')
+    with pytest.raises(QueryError, match="made for another query"):
+        keyset_condition(order, COLUMNS, (1.5,))
 
 
 def test_values_keep_their_types() -> None:

@@ -12,6 +12,7 @@ import base64
 import datetime as dt
 import decimal
 import math
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -82,24 +83,39 @@ class DeltaRows:
                         for f in table.schema().fields)
         return Snapshot(model_id, table.version(), columns, table)
 
-    def rows(self, snapshot: Snapshot, sql: str, table_name: str) -> list[dict[str, Any]]:
-        """The rows ``sql`` selects from the snapshot (registered as ``table_name``), as JSON values; stops at
-        ``query_timeout_s``."""
+    def rows(self, snapshot: Snapshot, sql: str, table_name: str,
+             abandoned: threading.Event | None = None) -> list[dict[str, Any]]:
+        """The rows ``sql`` selects from the snapshot (registered as ``table_name``), as read (``json_row`` makes
+        them JSON); in a memory pool of ``read_memory_mb``; stops at ``query_timeout_s`` or once ``abandoned`` is
+        set, between record batches."""
         deadline = time.monotonic() + self._settings.query_timeout_s
         out: list[dict[str, Any]] = []
         try:
-            reader = QueryBuilder().register(table_name, snapshot.table).execute(sql)
+            builder = QueryBuilder().register(table_name, snapshot.table)
+            builder.execute(f"SET datafusion.runtime.memory_limit = '{self._settings.read_memory_mb}M'").read_all()
+            reader = builder.execute(sql)
             for batch in reader:
-                if time.monotonic() > deadline:
-                    raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s "
-                                       f"({self._settings.query_timeout_s} s)")
-                out.extend({k: json_value(v) for k, v in row.items()} for row in pa.record_batch(batch).to_pylist())
+                _check_going_on(deadline, abandoned, self._settings.query_timeout_s)
+                out.extend(pa.record_batch(batch).to_pylist())
         except DeltaError as e:  # a value the column's type cannot hold, found by DataFusion as it plans or casts
             raise TableUnreadable(f"{snapshot.model_id}: the query cannot run on this table: {e}", 400) from e
-        if time.monotonic() > deadline:
-            raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s "
-                               f"({self._settings.query_timeout_s} s)")
+        except Exception as e:  # DataFusion's own errors reach Python as bare exceptions
+            if "Resources exhausted" not in str(e):
+                raise
+            raise TableUnreadable(f"{snapshot.model_id}: the read needs more memory than api.tables.read_memory_mb "
+                                  f"({self._settings.read_memory_mb} MB): narrow the filters or the page", 503) from e
+        _check_going_on(deadline, abandoned, self._settings.query_timeout_s)
         return out
+
+
+def _check_going_on(deadline: float, abandoned: threading.Event | None, timeout_s: int) -> None:
+    if time.monotonic() > deadline or (abandoned is not None and abandoned.is_set()):
+        raise ReadTimedOut(f"the read took longer than api.tables.query_timeout_s ({timeout_s} s)")
+
+
+def json_row(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as read, as JSON values."""
+    return {k: json_value(v) for k, v in row.items()}
 
 
 def _root(warehouse: str, base_dir: Path) -> str:

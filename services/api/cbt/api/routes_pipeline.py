@@ -133,15 +133,26 @@ async def get_audit(ctx: Ctx, limit: Limit = 100) -> AuditList:
                                         detail=dict(a.detail)) for a in actions])
 
 
+RECONNECT_MS = 1000
+"""How long a browser waits before opening a stream again once one ended."""
+
+
 @router.get("/events", response_class=EventSourceResponse,
             summary="Server-sent events from Kafka: interval-completed, task-failed, invalidation, bounds-updated, "
                     "task-requested (data: the message JSON)")
 async def get_events(request: Request) -> AsyncIterator[ServerSentEvent]:
+    """The stream ends after ``api.max_event_stream_s`` (its slot is never held for good); the browser's
+    EventSource reconnects by itself after the ``retry`` it was given."""
     ctx = context(request)
+    ends_at = time.monotonic() + ctx.config.api.max_event_stream_s
     with ctx.events.subscribe() as queue:
-        yield ServerSentEvent(comment="connected")
+        yield ServerSentEvent(comment="connected", retry=RECONNECT_MS)
         while True:
-            event = await queue.get()
+            try:
+                event = await asyncio.wait_for(queue.get(), max(0.0, ends_at - time.monotonic()))
+            except TimeoutError:
+                yield ServerSentEvent(comment="stream lifetime reached (api.max_event_stream_s): reconnect")
+                return
             if event is None:
                 return
             name, data = event

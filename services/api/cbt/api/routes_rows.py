@@ -9,7 +9,9 @@ without a code change or a restart.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import functools
+import secrets
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -20,14 +22,19 @@ from fastapi import APIRouter, FastAPI, Request
 from cbt.api import rows_openapi
 from cbt.api.common import PROBLEMS, blocking, context
 from cbt.api.context import ApiContext
-from cbt.api.delta_rows import DeltaRows, ReadTimedOut, Snapshot, TableUnreadable
+from cbt.api.delta_rows import DeltaRows, ReadTimedOut, Snapshot, TableUnreadable, json_row
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.api.row_query import (
     Column,
     PageToken,
     QueryError,
+    TokenExpired,
+    TokenSigner,
+    check_token,
     condition,
     covered_condition,
+    keyset_condition,
+    next_token,
     parse_filters,
     parse_key,
     parse_order,
@@ -46,34 +53,40 @@ TABLE = "t"
 
 
 class TableReads:
-    """The reader and its limits: at most ``max_concurrent_reads`` at once, each answered within
-    ``query_timeout_s`` (a read past it is a 504; its thread stops at its next record batch and frees its slot)."""
+    """The reader and its limits: reads run on an executor of their own (``max_concurrent_reads`` threads: a read
+    waiting its turn holds none of the threads the Redis-backed routes use), each answered within ``query_timeout_s``
+    — a read past it is a 504, and its thread stops at its next record batch; one waiting its turn that long never
+    starts — with a memory pool of ``read_memory_mb``; page tokens are signed."""
 
     def __init__(self, delta: DeltaRows, settings: TablesApiConfig) -> None:
         self.delta = delta
         self.settings = settings
-        self._slots = threading.BoundedSemaphore(settings.max_concurrent_reads)
+        self.executor = concurrent.futures.ThreadPoolExecutor(settings.max_concurrent_reads, "cbt-table-read")
+        secret = settings.page_token_secret.encode() if settings.page_token_secret else secrets.token_bytes(32)
+        self.signer = TokenSigner(secret, settings.page_token_max_age_s)
 
-    async def run(self, read: Callable[[], T]) -> T:
+    async def run(self, read: Callable[[threading.Event], T]) -> T:
+        """Run ``read`` (given an event set when it is abandoned) on the readers' executor."""
         timeout_s = self.settings.query_timeout_s
-
-        def in_slot() -> T:
-            if not self._slots.acquire(timeout=timeout_s):
-                raise ReadTimedOut("every read slot stayed busy (api.tables.max_concurrent_reads)")
-            try:
-                return read()
-            finally:
-                self._slots.release()
-
+        abandoned = threading.Event()
+        future = asyncio.get_running_loop().run_in_executor(self.executor, read, abandoned)
         try:
-            return await asyncio.wait_for(asyncio.to_thread(in_slot), timeout_s)
+            return await asyncio.wait_for(future, timeout_s)
         except (TimeoutError, ReadTimedOut) as e:
             raise ApiProblem(504, f"the read took longer than api.tables.query_timeout_s ({timeout_s} s): "
                                   "narrow the filters or the page", "read-timeout") from e
+        except TokenExpired as e:
+            raise ApiProblem(410, str(e), "token-expired") from e
         except QueryError as e:
             raise bad_request(str(e)) from e
         except TableUnreadable as e:
             raise ApiProblem(e.status, str(e), "table-unreadable") from e
+        finally:
+            abandoned.set()  # (done: a no-op; abandoned at the timeout or a client gone: the scan stops)
+
+    def close(self) -> None:
+        """Stop taking reads; those running stop at their deadline (nothing to wait for)."""
+        self.executor.shutdown(wait=False, cancel_futures=True)
 
 
 def install(app: FastAPI) -> None:
@@ -143,13 +156,16 @@ async def list_rows(request: Request, model_id: str) -> dict[str, Any]:
     params = request.query_params
     try:
         page_size = _page_size(params.get("page_size"), reads.settings)
-        token = PageToken.decode(params["page_token"]) if params.get("page_token") else None
+        raw_token = params.get("page_token")
+        token = reads.signer.decode(raw_token, int(time.time())) if raw_token else None
         is_covered_only = _flag("covered_only", params.get("covered_only"))
+    except TokenExpired as e:
+        raise ApiProblem(410, str(e), "token-expired") from e
     except QueryError as e:
         raise bad_request(str(e)) from e
     ranges = await _covered(ctx, model_id, expose) if is_covered_only else None
-    read = functools.partial(read_page, reads.delta, model_id, expose, list(params.multi_items()), page_size, token,
-                             ranges)
+    read = functools.partial(read_page, reads.delta, reads.signer, model_id, expose, list(params.multi_items()),
+                             page_size, token, ranges)
     return await reads.run(read)
 
 
@@ -165,35 +181,40 @@ async def get_row(request: Request, model_id: str, key: str) -> dict[str, Any]:
     return found
 
 
-def read_page(delta: DeltaRows, model_id: ModelId, expose: Expose, params: Sequence[tuple[str, str]], page_size: int,
-              token: PageToken | None, covered: Sequence[Range] | None) -> dict[str, Any]:
-    """One page: the filters parsed against the snapshot's columns, page_size + 1 rows read to know if more
-    follow."""
+def read_page(delta: DeltaRows, signer: TokenSigner, model_id: ModelId, expose: Expose,
+              params: Sequence[tuple[str, str]], page_size: int, token: PageToken | None,
+              covered: Sequence[Range] | None, abandoned: threading.Event | None = None) -> dict[str, Any]:
+    """One page: the filters parsed against the snapshot's columns, read from the token's key on (keyset paging),
+    page_size + 1 rows to know if more follow."""
     snap = delta.snapshot(model_id, token.version if token else None)
     filters = parse_filters(params, snap.columns)
     order_by = next((value for name, value in params if name == "order_by"), None)
     order = parse_order(order_by, snap.columns, expose.key)
     digest = query_digest(model_id, filters, order, covered is not None)
-    if token is not None:
-        token.check(digest)
-    offset = token.offset if token else 0
     conditions = [condition(f) for f in filters]
     if covered is not None:
         conditions.append(covered_condition(_position_column(snap, expose), covered))
-    rows = delta.rows(snap, statement(TABLE, conditions, order, page_size + 1, offset), TABLE)
-    more = len(rows) > page_size
-    return {"model": model_id, "version": snap.version, "rows": rows[:page_size],
-            "next_page_token": PageToken(snap.version, offset + page_size, digest).encode() if more else None}
+    if token is not None:
+        check_token(token, digest)
+        conditions.append(keyset_condition(order, snap.columns, token.after))
+    sql = statement(TABLE, conditions, order, page_size + 1, token.ties if token else 0)
+    rows = delta.rows(snap, sql, TABLE, abandoned)
+    page = rows[:page_size]
+    following = next_token(page, order, token, snap.version, digest, int(time.time())) if len(rows) > page_size \
+        else None
+    return {"model": model_id, "version": snap.version, "rows": [json_row(row) for row in page],
+            "next_page_token": signer.encode(following) if following else None}
 
 
-def read_row(delta: DeltaRows, model_id: ModelId, key: Sequence[str], raw: str) -> dict[str, Any] | None:
+def read_row(delta: DeltaRows, model_id: ModelId, key: Sequence[str], raw: str,
+             abandoned: threading.Event | None = None) -> dict[str, Any] | None:
     snap = delta.snapshot(model_id)
     missing = [name for name in key if name not in {c.name for c in snap.columns}]
     if missing:
         raise QueryError(f"{model_id}: the key's columns {', '.join(missing)} are not in the table")
     conditions = [condition(f) for f in parse_key(raw, key, snap.columns)]
-    rows = delta.rows(snap, statement(TABLE, conditions, [], 1, 0), TABLE)
-    return {"model": model_id, "version": snap.version, "row": rows[0]} if rows else None
+    rows = delta.rows(snap, statement(TABLE, conditions, [], 1), TABLE, abandoned)
+    return {"model": model_id, "version": snap.version, "row": json_row(rows[0])} if rows else None
 
 
 def _position_column(snap: Snapshot, expose: Expose) -> Column:

@@ -14,12 +14,13 @@ import binascii
 import datetime as dt
 import decimal
 import hashlib
+import hmac
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 Kind = Literal["integer", "float", "decimal", "string", "boolean", "timestamp", "date", "other"]
 Value = int | float | decimal.Decimal | str | bool | dt.datetime | dt.date
@@ -39,9 +40,6 @@ RESERVED = frozenset({"page_size", "page_token", "order_by", "covered_only"})
 MAX_LIST_VALUES = 1000
 DECIMAL_DIGITS = 38
 """The most digits a Delta decimal holds (DECIMAL(38, s))."""
-MAX_OFFSET = 10_000_000
-"""The deepest a page may start: a page further in scans and drops that many rows first, so a forged token could
-keep a read slot busy for long; filter (e.g. ``slot_gte``) to reach rows further in."""
 
 
 class QueryError(ValueError):
@@ -280,12 +278,16 @@ def covered_condition(column: Column, ranges: Sequence[tuple[int, int]]) -> str:
     return "(" + " OR ".join(parts) + ")" if parts else "FALSE"
 
 
-def statement(table: str, conditions: Sequence[str], order: Sequence[OrderKey], limit: int, offset: int) -> str:
+def statement(table: str, conditions: Sequence[str], order: Sequence[OrderKey], limit: int, ties: int = 0) -> str:
+    """The read: filtered, ordered, ``limit`` rows after skipping ``ties`` (rows equal to the last page's last row,
+    at most ``MAX_TIES``: never a deep ``OFFSET``)."""
+    if not 0 <= ties <= MAX_TIES:
+        raise QueryError("page_token: not a token this API made; pass next_page_token as it was returned")
     where = " WHERE " + " AND ".join(f"({c})" for c in conditions) if conditions else ""
     order_sql = ", ".join(f"{quote(k.column)} {'DESC NULLS LAST' if k.is_descending else 'ASC NULLS FIRST'}"
                           for k in order)
     return (f"SELECT * FROM {quote(table)}{where}" + (f" ORDER BY {order_sql}" if order_sql else "")
-            + f" LIMIT {limit} OFFSET {offset}")
+            + f" LIMIT {limit}" + (f" OFFSET {ties}" if ties else ""))
 
 
 def parse_page_size(raw: str | None, default: int, maximum: int) -> int:
@@ -299,36 +301,203 @@ def parse_page_size(raw: str | None, default: int, maximum: int) -> int:
     return int(text)
 
 
+MAX_TIES = 10_000
+"""The most rows identical in every ordered column a page may skip (rows of a tie on a page boundary): pages move
+by the order's key, and only ties are counted; beyond this a filter is needed."""
+
+
+class TokenExpired(QueryError):
+    """A real token whose first page was read longer ago than ``api.tables.page_token_max_age_s`` (a 410)."""
+
+
 @dataclass(frozen=True)
 class PageToken:
     """Where the next page starts: the Delta version the first page read (every later page reads that snapshot, so
-    rows appended meanwhile neither shift nor repeat a page), the rows already returned, and a digest of the query
-    (a token is valid only for the query that made it)."""
+    rows appended meanwhile neither shift nor repeat a page) and when; the order's key of the last row returned
+    (``after``, typed JSON values), how many rows equal to it in every ordered column were already returned
+    (``ties``); and a digest of the query (a token is valid only for the query that made it).
+
+    The page starts *at* ``after`` (the order's key, keyset paging: a read of page 1,000 costs what page 1 costs, an
+    index-less sort of ``page_size + ties`` rows) and skips ``ties`` rows: no ``OFFSET`` a client could set."""
 
     version: int
-    offset: int
+    after: tuple[Any, ...]
+    ties: int
     query: str
+    first_read_unix: int
 
-    def encode(self) -> str:
-        body = json.dumps({"v": self.version, "o": self.offset, "q": self.query}, separators=(",", ":"))
-        return base64.urlsafe_b64encode(body.encode()).decode().rstrip("=")
 
-    @classmethod
-    def decode(cls, raw: str) -> PageToken:
+class TokenSigner:
+    """Page tokens signed with HMAC-SHA256 (``api.tables.page_token_secret``): a client can read a token but not
+    make one, so the version, the position and the query it names are the API's."""
+
+    def __init__(self, secret: bytes, max_age_s: int) -> None:
+        self._secret = secret
+        self.max_age_s = max_age_s
+
+    def encode(self, token: PageToken) -> str:
+        body = json.dumps({"v": token.version, "a": list(token.after), "n": token.ties, "q": token.query,
+                           "t": token.first_read_unix}, separators=(",", ":")).encode()
+        return _b64(body) + "." + _b64(self._mac(body))
+
+    def decode(self, raw: str, now_unix: int) -> PageToken:
+        refused = QueryError("page_token: not a token this API made; pass next_page_token as it was returned")
+        body_text, _, mac_text = raw.partition(".")
         try:
-            body = json.loads(base64.urlsafe_b64decode(raw + "=" * (-len(raw) % 4)))
-            token = cls(int(body["v"]), int(body["o"]), str(body["q"]))
-        except (ValueError, KeyError, TypeError, OverflowError, binascii.Error):
-            token = cls(-1, -1, "")
-        if not (0 <= token.version < 2**63 and 0 <= token.offset <= MAX_OFFSET):
-            raise QueryError("page_token: not a token this API made; pass next_page_token as it was returned")
+            body, mac = _unb64(body_text), _unb64(mac_text)
+        except (ValueError, binascii.Error):
+            raise refused from None
+        if not hmac.compare_digest(mac, self._mac(body)):
+            raise refused
+        try:
+            fields = json.loads(body)
+            token = PageToken(int(fields["v"]), tuple(fields["a"]), int(fields["n"]), str(fields["q"]),
+                              int(fields["t"]))
+        except (ValueError, KeyError, TypeError):
+            raise refused from None
+        if now_unix - token.first_read_unix > self.max_age_s:
+            raise TokenExpired(f"page_token: its first page was read more than {self.max_age_s} s ago "
+                               "(api.tables.page_token_max_age_s), so it names a version of the table that may hold "
+                               "rows since re-run; start again without page_token")
         return token
 
-    def check(self, query: str) -> None:
-        """Refuse the token for a query other than the one that made it."""
-        if self.query != query:
-            raise QueryError("page_token: made for another query; keep the filters, order_by and covered_only of "
-                             "the first page")
+    def _mac(self, body: bytes) -> bytes:
+        return hmac.new(self._secret, body, hashlib.sha256).digest()
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    if not re.fullmatch(r"[A-Za-z0-9_-]+", text):
+        raise ValueError("not base64url")
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def check_token(token: PageToken, query: str) -> None:
+    """Refuse the token for a query other than the one that made it."""
+    if token.query != query:
+        raise QueryError("page_token: made for another query; keep the filters, order_by and covered_only of "
+                         "the first page")
+
+
+def key_of(row: Mapping[str, Any], order: Sequence[OrderKey]) -> tuple[Any, ...]:
+    """A row's values of the order's columns, as read (before they become JSON)."""
+    return tuple(row[k.column] for k in order)
+
+
+def same_key(left: Sequence[Any], right: Sequence[Any]) -> bool:
+    """Equal in every ordered column, as the sort sees it (NaN equals NaN, NULL equals NULL)."""
+    return len(left) == len(right) and all(_same(a, b) for a, b in zip(left, right, strict=True))
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+        return True
+    return bool(a == b)
+
+
+def next_token(page: Sequence[Mapping[str, Any]], order: Sequence[OrderKey], token: PageToken | None,
+               version: int, query: str, now_unix: int) -> PageToken:
+    """The token of the page after ``page`` (its rows as read, in order): at the last row's key, skipping the rows
+    of the page equal to it — and, when the whole page was one tie continuing the previous page's, those too."""
+    last = key_of(page[-1], order)
+    ties = 0
+    for row in reversed(page):
+        if not same_key(key_of(row, order), last):
+            break
+        ties += 1
+    after = tuple(encode_key_value(v) for v in last)
+    if token is not None and ties == len(page) and token.after == after:
+        ties += token.ties
+    if ties > MAX_TIES:
+        raise QueryError(f"page_token: more than {MAX_TIES:,} rows are identical in every ordered column; add a "
+                         "filter to page through them")
+    first_read = token.first_read_unix if token is not None else now_unix
+    return PageToken(version, after, ties, query, first_read)
+
+
+def encode_key_value(value: Any) -> Any:
+    """A key value as JSON the token keeps exactly: floats and decimals as text (NaN, infinities, every digit),
+    times as ISO 8601 with microseconds."""
+    if isinstance(value, float):
+        return repr(value)
+    if isinstance(value, decimal.Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime):
+        return (value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)).isoformat()
+    if isinstance(value, dt.date):
+        return value.isoformat()
+    return value
+
+
+def keyset_condition(order: Sequence[OrderKey], columns: Sequence[Column], after: Sequence[Any]) -> str:
+    """Rows at or after ``after`` in the order (``ASC NULLS FIRST`` / ``DESC NULLS LAST``, NaN above every number as
+    DataFusion sorts): for some key, every key before it equal and it after; or every key equal."""
+    by_name = {c.name: c for c in columns}
+    if len(after) != len(order) or any(k.column not in by_name for k in order):
+        raise QueryError("page_token: made for another query; keep the filters, order_by and covered_only of the "
+                         "first page")
+    typed = [_decoded(by_name[k.column], v) for k, v in zip(order, after, strict=True)]
+    equal = [_equal(quote(k.column), v) for k, v in zip(order, typed, strict=True)]
+    ways = []
+    for index, (key, value) in enumerate(zip(order, typed, strict=True)):
+        beyond = _beyond(quote(key.column), value, key.is_descending)
+        if beyond != "FALSE":
+            ways.append(" AND ".join([*equal[:index], beyond]))
+    ways.append(" AND ".join(equal))
+    return " OR ".join(f"({w})" for w in ways)
+
+
+def _decoded(column: Column, value: Any) -> Value | None:
+    if value is None:
+        return None
+    kind = column.kind
+    try:
+        if kind == "float":
+            return float(value)
+        if kind == "decimal":
+            return decimal.Decimal(value)
+        if kind == "timestamp":
+            return dt.datetime.fromisoformat(value).astimezone(dt.UTC)
+        if kind == "date":
+            return dt.date.fromisoformat(value)
+    except (TypeError, ValueError, decimal.InvalidOperation):
+        pass
+    else:
+        if kind in ("integer", "boolean", "string") and isinstance(value, int | str | bool):
+            return value
+    raise QueryError("page_token: made for another query; keep the filters, order_by and covered_only of the first "
+                     "page")
+
+
+def _key_literal(value: Value) -> str:
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"CAST('{'NaN' if math.isnan(value) else ('Infinity' if value > 0 else '-Infinity')}' AS DOUBLE)"
+    return literal(value)
+
+
+def _equal(col: str, value: Value | None) -> str:
+    if value is None:
+        return f"{col} IS NULL"
+    if isinstance(value, float) and math.isnan(value):
+        return f"isnan({col})"
+    return f"{col} = {_key_literal(value)}"
+
+
+def _beyond(col: str, value: Value | None, is_descending: bool) -> str:
+    """The rows after ``value`` in one column's order."""
+    is_nan = isinstance(value, float) and math.isnan(value)
+    if not is_descending:  # NULL first, NaN last
+        if value is None:
+            return f"{col} IS NOT NULL"
+        return "FALSE" if is_nan else f"{col} > {_key_literal(value)}"
+    if value is None:  # descending: NaN first, NULL last
+        return "FALSE"
+    if is_nan:
+        return f"({col} IS NULL OR NOT isnan({col}))"
+    return f"({col} < {_key_literal(value)} OR {col} IS NULL)"
 
 
 def query_digest(model_id: str, filters: Sequence[Filter], order: Sequence[OrderKey], is_covered_only: bool) -> str:

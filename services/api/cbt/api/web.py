@@ -59,7 +59,10 @@ def create_app(ctx: ApiContext) -> FastAPI:
     app.add_middleware(RequestLimits, max_body_bytes=limits.max_body_bytes,  # outermost: before any route reads
                        max_concurrent_requests=limits.max_concurrent_requests,
                        max_event_streams=limits.max_event_streams, rate_limit=limits.rate_limit,
-                       identify=functools.partial(client_key, readers))
+                       identify=functools.partial(client_key, readers),
+                       max_requests_per_client=limits.max_requests_per_client,
+                       max_event_streams_per_client=limits.max_event_streams_per_client,
+                       body_timeout_s=limits.body_timeout_s)
     install_problem_handlers(app)
     for router in ROUTERS:
         app.include_router(router)
