@@ -1,10 +1,13 @@
 """Who may connect to whom under a render's NetworkPolicies, evaluated offline as the Kubernetes network model defines
 it for one namespace: a pod selected by no policy of a direction is open in that direction; selected by some, a
 connection must match a rule of one of them, on both sides (the source's egress, the target's ingress). Peers are
-matched by ``podSelector`` (in the namespace); a source outside the cluster's namespace (an Ingress controller, a
-stray pod elsewhere) is ``None``: it matches no ``podSelector`` peer, only rules without ``from``."""
+matched by ``podSelector`` (in the namespace) or by ``namespaceSelector`` (with an optional ``podSelector``) for a
+source in another namespace, an ``Outside`` (the Ingress controller, a stray pod elsewhere); ``None`` is a source
+outside the cluster, matching only rules without ``from``."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tests.deploy.kube import Doc, containers, find, workloads
 
@@ -12,6 +15,24 @@ SERVICES = ("coordinator", "worker", "bounds-cache", "invalidator", "api")
 SPARK = ("spark-master", "spark-worker", "spark-connect")
 COMPONENT = "app.kubernetes.io/component"
 Labels = dict[str, str]
+
+
+@dataclass(frozen=True)
+class Outside:
+    """A pod of another namespace: that namespace's labels and its own."""
+
+    namespace: tuple[tuple[str, str], ...]
+    pod: tuple[tuple[str, str], ...]
+
+
+INGRESS_CONTROLLER = Outside(
+    (("kubernetes.io/metadata.name", "ingress-nginx"),),
+    (("app.kubernetes.io/name", "ingress-nginx"), ("app.kubernetes.io/component", "controller")))
+"""ingress-nginx as its own chart installs it: the controller the example's Ingress is written for."""
+STRAY = Outside((("kubernetes.io/metadata.name", "default"),), (("app", "anything"),))
+NEIGHBOUR = Outside(INGRESS_CONTROLLER.namespace, (("app", "anything"),))
+"""Another pod in the Ingress controller's namespace."""
+Source = Labels | Outside | None
 
 
 def _matches(selector: Doc, labels: Labels) -> bool:
@@ -26,9 +47,12 @@ def _matches(selector: Doc, labels: Labels) -> bool:
     return True
 
 
-def _peer_matches(peers: list[Doc] | None, labels: Labels | None) -> bool:
+def _peer_matches(peers: list[Doc] | None, labels: Source) -> bool:
     if peers is None:  # no from/to: every peer
         return True
+    if isinstance(labels, Outside):
+        return any("namespaceSelector" in p and _matches(p["namespaceSelector"], dict(labels.namespace))
+                   and _matches(p.get("podSelector", {}), dict(labels.pod)) for p in peers)
     return labels is not None and any(
         "podSelector" in p and "namespaceSelector" not in p and _matches(p["podSelector"], labels) for p in peers)
 
@@ -45,7 +69,7 @@ def _port_matches(ports: list[Doc] | None, number: int, name: str | None) -> boo
     return False
 
 
-def _allowed(docs: list[Doc], direction: str, selected: Labels, peer: Labels | None, number: int,
+def _allowed(docs: list[Doc], direction: str, selected: Labels, peer: Source, number: int,
              name: str | None) -> bool:
     key = "ingress" if direction == "Ingress" else "egress"
     side = "from" if direction == "Ingress" else "to"
@@ -58,10 +82,10 @@ def _allowed(docs: list[Doc], direction: str, selected: Labels, peer: Labels | N
                for policy in policies for rule in policy["spec"].get(key, []))
 
 
-def may_connect(docs: list[Doc], source: Labels | None, target: Labels, number: int, name: str | None = None) -> bool:
-    """Whether a pod labelled ``source`` (``None``: from outside the namespace) may open ``number`` (the container
-    port named ``name``) on a pod labelled ``target``."""
-    egress = source is None or _allowed(docs, "Egress", source, target, number, name)
+def may_connect(docs: list[Doc], source: Source, target: Labels, number: int, name: str | None = None) -> bool:
+    """Whether a pod labelled ``source`` (``Outside``: of another namespace; ``None``: outside the cluster) may open
+    ``number`` (the container port named ``name``) on a pod labelled ``target``."""
+    egress = not isinstance(source, dict) or _allowed(docs, "Egress", source, target, number, name)
     return egress and _allowed(docs, "Ingress", target, source, number, name)
 
 
@@ -104,11 +128,24 @@ def network_problems(docs: list[Doc]) -> list[str]:
         if service not in everyone:
             continue
         labels, ports = everyone[service]
-        for name in ("health", "metrics", *(("http",) if service == "api" else ())):
+        for name in ("health", "metrics"):
             if name not in ports:
                 problems.append(f"{service}: no container port named {name}")
             elif not may_connect(docs, None, labels, ports[name], name):
                 problems.append(f"{service}: port {name} ({ports[name]}) is closed to probes and scrapes")
+    if "api" in everyone:
+        labels, ports = everyone["api"]
+        if "http" not in ports:
+            problems.append("api: no container port named http")
+        else:
+            if not may_connect(docs, INGRESS_CONTROLLER, labels, ports["http"], "http"):
+                problems.append(f"api: port http ({ports['http']}) is closed to the Ingress controller")
+            for source_name, source in (("a pod of another namespace", STRAY), ("outside the cluster", None),
+                                        ("another pod of the controller's namespace", NEIGHBOUR),
+                                        *((n, lab) for n, (lab, _) in everyone.items())):
+                if may_connect(docs, source, labels, ports["http"], "http"):
+                    problems.append(f"api: port http ({ports['http']}) is open to {source_name}, not only to the "
+                                    "Ingress controller (a client past it gets a bucket of its own address)")
     return problems
 
 

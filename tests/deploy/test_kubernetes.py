@@ -320,6 +320,10 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
      "coordinator may not connect to kafka:9092"),
     (EX, lambda d: one(d, "NetworkPolicy", "cbt-api-http")["spec"]["ingress"][0].update(
         **{"from": [{"podSelector": {}}]}), project_problems, "api: port http (8080) is closed"),
+    (EX, lambda d: one(d, "NetworkPolicy", "cbt-api-http")["spec"]["ingress"][0].pop("from"), project_problems,
+     "api: port http (8080) is open to a pod of another namespace, not only to the Ingress controller"),
+    (EX, lambda d: one(d, "NetworkPolicy", "cbt-api-http")["spec"]["ingress"][0]["from"][0].pop("podSelector"),
+     project_problems, "api: port http (8080) is open to"),
     # Kafka: every listener authenticated, credentials only from Secrets, the services and KEDA logging in
     (EX, kafka_env("KAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP", "CONTROLLER:PLAINTEXT,CLIENT:PLAINTEXT"),
      project_problems, "cbt-kafka: listener CLIENT (0.0.0.0:9092) is PLAINTEXT: clients need no credentials"),

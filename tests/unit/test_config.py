@@ -190,6 +190,10 @@ PROBLEM_CASES = [
         id="override-enabled",
     ),
     pytest.param("logging: {level: loud}\n", {}, "logging.level: expected 'debug'", id="log-level"),
+    pytest.param("api: {forwarded_allow_ips: ['10.0.0.0/8', '*']}\n", {}, "api.forwarded_allow_ips: '*' would trust "
+                 "X-Forwarded-For from any client", id="forwarded-from-anyone"),
+    pytest.param("api: {tables: {page_token_secret: short}}\n", {}, "api.tables.page_token_secret: a key of 5 "
+                 "characters is too easy to guess", id="short-page-token-secret"),
     pytest.param(
         "api:\n  auth: {tokens: [s3cret]}\n", {},
         "config.yaml:2: api.auth.tokens: a token of 6 characters is too easy to guess; use at least 32",
