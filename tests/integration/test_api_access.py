@@ -7,6 +7,7 @@ form's session cookie opens the pages, the event stream and ``/docs``; and a cli
 from __future__ import annotations
 
 import json
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -15,7 +16,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 import pytest
+from redis import Redis
 
+from cbt.adapters.session_revocations import RedisSessionRevocations
 from cbt.adapters.spark import SessionPool
 from tests.conftest import Endpoints
 from tests.e2e.api_stack import lone_api
@@ -130,6 +133,33 @@ def test_the_login_forms_cookie_opens_the_pages_the_stream_and_docs_but_no_chang
     wrong = request(f"{api.base}/login", "POST", {"Content-Type": "application/x-www-form-urlencoded"},
                     urllib.parse.urlencode({"token": "x" * 40}).encode())
     assert wrong.status == 401 and "set-cookie" not in wrong.headers
+
+
+def test_signing_out_revokes_the_session_in_redis_for_every_replica(api: Api) -> None:
+    """The cookie of a signed-out browser stops working, here and — through Redis — on any other replica."""
+    form = urllib.parse.urlencode({"token": READ, "next": "/"}).encode()
+    cookie = request(f"{api.base}/login", "POST", {"Content-Type": "application/x-www-form-urlencoded"},
+                     form).headers["set-cookie"].split(";")[0]
+    session = {"Cookie": cookie}
+    assert api.get("/api/v1/models", session).status == 200
+    assert request(f"{api.base}/logout", "POST", session).status == 303
+    assert api.get("/api/v1/models", session).status == 401
+    nonce = cookie.split(".")[2]
+    stored = RedisSessionRevocations(api.dep.redis, api.dep.config.redis.key_prefix)
+    deadline = time.monotonic() + 10
+    while nonce not in stored.current(int(time.time())) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert nonce in stored.current(int(time.time()))
+
+
+def test_the_redis_revocations_keep_a_session_until_it_would_have_expired(redis_client: Redis,
+                                                                           redis_prefix: str) -> None:
+    store = RedisSessionRevocations(redis_client, f"{redis_prefix}revocations-{uuid.uuid4().hex[:6]}:")
+    store.add("a" * 32, 1_700_000_100)
+    store.add("b" * 32, 1_700_000_200)
+    assert store.current(1_700_000_100) == {"a" * 32: 1_700_000_100, "b" * 32: 1_700_000_200}
+    assert store.current(1_700_000_101) == {"b" * 32: 1_700_000_200}
+    assert store.current(1_700_000_000) == {"b" * 32: 1_700_000_200}, "an expired one is forgotten for good"
 
 
 def test_past_its_rate_limit_a_client_gets_429_with_retry_after_and_others_go_on(api: Api) -> None:

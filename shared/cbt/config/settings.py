@@ -380,6 +380,8 @@ class ApiAuth(Section):
     read_tokens: list[str] = []
     """Bearer tokens that may read but not change, each at least 32 characters. When any is set, every read (the
     REST API, its event stream, the UI's pages, ``/docs``) needs a read or write token; empty means reads are open."""
+    session_max_age_s: DurationS = Field(default=12 * 3600, gt=0)
+    """How long a browser's sign-in (the login form's session cookie) lasts; signing out ends it on every replica."""
 
     @field_validator("tokens", "read_tokens")
     @classmethod

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cbt.api.auth import SESSION_COOKIE, session_value
+from cbt.api.auth import SESSION_COOKIE
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub
 from cbt.api.offline import Offline
@@ -88,9 +88,10 @@ def test_signing_in_sets_a_session_cookie_for_reads_only(app: Any) -> None:
     signed_in = login(app, READ, "/dag")
     assert (signed_in.status, signed_in.headers["location"]) == (303, "/dag")
     cookie = signed_in.headers["set-cookie"]
-    assert cookie.startswith(f"{SESSION_COOKIE}={session_value(READ)};") and READ not in cookie
-    assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "Path=/" in cookie
-    session = {"Cookie": f"{SESSION_COOKIE}={session_value(READ)}"}
+    assert cookie.startswith(f"{SESSION_COOKIE}=v2.") and READ not in cookie
+    assert "HttpOnly" in cookie and "SameSite=lax" in cookie and "Path=/" in cookie and "Max-Age=43200" in cookie
+    assert "Secure" not in cookie  # (over plain HTTP: a browser would not send a Secure cookie back)
+    session = {"Cookie": cookie.split(";")[0]}
     for path in ("/dag", "/docs", "/api/v1/openapi.json"):
         assert call(app, "GET", path, session).status == 200, path
     changed = call(app, "POST", "/api/v1/models/a.b/rerun", {**session, "content-type": "application/json"},
@@ -110,11 +111,30 @@ def test_after_signing_in_the_browser_stays_on_this_server(app: Any, next_path: 
     assert login(app, WRITE, next_path).headers["location"] == "/"
 
 
-def test_signing_out_removes_the_cookie(app: Any) -> None:
-    answer = call(app, "POST", "/logout")
+def test_signing_out_removes_the_cookie_and_ends_the_session(app: Any) -> None:
+    """Before, signing out only asked the browser to forget the cookie: a copy of it kept working for good."""
+    session = {"Cookie": login(app, READ).headers["set-cookie"].split(";")[0]}
+    assert call(app, "GET", "/dag", session).status == 200
+    answer = call(app, "POST", "/logout", session)
     assert answer.status == 303 and answer.headers["location"] == "/login"
     assert answer.headers["set-cookie"].startswith(f'{SESSION_COOKIE}=""') and "Max-Age=0" in \
         answer.headers["set-cookie"]
+    assert call(app, "GET", "/dag", session).status == 303  # the copy no longer signs in
+    assert call(app, "GET", "/api/v1/openapi.json", session).status == 401
+
+
+def test_the_cookie_is_secure_when_the_browser_reached_the_proxy_over_https() -> None:
+    """Behind a proxy listed in api.forwarded_allow_ips, uvicorn takes the scheme from X-Forwarded-Proto: a browser
+    on HTTPS gets a Secure cookie though the proxy talks HTTP to the api."""
+    from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+    behind_proxy = ProxyHeadersMiddleware(make_app([READ]), trusted_hosts=["10.0.0.0/8"])
+    form = {**FORM, "X-Forwarded-Proto": "https", "X-Forwarded-For": "198.51.100.9"}
+    body = urllib.parse.urlencode({"token": READ, "next": "/"}).encode()
+    through_proxy = call(behind_proxy, "POST", "/login", form, body, client="10.1.2.3")
+    assert "Secure" in through_proxy.headers["set-cookie"]
+    from_anyone = call(behind_proxy, "POST", "/login", form, body, client="203.0.113.50")
+    assert "Secure" not in from_anyone.headers["set-cookie"]  # (a client cannot claim HTTPS for itself)
 
 
 def test_without_read_tokens_reads_stay_open() -> None:

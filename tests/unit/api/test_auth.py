@@ -4,9 +4,11 @@ a fingerprint that never reveals the token."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pytest
 
-from cbt.api.auth import Readers, Refused, authenticate, fingerprint, session_value
+from cbt.api.auth import Readers, Refused, Revocations, authenticate, fingerprint, session_value
 
 TOKENS = ["s3cret-one", "s3cret-two"]
 
@@ -36,11 +38,11 @@ def test_accepted_as_the_tokens_fingerprint(header: str) -> None:
 
 def test_a_refusal_can_travel_as_an_exception() -> None:
     """Raised through frames (the web framework sets its traceback): it must stay a plain, mutable exception."""
-    try:
+    with pytest.raises(Refused) as raised:
         authenticate(None, TOKENS)
-    except Refused as e:
-        e.__traceback__ = None
-        assert (e.status, str(e)) == (401, e.detail)
+    refused = raised.value
+    refused.__traceback__ = None
+    assert (refused.status, str(refused)) == (401, refused.detail)
 
 
 READ_TOKENS = ["r3ad-only-one"]
@@ -71,6 +73,56 @@ def test_a_session_cookie_names_its_token_but_is_not_the_token() -> None:
     assert "r3ad" not in cookie and readers.by_bearer(f"Bearer {cookie}") is None
     assert readers.by_session("r3ad-only-one") is None and readers.by_session(None) is None
     assert Readers.of(TOKENS, []).by_session(cookie) is None  # the token was removed: its sessions end
+    assert session_value("r3ad-only-one") != cookie, "each sign-in is a session of its own"
+
+
+def test_a_session_expires() -> None:
+    """Before, a session cookie was the token's HMAC alone: valid for as long as the token, whoever copied it."""
+    readers = Readers.of(TOKENS, READ_TOKENS, session_max_age_s=3600)
+    cookie = session_value("s3cret-two", now_unix=1_700_000_000)
+    assert readers.by_session(cookie, now_unix=1_700_003_600) == fingerprint("s3cret-two")
+    assert readers.by_session(cookie, now_unix=1_700_003_601) is None
+    assert readers.by_session(cookie, now_unix=1_699_999_000) is None  # (issued in the future: forged or skewed)
+
+
+@pytest.mark.parametrize("change", [
+    pytest.param(lambda c: c.replace(".1700000000.", ".1800000000.", 1), id="a-later-sign-in-time"),
+    pytest.param(lambda c: c[:-1] + ("0" if c[-1] != "0" else "1"), id="another-mac"),
+    pytest.param(lambda c: c.replace("v2.", "v1.", 1), id="another-version"),
+    pytest.param(lambda c: c + ".x", id="extra-part"),
+])
+def test_an_altered_session_cookie_is_refused(change: Callable[[str], str]) -> None:
+    readers = Readers.of(TOKENS, READ_TOKENS, session_max_age_s=10**9)
+    cookie = session_value("s3cret-two", now_unix=1_700_000_000)
+    assert readers.by_session(change(cookie), now_unix=1_700_000_001) is None
+
+
+class SharedStore:
+    """The revocations' store as Redis keeps it, in memory (the Redis adapter: tests/integration)."""
+
+    def __init__(self) -> None:
+        self.revoked: dict[str, int] = {}
+
+    def add(self, nonce: str, until_unix: int) -> None:
+        self.revoked[nonce] = until_unix
+
+    def current(self, now_unix: int) -> dict[str, int]:
+        self.revoked = {n: u for n, u in self.revoked.items() if u >= now_unix}
+        return dict(self.revoked)
+
+
+def test_signing_out_ends_the_session_here_at_once_and_on_another_replica_at_its_next_read() -> None:
+    store, now = SharedStore(), [1_700_000_000.0]
+    here = Readers.of(TOKENS, READ_TOKENS, 3600, Revocations(store, refresh_s=2, clock=lambda: now[0]))
+    there = Readers.of(TOKENS, READ_TOKENS, 3600, Revocations(store, refresh_s=2, clock=lambda: now[0]))
+    cookie = session_value("s3cret-two", now_unix=1_700_000_000)
+    assert here.by_session(cookie, 1_700_000_001) and there.by_session(cookie, 1_700_000_001)
+    here.sign_out(cookie)
+    assert here.by_session(cookie, 1_700_000_001) is None
+    assert list(store.revoked.values()) == [1_700_003_600], "kept until the session would have expired"
+    now[0] += 2
+    assert there.by_session(cookie, 1_700_000_002) is None
+    assert there.by_session(session_value("s3cret-two", 1_700_000_002), 1_700_000_002), "a new sign-in works"
 
 
 def test_reads_need_a_token_only_when_read_tokens_are_configured() -> None:

@@ -5,9 +5,10 @@ Every request to the api process then needs a configured token (read or write), 
 not here: they answer on ``health_addr`` and ``metrics_addr``, open as before.
 
 - Scripts send ``Authorization: Bearer <token>`` — every route, including the event stream and the OpenAPI document.
-- A browser signs in once at ``/login``: the form's token becomes a session cookie (``auth.session_value``: derived
-  from the token, ``HttpOnly``, ``SameSite=Lax``, ``Secure`` over HTTPS) that the pages, their ``fetch`` calls,
-  ``EventSource`` and ``/docs`` send by themselves. The cookie is good for GET and HEAD only: a change still needs
+- A browser signs in once at ``/login``: the form's token becomes a session cookie (``auth.Session``: signed with
+  the token, ``HttpOnly``, ``SameSite=Lax``, ``Secure`` over HTTPS, for ``api.auth.session_max_age_s``; signing out
+  at ``/logout`` revokes it on every replica) that the pages, their ``fetch`` calls, ``EventSource`` and ``/docs``
+  send by themselves. The cookie is good for GET and HEAD only: a change still needs
   the bearer header with a write token, so another site cannot make a signed-in browser change anything.
 
 Without a token: ``/api/...`` answers 401 (a problem); a page or ``/docs`` redirects to ``/login?next=<page>``.
@@ -22,7 +23,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.requests import cookie_parser
 
-from cbt.api.auth import SESSION_COOKIE, Readers, session_value
+from cbt.api.auth import SESSION_COOKIE, Readers, Revocations, RevocationStore, session_value
 from cbt.api.limits import App, Receive, Scope, Send, address_of
 from cbt.api.problems import problem_response
 from cbt.api.ui.shells import STATIC_PATH, render_login
@@ -112,12 +113,15 @@ def login_router(readers: Readers) -> APIRouter:
             return HTMLResponse(render_login(next_path, "That token is not one of the configured tokens."),
                                 status_code=401)
         signed_in = RedirectResponse(next_path, status_code=303)
+        # Secure whenever the browser reached us over HTTPS — through a proxy listed in api.forwarded_allow_ips
+        # too (uvicorn takes the scheme from its X-Forwarded-Proto) — and gone when the session expires.
         signed_in.set_cookie(SESSION_COOKIE, session_value(token), httponly=True, samesite="lax", path="/",
-                             secure=request.url.scheme == "https")
+                             secure=request.url.scheme == "https", max_age=readers.session_max_age_s)
         return signed_in
 
     @router.post(LOGOUT_PATH)
-    def logout() -> Response:
+    def logout(request: Request) -> Response:
+        readers.sign_out(request.cookies.get(SESSION_COOKIE))  # (the cookie stops working everywhere, not only here)
         signed_out = RedirectResponse(LOGIN_PATH, status_code=303)
         signed_out.delete_cookie(SESSION_COOKIE, path="/", httponly=True, samesite="lax")
         return signed_out
@@ -125,10 +129,10 @@ def login_router(readers: Readers) -> APIRouter:
     return router
 
 
-def install_access(app: FastAPI, auth: ApiAuth) -> Readers:
+def install_access(app: FastAPI, auth: ApiAuth, revocations: RevocationStore | None = None) -> Readers:
     """Add ``ReadAccess`` and the login routes to ``app``; the ``Readers`` also name clients for the rate limit.
     Call before adding the CORS middleware, so that a preflight is answered without a token."""
-    readers = Readers.of(auth.tokens, auth.read_tokens)
+    readers = Readers.of(auth.tokens, auth.read_tokens, auth.session_max_age_s, Revocations(revocations))
     app.add_middleware(ReadAccess, readers=readers)
     app.include_router(login_router(readers))
     return readers

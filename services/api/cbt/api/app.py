@@ -21,6 +21,7 @@ from cbt.adapters import runtime
 from cbt.adapters.bounds_refresh import RedisRefreshRequests
 from cbt.adapters.invalidation_publisher import publish_event
 from cbt.adapters.kafka_bus import partition_of
+from cbt.adapters.session_revocations import RedisSessionRevocations
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub, decode_event, event_names
 from cbt.api.records import ApiRecords, records_from_config
@@ -76,7 +77,8 @@ def build_context(config: Config, models: ModelSet, clients: Clients, events: Ev
     return ApiContext(config=config, models=models, hot=state,
                       refresh=RedisRefreshRequests(clients.redis, config.redis.key_prefix),
                       admin=admin, commands=KafkaCommands(config, planner), events=events,
-                      overrides=LiveOverrides(state.overrides, lambda: admin.overrides))
+                      overrides=LiveOverrides(state.overrides, lambda: admin.overrides),
+                      sessions=RedisSessionRevocations(clients.redis, config.redis.key_prefix))
 
 
 def http_server(config: Config, ctx: ApiContext) -> uvicorn.Server:

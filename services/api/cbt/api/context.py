@@ -10,6 +10,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from cbt.api.auth import RevocationStore
 from cbt.api.events import EventHub
 from cbt.api.history import AuditAction, Completion
 from cbt.config.settings import Config
@@ -64,6 +65,8 @@ class ApiContext:
     events: EventHub
     overrides: LiveOverrides | None = None
     """Live config overrides (Redis, restored from their admin table); None: the routes answer 503."""
+    sessions: RevocationStore | None = None
+    """Signed-out browser sessions shared by the replicas (Redis); None: each process knows only its own."""
     configured: ModelSet | None = None
     """The models as the config loads them, when ``models`` has live overrides applied (``in_force``); None: the
     same as ``models``."""

@@ -50,7 +50,7 @@ def create_app(ctx: ApiContext) -> FastAPI:
                   redoc_url=None)  # (/docs is the UI's, from local assets)
     app.state.context = ctx
     app.state.in_force = InForce(ctx, ctx.config.scheduler.tick_s)  # (what the routes see: overrides applied)
-    readers = install_access(app, ctx.config.api.auth)  # before CORS: a preflight needs no token
+    readers = install_access(app, ctx.config.api.auth, ctx.sessions)  # before CORS: a preflight needs no token
     if ctx.config.api.cors_origins:
         app.add_middleware(CORSMiddleware, allow_origins=list(ctx.config.api.cors_origins),  # ["*"]: as CBT
                            allow_methods=["GET", "POST", "PUT", "DELETE"],
