@@ -79,9 +79,16 @@ def test_a_script_that_prints_without_end_is_kept_to_a_bound_and_its_error_keeps
 
 
 def test_only_the_basics_of_the_services_environment_unless_inherit_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CBT_TEST_SERVICE_SECRET", "from-the-service")
-    show = ["sh", "-c", 'echo "${CBT_TEST_SERVICE_SECRET:-unset} $PATH"']
+    monkeypatch.setenv("MODEL_SETTING", "from-the-service")
+    monkeypatch.setenv("CBT_REDIS_PASSWORD", "hunter2-hunter2")
+    monkeypatch.setenv("CBT__API__AUTH__TOKENS", "[t0ken]")
+    monkeypatch.setenv("KAFKA_PASSWORD", "kafka-secret")
+    show = ["sh", "-c", 'echo "${MODEL_SETTING:-unset} ${CBT_REDIS_PASSWORD:-unset} ${CBT__API__AUTH__TOKENS:-unset} '
+            '${KAFKA_PASSWORD:-unset} $PATH"']
     isolated = asyncio.run(run_script(show, {}, 10.0)).split()
     inherited = asyncio.run(run_script(show, {}, 10.0, inherit_env=True)).split()
-    assert isolated[0] == "unset" and isolated[1]  # PATH is one of the basics
-    assert inherited[0] == "from-the-service"
+    listed = asyncio.run(run_script(show, {}, 10.0, inherit_env=["CBT_REDIS_PASSWORD"])).split()
+    assert isolated[:4] == ["unset"] * 4 and isolated[4]  # PATH is one of the basics
+    assert inherited[:4] == ["from-the-service", "unset", "unset", "unset"], \
+        "inherit_env: true passes the service's environment, never the infrastructure's credentials"
+    assert listed[:4] == ["unset", "hunter2-hunter2", "unset", "unset"] and listed[4], "a listed name is passed"

@@ -21,6 +21,19 @@ OUTPUT_LIMIT_BYTES = 1024 * 1024
 the first and the last (the error's headline and tail); the rest is read and dropped."""
 INHERITED = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "VIRTUAL_ENV", "PYTHONPATH", "JAVA_HOME", "TMPDIR")
 """What a script inherits from the service: enough to find Python and its packages; never the service's secrets."""
+INFRASTRUCTURE_PREFIXES = ("CBT_", "KAFKA_", "REDIS_", "SPARK_AUTH", "SPARK_CONNECT_AUTHENTICATE")
+"""Names of the service's own settings and credentials (``CBT__…`` overrides, ``CBT_KAFKA_PASSWORD``,
+``CBT_REDIS_PASSWORD``, the images' ``KAFKA_PASSWORD``…): ``inherit_env: true`` passes everything else, and these
+only when the model lists them by name."""
+
+
+def inherited_environment(inherit_env: bool | Sequence[str], environ: Mapping[str, str]) -> dict[str, str]:
+    """What a script gets of the service's environment: the basics; with ``inherit_env: true`` all of it but the
+    infrastructure's settings and credentials; with a list of names, the basics and those names (any of them)."""
+    if inherit_env is True:
+        return {k: v for k, v in environ.items() if not k.startswith(INFRASTRUCTURE_PREFIXES)}
+    listed = set(inherit_env) if not isinstance(inherit_env, bool) else set()
+    return {k: v for k, v in environ.items() if k in INHERITED or k in listed}
 
 
 class ScriptError(CbtError):
@@ -28,11 +41,12 @@ class ScriptError(CbtError):
 
 
 async def run_script(
-    argv: Sequence[str], env: Mapping[str, str], timeout_s: float, cwd: str | None = None, inherit_env: bool = False
+    argv: Sequence[str], env: Mapping[str, str], timeout_s: float, cwd: str | None = None,
+    inherit_env: bool | Sequence[str] = False,
 ) -> str:
-    """Run ``argv`` in ``cwd`` with the inherited basics (``inherit_env``: the service's whole environment, as CBT
-    did) plus ``env``; returns stdout, raises ``ScriptError``."""
-    inherited = os.environ if inherit_env else {k: v for k, v in os.environ.items() if k in INHERITED}
+    """Run ``argv`` in ``cwd`` with what it inherits of the service's environment (``inherited_environment``) plus
+    ``env``; returns stdout, raises ``ScriptError``."""
+    inherited = inherited_environment(inherit_env, os.environ)
     full_env = {**inherited, **env}
     # ``python3`` in a model's command means the service's own interpreter (and its packages, e.g. pyspark).
     full_env["PATH"] = os.pathsep.join([os.path.dirname(sys.executable), full_env.get("PATH", os.defpath)])

@@ -185,4 +185,7 @@ def _command(value: ExecFields | None) -> str | None:
 
 def _exec_options(value: ExecFields | None) -> ExecOptions:
     """``exec: {command, shell, inherit_env}``; the short form ``exec: "cmd"`` keeps the safer defaults."""
-    return ExecOptions(value.shell, value.inherit_env) if value is not None else ExecOptions()
+    if value is None:
+        return ExecOptions()
+    inherit = value.inherit_env if isinstance(value.inherit_env, bool) else tuple(value.inherit_env)
+    return ExecOptions(value.shell, inherit)

@@ -58,6 +58,12 @@ def _env(env: dict[str, str]) -> dict[str, str]:
     return env
 
 
+def _env_name(name: str) -> str:
+    if not ENV_NAME.fullmatch(name):
+        raise ValueError(f"env name {name!r} must match [A-Za-z_][A-Za-z0-9_]*")
+    return name
+
+
 def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
@@ -69,6 +75,7 @@ OptionalCronText = Annotated[str, AfterValidator(_optional_schedule)]
 DurationS = Annotated[int, BeforeValidator(_duration), Field(gt=0)]
 Env = Annotated[dict[str, Annotated[str, BeforeValidator(_env_value)]], AfterValidator(_env)]
 Position = Annotated[int, Field(ge=0)]
+EnvName = Annotated[str, AfterValidator(_env_name)]
 
 
 class Strict(BaseModel):
@@ -80,7 +87,7 @@ class ExecFields(Strict):
 
     command: Text
     shell: bool = False
-    inherit_env: bool = False
+    inherit_env: bool | list[EnvName] = False
 
 
 def _exec_short_form(value: Any) -> Any:

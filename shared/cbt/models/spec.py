@@ -174,8 +174,10 @@ class ExecOptions:
     shell: bool = False
     """Run the command through ``sh -c`` (pipes, ``&&``, ``$VAR``), as CBT did; else split shell-style and run
     directly."""
-    inherit_env: bool = False
-    """Pass the service's whole environment to the command, as CBT did; else only PATH, HOME and the like."""
+    inherit_env: bool | tuple[str, ...] = False
+    """``true``: pass the service's environment to the command, as CBT did, but for the infrastructure's settings and
+    credentials (``cbt.adapters.scripts.INFRASTRUCTURE_PREFIXES``); a list: only those names besides the basics;
+    ``false``: only PATH, HOME and the like."""
 
 
 @dataclass(frozen=True)

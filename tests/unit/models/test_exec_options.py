@@ -78,3 +78,19 @@ def test_gap_skipping_is_on_unless_turned_off_as_in_cbt(project_with_blocks: Pro
     assert isinstance(skips, IncrementalModel) and isinstance(waits, IncrementalModel)
     assert skips.fill.allow_gap_skipping is True
     assert waits.fill.allow_gap_skipping is False
+
+
+def test_inherit_env_may_list_the_names_a_command_needs(project_with_blocks: Project) -> None:
+    project_with_blocks.file(
+        "models/transformations/job.yml",
+        """\
+        type: scheduled
+        table: job
+        schedule: '@hourly'
+        exec:
+          command: python3 job.py
+          inherit_env: [CBT_WAREHOUSE_TOKEN, AWS_PROFILE]
+        """,
+    )
+    model = _only(project_with_blocks, "analytics.job")
+    assert model.exec_options == ExecOptions(shell=False, inherit_env=("CBT_WAREHOUSE_TOKEN", "AWS_PROFILE"))
