@@ -241,6 +241,28 @@ def _config_addr(path: str | None) -> str:
     return load_config(path).api.addr
 
 
+def _opener() -> Any:
+    """urllib's opener, except that a redirect to another origin (scheme, host or port) drops ``Authorization``:
+    urllib keeps every header on a redirect, so an api (or anything in front of it) answering 302 to another host
+    would have been sent the token."""
+    import urllib.parse
+    import urllib.request
+
+    class TokenStaysHome(urllib.request.HTTPRedirectHandler):
+        def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+            redirected = super().redirect_request(req, fp, code, msg, headers, newurl)
+            if redirected is not None and _origin(newurl) != _origin(req.full_url):
+                redirected.headers.pop("Authorization", None)  # (urllib keeps header names capitalize()d)
+                redirected.unredirected_hdrs.pop("Authorization", None)
+            return redirected
+
+    def _origin(url: str) -> tuple[str, str | None, int | None]:
+        parts = urllib.parse.urlsplit(url)
+        return parts.scheme, parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
+
+    return urllib.request.build_opener(TokenStaysHome)
+
+
 class HttpApi:
     """GETs on the api at ``base_url`` with the standard library's client; every failure a one-line CbtError."""
 
@@ -254,7 +276,7 @@ class HttpApi:
 
         request = urllib.request.Request(self.base_url + path, headers=self.headers)
         try:
-            with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:
+            with _opener().open(request, timeout=TIMEOUT_S) as response:
                 body = response.read()
         except urllib.error.HTTPError as e:
             raise CbtError(problem_line(e.code, e.read(), str(e.reason))) from None

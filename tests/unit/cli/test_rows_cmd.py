@@ -236,3 +236,57 @@ def test_all_and_limit_exclude_each_other_and_sizes_are_positive(capsys: pytest.
         with pytest.raises(SystemExit):
             parse(argv)
         assert message in capsys.readouterr().err
+
+
+def test_a_redirect_to_another_host_does_not_carry_the_token() -> None:
+    """urllib keeps every header on a redirect: an api (or a proxy before it) answering 302 to another origin would
+    have been sent the bearer token. A redirect within the same origin keeps it."""
+    import http.server
+    import threading
+
+    from cbt.cli.rows_cmd import HttpApi
+
+    seen: dict[str, str | None] = {}
+
+    def server(handler: type[http.server.BaseHTTPRequestHandler]) -> http.server.HTTPServer:
+        running = http.server.HTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=running.serve_forever, daemon=True).start()
+        return running
+
+    class Elsewhere(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            seen[f"elsewhere{self.path}"] = self.headers.get("Authorization")
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        def log_message(self, *_: Any) -> None:
+            pass
+
+    other = server(Elsewhere)
+
+    class Api(Elsewhere):
+        def do_GET(self) -> None:
+            if self.path.startswith("/away"):
+                self.send_response(302)
+                self.send_header("Location", f"http://127.0.0.1:{other.server_port}/landed")
+                self.end_headers()
+            elif self.path.startswith("/home"):
+                self.send_response(302)
+                self.send_header("Location", "/stayed")
+                self.end_headers()
+            else:
+                seen[f"api{self.path}"] = self.headers.get("Authorization")
+                super().do_GET()
+
+    api = server(Api)
+    try:
+        client = HttpApi(f"http://127.0.0.1:{api.server_port}", "t" * 40)
+        client.get("/away")
+        client.get("/home")
+    finally:
+        for running in (api, other):
+            running.shutdown()
+            running.server_close()
+    assert seen["elsewhere/landed"] is None and seen["api/stayed"] == f"Bearer {'t' * 40}"
