@@ -39,16 +39,22 @@ def main(argv: list[str] | None = None) -> int:
     with chaos_deployment(layout.spark_remote, layout.kafka_bootstrap, layout.redis_url, spark) as dep:
         chaos = Chaos(dep, random.Random(seed))
         chaos.start()
-        for number in range(1, args.rounds + 1):
-            fault = chaos.random_round()
-            print(f"  round {number:>3}: {fault.kind:<28} at {fault.at_s:>6.1f}s  {fault.detail}", flush=True)
+        for number, kinds in enumerate(chaos.rounds(args.rounds), start=1):
+            for fault in chaos.apply_together(kinds):
+                print(f"  round {number:>3}: {fault.kind:<28} at {fault.at_s:>6.1f}s  {fault.detail}"
+                      + (f"  (with {', '.join(fault.together_with)})" if fault.together_with else ""), flush=True)
         quiet_s = chaos.settle()
         print(f"quiet {quiet_s:.1f}s after the last fault; checking against the oracle", flush=True)
         result = verdict(dep)
-    problems = result.problems()
+    skipped = [f.kind for f in chaos.faults if f.is_skipped]
+    missing_kinds = sorted(set(chaos.kinds()) - {f.kind for f in chaos.faults if not f.is_skipped})
+    problems = result.problems() + [f"{kind}: skipped (it proved nothing)" for kind in skipped] + [
+        f"{kind}: never applied" for kind in missing_kinds if args.rounds >= len(chaos.kinds())]
     report = {
         "seed": seed, "rounds": args.rounds, "load_average": load_average(), "machine": machine(),
-        "faults_by_kind": dict(Counter(f.kind for f in chaos.faults)),
+        "faults_by_kind": dict(Counter(f.kind for f in chaos.faults)), "faults_injected": len(chaos.faults),
+        "rounds_of_several_at_once": sum(1 for f in chaos.faults if f.together_with) // 2,
+        "skipped": skipped,
         "faults": [asdict(f) for f in chaos.faults], "quiet_after_last_fault_s": round(quiet_s, 1),
         "total_s": round(time.monotonic() - began, 1), "lost_rows": result.lost_rows,
         "duplicate_rows": result.duplicate_rows, "tables": {t: list(d) for t, d in result.tables_equal.items()},

@@ -13,6 +13,7 @@ import random
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections import Counter
@@ -89,6 +90,19 @@ class Fault:
     at_s: float
     detail: str = ""
     took_s: float = 0.0
+    together_with: tuple[str, ...] = ()
+    """The faults applied at the same moment as this one (a round of several at once)."""
+
+    @property
+    def is_skipped(self) -> bool:
+        """The fault could not be applied (a component this run does not control): it proves nothing."""
+        return "skipped" in self.detail
+
+
+ALONE_ONLY = frozenset({"restart-spark-connect", "sigterm-worker-mid-task"})
+"""Faults that are never combined: the first reconnects the rig's own Spark session (which another fault would be
+using), the second waits for a task to run."""
+PROCESS_KILLS = ("sigkill-worker", "sigkill-coordinator", "sigkill-bounds-cache", "sigkill-invalidator")
 
 
 @dataclass
@@ -137,6 +151,47 @@ class Chaos:
 
     def random_round(self) -> Fault:
         return self.apply(self.rng.choice(sorted(self.kinds())))
+
+    def rounds(self, count: int) -> list[tuple[str, ...]]:
+        """``count`` rounds: every kind alone once first (shuffled), then random rounds, one in three of them a
+        service killed while another fault hits the infrastructure or the messages (several at once)."""
+        kinds = sorted(self.kinds())
+        plan: list[tuple[str, ...]] = [(kind,) for kind in self.rng.sample(kinds, len(kinds))]
+        others = [k for k in kinds if k not in ALONE_ONLY and k not in PROCESS_KILLS]
+        while len(plan) < count:
+            if self.rng.random() < 1 / 3:
+                plan.append((self.rng.choice(PROCESS_KILLS), self.rng.choice(others)))
+            else:
+                plan.append((self.rng.choice(kinds),))
+        return plan[:count]
+
+    def apply_together(self, kinds: tuple[str, ...]) -> list[Fault]:
+        """Apply one fault, or several at the same moment (each in a thread of its own), then let data arrive."""
+        if len(kinds) == 1:
+            return [self.apply(kinds[0])]
+        time.sleep(self.rng.uniform(0.5, 4.0))
+        at_s = round(time.monotonic() - self.started, 1)
+        faults = [Fault(kind, at_s, together_with=tuple(k for k in kinds if k != kind)) for kind in kinds]
+        errors: list[BaseException] = []
+
+        def run(fault: Fault) -> None:
+            began = time.monotonic()
+            try:
+                fault.detail = self.kinds()[fault.kind]()
+            except BaseException as e:  # (re-raised below, after every thread ended)
+                errors.append(e)
+            fault.took_s = round(time.monotonic() - began, 1)
+
+        threads = [threading.Thread(target=run, args=(fault,)) for fault in faults]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        self.faults.extend(faults)
+        if errors:
+            raise errors[0]
+        self._more_data()
+        return faults
 
     def settle(self, timeout_s: float = 900.0) -> float:
         """Every service running again, all data written; seconds until the pipeline is quiet."""

@@ -27,11 +27,11 @@ def test_the_pipeline_survives_one_of_each_fault_and_the_misbehaving_models_stay
         with chaos_deployment(endpoints.spark_remote, endpoints.kafka_bootstrap, endpoints.redis_url, spark) as dep:
             chaos = Chaos(dep, random.Random(1))
             chaos.start()
-            for kind in SUBSET:
-                chaos.apply(kind)
+            applied = [chaos.apply(kind) for kind in SUBSET]
             chaos.settle()
             result = verdict(dep)
     finally:
         spark_sessions.discard("tests", spark)  # Spark Connect restarted: the next test gets a live session
+    assert [f.kind for f in applied if f.is_skipped] == [], "a fault asked for was not applied: it proves nothing"
     assert result.problems() == []
     assert result.lost_rows == 0 and result.duplicate_rows == 0
