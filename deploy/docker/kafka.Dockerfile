@@ -12,6 +12,7 @@ RUN groupadd --gid 10001 kafka \
 COPY var/docker/context/kafka-libs /opt/kafka/libs
 COPY deploy/local/kafka-log4j2.properties /opt/kafka/log4j2.properties
 COPY deploy/docker/kafka/entrypoint.sh /usr/local/bin/cbt-kafka
+COPY deploy/docker/kafka/acls.txt /opt/kafka/acls.txt
 WORKDIR /var/lib/kafka
 USER 10001:10001
 EXPOSE 9092

@@ -38,6 +38,10 @@ class ComposeStack:
     kafka_password: str = field(default_factory=lambda: uuid.uuid4().hex)
     spark_secret: str = field(default_factory=lambda: uuid.uuid4().hex)
     spark_connect_token: str = field(default_factory=lambda: uuid.uuid4().hex)
+    service_passwords: dict[str, str] = field(default_factory=lambda: {
+        f"CBT_{store}_PASSWORD_{service}": uuid.uuid4().hex for store in ("KAFKA", "REDIS")
+        for service in ("COORDINATOR", "WORKER", "BOUNDS_CACHE", "INVALIDATOR", "API")})
+    """Each service's own Kafka and Redis password (deploy/compose/make-env.sh's variables)."""
 
     @property
     def kafka_bootstrap(self) -> str:
@@ -65,7 +69,8 @@ class ComposeStack:
     def env(self) -> dict[str, str]:
         return {**os.environ, **{f"CBT_COMPOSE_{name}_PORT": str(port) for name, port in self.ports.items()},
                 "CBT_REDIS_PASSWORD": self.redis_password, "CBT_KAFKA_PASSWORD": self.kafka_password,
-                "CBT_SPARK_SECRET": self.spark_secret, "CBT_SPARK_CONNECT_TOKEN": self.spark_connect_token}
+                "CBT_SPARK_SECRET": self.spark_secret, "CBT_SPARK_CONNECT_TOKEN": self.spark_connect_token,
+                **self.service_passwords}
 
     def compose(self, *args: str, timeout_s: float = 600) -> str:
         argv = [*compose_command(), "-p", self.project, "-f", str(COMPOSE_FILE), *args]

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from redis import Redis
-from redis.exceptions import AuthenticationError
+from redis.exceptions import AuthenticationError, ResponseError
 
 from tests.containers.compose import DOCKER, ComposeStack
 from tests.containers.conftest import VERSION, skip_unless_enabled
@@ -152,3 +152,86 @@ def test_the_broker_keeps_its_password_out_of_its_environment_and_command_lines(
     assert "PATH=" in seen and "kafka.Kafka /tmp/" in seen, f"the broker's environment and command line: {seen}"
     assert stack.kafka_password not in seen
     assert "format-args" not in seen
+
+
+def service_kafka(stack: ComposeStack, service: str) -> dict[str, str]:
+    """A service's own Kafka login (its container's CBT_KAFKA_USER / CBT_KAFKA_PASSWORD)."""
+    return {**stack.kafka_client, "sasl.username": f"cbt-{service}",
+            "sasl.password": stack.service_passwords[f"CBT_KAFKA_PASSWORD_{service.upper().replace('-', '_')}"]}
+
+
+KAFKA_ATTEMPTS = """
+import json, sys
+from confluent_kafka import KafkaException, Producer
+from confluent_kafka.admin import AdminClient
+settings, topic, doomed = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
+out = {}
+producer = Producer({**settings, "message.timeout.ms": 10000, "log_level": 0})
+delivered = []
+producer.produce(topic, b"{}", on_delivery=lambda err, msg: delivered.append(err.name() if err else "ok"))
+producer.flush(15)
+out["produce"] = delivered[0] if delivered else "no answer"
+try:
+    AdminClient({**settings, "log_level": 0}).delete_topics([doomed], operation_timeout=10)[doomed].result(15)
+    out["delete"] = "ok"
+except KafkaException as e:
+    out["delete"] = e.args[0].name()
+print(json.dumps(out))
+"""
+
+
+def kafka_attempts(settings: dict[str, str], topic: str, doomed: str) -> dict[str, str]:
+    done = subprocess.run([sys.executable, "-c", KAFKA_ATTEMPTS, json.dumps(settings), topic, doomed],
+                          capture_output=True, text=True, timeout=120, check=True)
+    result: dict[str, str] = json.loads(done.stdout)
+    return result
+
+
+def test_each_service_may_write_only_its_own_topics_and_none_may_delete_a_topic(stack: ComposeStack) -> None:
+    """Issue 33: with one Kafka user for all, any service — the api included — could delete every topic. Now each
+    has its own, and the broker's authorizer holds it to its topics; the operators' user cbt still may."""
+    host = {"bootstrap.servers": stack.kafka_bootstrap}
+    api = kafka_attempts({**host, **service_kafka(stack, "api")}, "cbt.interval-completed", "cbt.task-failed")
+    assert api == {"produce": "TOPIC_AUTHORIZATION_FAILED", "delete": "TOPIC_AUTHORIZATION_FAILED"}, api
+    bounds = kafka_attempts({**host, **service_kafka(stack, "bounds-cache")}, "cbt.bounds-updated",
+                            "cbt.interval-completed")
+    assert bounds == {"produce": "ok", "delete": "TOPIC_AUTHORIZATION_FAILED"}, bounds
+    worker = kafka_attempts({**host, **service_kafka(stack, "worker")}, "cbt.invalidation", "cbt.invalidation")
+    assert worker["produce"] == "TOPIC_AUTHORIZATION_FAILED", worker
+
+
+def test_each_service_has_its_own_redis_user_and_none_may_flush_list_keys_or_reconfigure(stack: ComposeStack) -> None:
+    port = stack.ports["REDIS"]
+    for service in ("coordinator", "worker", "bounds-cache", "invalidator", "api"):
+        password = stack.service_passwords[f"CBT_REDIS_PASSWORD_{service.upper().replace('-', '_')}"]
+        client = Redis(host="127.0.0.1", port=port, username=f"cbt-{service}", password=password)
+        assert client.set(f"cbt:probe:{service}", "x") and client.get(f"cbt:probe:{service}") == b"x"
+        for command in (("FLUSHALL",), ("FLUSHDB",), ("KEYS", "*"), ("CONFIG", "GET", "*")):
+            with pytest.raises(ResponseError, match="NOPERM"):
+                client.execute_command(*command)
+    with pytest.raises(ResponseError, match="NOPERM"):
+        Redis.from_url(stack.redis_url).flushall()
+
+
+def test_redis_keeps_only_the_passwords_hashes_and_none_in_its_environment(stack: ComposeStack) -> None:
+    (redis,) = stack.container_ids("redis")
+    script = "tr '\\0' ' ' </proc/1/environ; echo; cat /tmp/cbt-users.acl"
+    seen = subprocess.run([DOCKER, "exec", redis, "sh", "-c", script], capture_output=True, text=True, timeout=60,
+                          check=True).stdout
+    assert "PATH=" in seen and "user cbt-worker on #" in seen, seen
+    for password in (stack.redis_password, *stack.service_passwords.values()):
+        assert password not in seen
+
+
+def test_each_service_receives_only_its_own_credentials(stack: ComposeStack) -> None:
+    for service in ("coordinator", "worker", "bounds-cache", "invalidator", "api"):
+        container = stack.container_ids(service)[0]
+        out = subprocess.run([DOCKER, "inspect", "--format", "{{json .Config.Env}}", container], capture_output=True,
+                             text=True, check=True).stdout
+        env = dict(item.split("=", 1) for item in json.loads(out))
+        suffix = service.upper().replace("-", "_")
+        assert env["CBT_KAFKA_USER"] == env["CBT_REDIS_USER"] == f"cbt-{service}"
+        assert env["CBT_KAFKA_PASSWORD"] == stack.service_passwords[f"CBT_KAFKA_PASSWORD_{suffix}"]
+        others = {v for k, v in stack.service_passwords.items() if not k.endswith(f"_{suffix}")}
+        held = set(env.values())
+        assert not held & (others | {stack.kafka_password, stack.redis_password, stack.spark_secret}), service

@@ -27,6 +27,7 @@ from cbt.worker.app import consumed_pools, subscribe
 from cbt.worker.consumer import PipelinedConsumer
 from tests.deploy.kube import (
     REPO,
+    SERVICES,
     Doc,
     containers,
     find,
@@ -405,4 +406,33 @@ def models_configmap_problems(docs: list[Doc]) -> list[str]:
         if keys != files:
             problems.append(f"ConfigMap cbt-models-{folder}: missing {sorted(files - keys)}, "
                             f"extra {sorted(keys - files)}")
+    return problems
+
+
+STORE_SECRETS = ("cbt-kafka", "cbt-redis")
+"""The Secrets holding one password per service (key: the service's name) and the stores' own (key: password)."""
+
+
+def secret_scope_problems(docs: list[Doc]) -> list[str]:
+    """Each service receives only the secrets it uses: of the stores' Secrets its own key alone (never another
+    service's, never the super user's ``password``), and the api token Secret only the api; the stores' own
+    passwords go only to the stores' pods."""
+    problems = []
+    for workload in workloads(docs):
+        name = workload["metadata"]["name"]
+        service = name.removeprefix("cbt-")
+        for container in containers(workload):
+            for env in container.get("env", []):
+                ref = env.get("valueFrom", {}).get("secretKeyRef")
+                if ref is None:
+                    continue
+                secret, key = ref["name"], ref["key"]
+                is_service = service in SERVICES
+                if is_service and secret in STORE_SECRETS and key != service:
+                    problems.append(f"{name}: receives {secret}/{key} ({env['name']}): not its own credentials")
+                if secret == "cbt-api" and service != "api":
+                    problems.append(f"{name}: receives {secret}/{key} ({env['name']}): only the api uses it")
+                if not is_service and secret in STORE_SECRETS and key in SERVICES and \
+                        secret.removeprefix("cbt-") != service:
+                    problems.append(f"{name}: receives {secret}/{key} ({env['name']})")
     return problems

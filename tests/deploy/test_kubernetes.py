@@ -48,6 +48,7 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
             problems += connect_token_problems(service, config, docs)
     problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
     problems += checks.ingress_problems(docs) + network_problems(docs) + tls_problems(docs) + spark_auth_problems(docs)
+    problems += checks.secret_scope_problems(docs)
     problems += kafka_problems(docs, {s: view.config for s, view in views.items()})
     api = views["api"].config
     if api is not None:
@@ -308,6 +309,15 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
     (EX, lambda d: container(d, "cbt-worker")["env"].remove(next(
         e for e in container(d, "cbt-worker")["env"] if e["name"] == "CBT_REDIS_PASSWORD")), project_problems,
      "worker: config: /app/config.yaml:21: redis.url: environment variable CBT_REDIS_PASSWORD is not set"),
+    (EX, lambda d: next(e for e in container(d, "cbt-worker")["env"] if e["name"] == "CBT_REDIS_PASSWORD")[
+        "valueFrom"]["secretKeyRef"].update(key="api"), project_problems,
+     "cbt-worker: receives cbt-redis/api (CBT_REDIS_PASSWORD): not its own credentials"),
+    (EX, lambda d: container(d, "cbt-api")["env"].append(
+        {"name": "CBT_KAFKA_ADMIN", "valueFrom": {"secretKeyRef": {"name": "cbt-kafka", "key": "password"}}}),
+     project_problems, "cbt-api: receives cbt-kafka/password (CBT_KAFKA_ADMIN): not its own credentials"),
+    (EX, lambda d: container(d, "cbt-invalidator")["env"].append(
+        {"name": "TOKENS", "valueFrom": {"secretKeyRef": {"name": "cbt-api", "key": "tokens"}}}),
+     project_problems, "cbt-invalidator: receives cbt-api/tokens (TOKENS): only the api uses it"),
     (EX, remove("NetworkPolicy", "cbt-default-deny"), project_problems, "no default-deny NetworkPolicy"),
     (EX, lambda d: one(d, "NetworkPolicy", "cbt-spark-connect")["spec"]["ingress"][0].pop("from"), project_problems,
      "outside may connect to spark-connect:15002"),

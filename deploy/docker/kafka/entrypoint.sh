@@ -14,6 +14,13 @@
 # unencrypted PKCS#8; ca.crt, when there, the issuer), SSL and SASL_SSL listeners serve that certificate, which must
 # name the advertised host.
 #
+# Least privilege: KAFKA_PASSWORD_<SERVICE> for each of COORDINATOR, WORKER, BOUNDS_CACHE, INVALIDATOR and API (all
+# five, or none) gives each service a SCRAM user of its own, cbt-<service>, and turns the authorizer on: KAFKA_USER
+# stays the one super user (operators' tools, the node itself), and each service may use only its own topics and
+# consumer groups, never delete or alter a topic (the ACLs: deploy/docker/kafka/acls.txt). The users' passwords are
+# set and the ACLs written at every start, once the broker answers; `health` is ok only after that.
+# Every password is at least 16 characters.
+#
 # KAFKA_HEAP_OPTS sets the JVM heap (default -Xmx768m -Xms256m).
 # `cbt-kafka health` (the image's healthcheck) succeeds once every non-controller listener accepts connections; any
 # other arguments run as given.
@@ -22,6 +29,7 @@ set -euo pipefail
 CONFIG=${KAFKA_CONFIG_FILE:-/tmp/kafka-server.properties}
 
 if [ "${1:-}" = health ]; then
+  if grep -q '^authorizer.class.name=' "$CONFIG" 2>/dev/null; then [ -f /tmp/cbt-kafka-principals-ready ] || exit 1; fi
   listeners=$(sed -n 's/^listeners=//p' "$CONFIG" | tr ',' '\n' | grep -v '^CONTROLLER:')
   [ -n "$listeners" ] || exit 1
   for port in $(echo "$listeners" | sed 's/.*://'); do
@@ -39,9 +47,28 @@ PASSWORD=${KAFKA_PASSWORD:-}
 case "$USER_NAME" in
   '' | *[!A-Za-z0-9._-]*) fail "KAFKA_USER may hold letters, digits and . _ - only" ;;
 esac
-case "$PASSWORD" in
-  *[!A-Za-z0-9._~+/=-]*) fail "KAFKA_PASSWORD may hold letters, digits and . _ ~ + / = - only" ;;
-esac
+MIN_PASSWORD=16
+check_password() {  # name value
+  case "$2" in
+    *[!A-Za-z0-9._~+/=-]*) fail "$1 may hold letters, digits and . _ ~ + / = - only" ;;
+  esac
+  [ -z "$2" ] || [ ${#2} -ge $MIN_PASSWORD ] ||
+    fail "$1 has ${#2} characters: use at least $MIN_PASSWORD (e.g. openssl rand -hex 24)"
+}
+check_password KAFKA_PASSWORD "$PASSWORD"
+
+SERVICES=(coordinator worker bounds-cache invalidator api)
+declare -A service_password=()
+for service in "${SERVICES[@]}"; do
+  var=KAFKA_PASSWORD_$(echo "$service" | tr 'a-z-' 'A-Z_')
+  if [ -n "${!var:-}" ]; then
+    check_password "$var" "${!var}"
+    service_password[$service]=${!var}
+  fi
+done
+if [ ${#service_password[@]} -ne 0 ] && [ ${#service_password[@]} -ne ${#SERVICES[@]} ]; then
+  fail "set KAFKA_PASSWORD_<SERVICE> for all of ${SERVICES[*]} (each its own user) or for none"
+fi
 
 DATA=/var/lib/kafka/data
 declare -A settings=(
@@ -118,6 +145,14 @@ done
 if [ "$uses_sasl" = yes ] && [ -z "$PASSWORD" ]; then
   fail "set KAFKA_PASSWORD, the password of the user $USER_NAME (e.g. openssl rand -hex 24)"
 fi
+if [ ${#service_password[@]} -ne 0 ]; then
+  [ "$uses_sasl" = yes ] || fail "KAFKA_PASSWORD_<SERVICE> needs a SASL listener (the users log in through it)"
+  settings[authorizer.class.name]=org.apache.kafka.metadata.authorizer.StandardAuthorizer
+  # The node's own requests: over SASL as KAFKA_USER, and to its controller over the loopback-only PLAINTEXT
+  # listener, as ANONYMOUS (no client outside the container can reach that listener).
+  settings[super.users]="User:$USER_NAME;User:ANONYMOUS"
+  settings[allow.everyone.if.no.acl.found]=false
+fi
 
 (umask 077 && : >"$CONFIG")  # it holds the password
 for key in "${!settings[@]}"; do echo "$key=${settings[$key]}" >>"$CONFIG"; done
@@ -140,7 +175,80 @@ elif [ "$uses_sasl" = yes ] && [ "$(cat "$DATA/cbt-scram-user" 2>/dev/null)" != 
   fail "the storage in $DATA was formatted without the SCRAM user $USER_NAME (before the image required" \
        "authentication, or with another KAFKA_USER): clients could not log in; start on an empty volume"
 fi
+# The services' users and their ACLs, once the broker answers: through its first SASL listener, as KAFKA_USER, with
+# the credentials in files only this user may read (removed after), never on a command line.
+tool() {  # a Kafka command-line tool in a JVM of its own, its arguments from a file (they may hold a password)
+  local args=$1
+  java -Xmx256m -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp '/opt/kafka/libs/*' "@$args" \
+    >/tmp/cbt-kafka-tool.log 2>&1
+}
+
+grant_principals() {
+  unset KAFKA_PASSWORD  # (the tools it starts get no password in their environment; the values are in variables)
+  for service in "${SERVICES[@]}"; do unset "KAFKA_PASSWORD_$(echo "$service" | tr 'a-z-' 'A-Z_')"; done
+  local client="" name protocol port bootstrap
+  for listener in $(echo "${settings[listeners]}" | tr ',' ' '); do
+    name=${listener%%://*}
+    case "${protocol_of[$name]:-$name}" in SASL_PLAINTEXT | SASL_SSL) client=$name; break ;; esac
+  done
+  protocol=${protocol_of[$client]:-$client}
+  port=$(echo "${settings[listeners]}" | tr ',' '\n' | sed -n "s/^$client:\/\/.*://p" | head -1)
+  bootstrap=$(echo "${settings[advertised.listeners]}" | tr ',' '\n' | sed -n "s/^$client:\/\///p" | head -1)
+  bootstrap=${bootstrap:-127.0.0.1:$port}
+  local admin=/tmp/cbt-kafka-admin.properties args=/tmp/cbt-kafka-tool.args
+  (umask 077 && {
+    echo "security.protocol=$protocol"
+    echo "sasl.mechanism=SCRAM-SHA-512"
+    echo "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required username=\"$USER_NAME\" password=\"$PASSWORD\";"
+    if [ "$protocol" = SASL_SSL ]; then
+      echo "ssl.truststore.type=PEM"
+      echo "ssl.truststore.location=${settings[ssl.truststore.location]}"
+    fi
+  } >"$admin")
+  until (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; do sleep 1; done
+  local prefix=${KAFKA_TOPIC_PREFIX-cbt.} attempt
+  for attempt in $(seq 1 30); do
+    local failed=no
+    for service in "${SERVICES[@]}"; do
+      (umask 077 && echo "kafka.admin.ConfigCommand --bootstrap-server $bootstrap --command-config $admin" \
+        "--alter --entity-type users --entity-name cbt-$service" \
+        "--add-config SCRAM-SHA-512=[password=${service_password[$service]}]" >"$args")
+      tool "$args" || { failed=yes; break; }
+    done
+    if [ $failed = no ]; then
+      # Each line of acls.txt: a user, its operations, the pattern type, and resources (kind:name after the prefix).
+      while read -r who operations pattern resources; do
+        case "$who" in '' | '#'*) continue ;; esac
+        local flags=""
+        for operation in $(echo "$operations" | tr ',' ' '); do flags="$flags --operation $operation"; done
+        for resource in $resources; do
+          local resource_name=${resource#*:}
+          [ "$resource_name" = '*' ] && resource_name=""
+          flags="$flags --${resource%%:*} $prefix$resource_name"
+        done
+        echo "org.apache.kafka.tools.AclCommand --bootstrap-server $bootstrap --command-config $admin --add" \
+          "--allow-principal User:cbt-$who --resource-pattern-type $pattern $flags" >"$args"
+        tool "$args" || { failed=yes; break; }
+      done </opt/kafka/acls.txt
+    fi
+    [ $failed = yes ] || break
+    sleep 2
+  done
+  rm -f "$admin" "$args"
+  if [ $failed = yes ]; then
+    echo "cbt/kafka: the services' users and ACLs could not be written (attempt $attempt):" >&2
+    tail -5 /tmp/cbt-kafka-tool.log >&2
+    return 1
+  fi
+  : >/tmp/cbt-kafka-principals-ready
+  echo "cbt/kafka: ${#SERVICES[@]} services' users (cbt-<service>) and their ACLs are in place; the authorizer is on"
+}
+
+if [ ${#service_password[@]} -ne 0 ]; then
+  grant_principals &  # (a subshell: it exits once done; the broker's own environment holds no password)
+fi
 # The broker reads the password from its config file (the JAAS line): not from its environment, where any process
 # that may read /proc/<pid>/environ would find it.
 unset KAFKA_PASSWORD
+for service in "${SERVICES[@]}"; do unset "KAFKA_PASSWORD_$(echo "$service" | tr 'a-z-' 'A-Z_')"; done
 exec "${java[@]}" kafka.Kafka "$CONFIG"
