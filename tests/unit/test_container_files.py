@@ -126,28 +126,38 @@ def test_compose_services_mount_config_and_models_read_only_and_wait_for_healthy
                                          for dep in ("kafka", "redis", "spark-connect")}
 
 
-def test_compose_redis_admits_only_the_user_cbt_with_the_password_the_services_use() -> None:
+def test_compose_redis_admits_only_its_users_each_service_with_its_own_password() -> None:
     """Redis refuses clients without credentials (the image's default user is off; the container suite shows the
-    refusal); its password and the services' come from one variable, which compose requires."""
+    refusal); each service logs in as its own user with a password from a variable of its own, which compose
+    requires and gives to that service alone."""
     services = compose_file()["services"]
-    password = "${CBT_REDIS_PASSWORD:?"
-    assert services["redis"]["environment"]["REDIS_PASSWORD"].startswith(password)
-    assert all(services[name]["environment"]["CBT_REDIS_PASSWORD"].startswith(password) for name in SERVICES)
+    assert services["redis"]["environment"]["REDIS_PASSWORD"].startswith("${CBT_REDIS_PASSWORD:?")
+    for name in SERVICES:
+        var = f"CBT_REDIS_PASSWORD_{name.upper().replace('-', '_')}"
+        assert services["redis"]["environment"][f"REDIS_PASSWORD_{name.upper().replace('-', '_')}"].startswith(
+            f"${{{var}:?")
+        env = services[name]["environment"]
+        assert env["CBT_REDIS_USER"] == f"cbt-{name}" and env["CBT_REDIS_PASSWORD"].startswith(f"${{{var}:?")
+        assert not [v for k, v in env.items() if "PASSWORD" in k and var not in str(v) and "KAFKA" not in k]
     conf = (ROOT / "deploy" / "docker" / "redis" / "redis.conf").read_text()
     assert "protected-mode yes" in conf and "protected-mode no" not in conf
     entrypoint = (ROOT / "deploy" / "docker" / "redis" / "entrypoint.sh").read_text()
-    assert "user default off" in entrypoint
+    assert "user default off" in entrypoint and "-@dangerous" in entrypoint
 
 
-def test_compose_kafka_admits_only_the_user_cbt_with_the_password_the_services_use() -> None:
+def test_compose_kafka_admits_only_its_users_each_service_with_its_own_password() -> None:
     """Every Kafka listener but the loopback controller asks for SASL credentials (the image refuses a listener
-    without; the container suite shows the refusals); the broker's password and the services' come from one
-    variable, which compose requires."""
+    without; the container suite shows the refusals); each service logs in as its own user with a password from a
+    variable of its own, which compose requires; the super user's password goes to the broker alone."""
     services = compose_file()["services"]
-    password = "${CBT_KAFKA_PASSWORD:?"
     env = services["kafka"]["environment"]
-    assert env["KAFKA_PASSWORD"].startswith(password)
-    assert all(services[name]["environment"]["CBT_KAFKA_PASSWORD"].startswith(password) for name in SERVICES)
+    assert env["KAFKA_PASSWORD"].startswith("${CBT_KAFKA_PASSWORD:?")
+    for name in SERVICES:
+        var = f"CBT_KAFKA_PASSWORD_{name.upper().replace('-', '_')}"
+        assert env[f"KAFKA_PASSWORD_{name.upper().replace('-', '_')}"].startswith(f"${{{var}:?")
+        mine = services[name]["environment"]
+        assert mine["CBT_KAFKA_USER"] == f"cbt-{name}" and mine["CBT_KAFKA_PASSWORD"].startswith(f"${{{var}:?")
+        assert "CBT_KAFKA_PASSWORD:?" not in str(mine), "the super user's password goes to no service"
     protocols = dict(entry.split(":") for entry in env["KAFKA_CFG_LISTENER_SECURITY_PROTOCOL_MAP"].split(","))
     listeners = dict(entry.split("://") for entry in env["KAFKA_CFG_LISTENERS"].split(","))
     assert listeners.pop("CONTROLLER").startswith("127.0.0.1:")
