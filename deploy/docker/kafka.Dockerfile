@@ -16,6 +16,7 @@ COPY deploy/docker/kafka/acls.txt /opt/kafka/acls.txt
 WORKDIR /var/lib/kafka
 USER 10001:10001
 EXPOSE 9092
-# Listening means the broker has started (it opens its listeners last); no JVM is started to check.
-HEALTHCHECK --interval=5s --timeout=3s --start-period=30s --retries=10 CMD ["/usr/local/bin/cbt-kafka", "health"]
+# Listening means the broker has started (it opens its listeners last); with the services' users, their ACLs must be
+# written too (a JVM per tool run, some 20: the start period allows for a busy host). No JVM is started to check.
+HEALTHCHECK --interval=5s --timeout=3s --start-period=180s --retries=10 CMD ["/usr/local/bin/cbt-kafka", "health"]
 ENTRYPOINT ["/usr/local/bin/cbt-kafka"]

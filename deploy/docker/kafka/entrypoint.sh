@@ -179,7 +179,8 @@ fi
 # the credentials in files only this user may read (removed after), never on a command line.
 tool() {  # a Kafka command-line tool in a JVM of its own, its arguments from a file (they may hold a password)
   local args=$1
-  java -Xmx256m -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties -cp '/opt/kafka/libs/*' "@$args" \
+  java -Xmx256m -XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Dlog4j2.configurationFile=/opt/kafka/log4j2.properties \
+    -cp '/opt/kafka/libs/*' "@$args" \
     >/tmp/cbt-kafka-tool.log 2>&1
 }
 
