@@ -1,0 +1,165 @@
+"""The example pipeline's expected tables, written here — not rendered by the product — from the source data alone.
+
+Each derived table of the example pipeline (``models/transformations``) is restated below as SQL over the source
+tables, and the range each model must cover is derived from the sources' extent and the models' intervals with the
+rules the design states (docs/design/scheduling.md): an external's data ends at its newest position + 1 minus its
+``lag``; a model covers whole intervals of ``interval.max`` from its dependencies' start, then one partial interval
+at the head when it is at least ``interval.min`` long; an OR group contributes the union of its members, an AND
+list the intersection; a scheduled dependency is always available. A rendering bug, a wrong range or coverage that
+stopped short of the data makes a comparison fail: nothing here asks the product what it should have done.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+Range = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class Interval:
+    max: int
+    min: int
+
+
+EXTERNAL_LAG_S = {"beacon_blocks": 12, "raw_transactions": 12, "raw_transactions_alt": 12}
+"""The examples' external models' ``lag`` (models/external)."""
+EXTERNAL_TIME_COLUMN = {"beacon_blocks": "slot_start_date_time", "raw_transactions": "block_timestamp",
+                        "raw_transactions_alt": "block_timestamp"}
+
+
+def q(*parts: str) -> str:
+    return ".".join(f"`{p}`" for p in parts)
+
+
+def between(column: str, span: Range) -> str:
+    return f"{column} >= timestamp_seconds({span[0]}) AND {column} < timestamp_seconds({span[1]})"
+
+
+def minute(src: str, _out: str, span: Range) -> str:
+    return f"""
+        SELECT slot, slot_start_date_time, block_root, proposer_index,
+               count(DISTINCT meta_client_name) AS client_count,
+               avg(propagation_slot_start_diff) AS avg_propagation_ms,
+               min(propagation_slot_start_diff) AS min_propagation_ms,
+               max(propagation_slot_start_diff) AS max_propagation_ms
+        FROM {q(src, 'beacon_blocks')} WHERE {between('slot_start_date_time', span)}
+        GROUP BY slot, slot_start_date_time, block_root, proposer_index"""
+
+
+def two_minute(src: str, out: str, span: Range) -> str:
+    return f"""
+        SELECT slot, slot_start_date_time, block_root, proposer_index, avg_propagation_ms,
+               max_propagation_ms - min_propagation_ms AS propagation_spread_ms,
+               CASE WHEN avg_propagation_ms < 2000 THEN 'fast' WHEN avg_propagation_ms < 4000 THEN 'normal'
+                    ELSE 'slow' END AS propagation_class
+        FROM ({minute(src, out, span)}) AS m"""
+
+
+def five_minute(src: str, out: str, span: Range) -> str:
+    latest_entity = f"""
+        SELECT validator_index, entity FROM (
+          SELECT validator_index, entity,
+                 row_number() OVER (PARTITION BY validator_index ORDER BY updated_date_time DESC, entity) AS rn
+          FROM {q(src, 'validator_entity')}) AS ranked
+        WHERE rn = 1"""
+    return f"""
+        SELECT p.slot, p.slot_start_date_time, p.block_root, p.proposer_index, coalesce(e.entity, 'unknown') AS entity,
+               p.avg_propagation_ms, p.propagation_class, p.propagation_class = 'slow' AS is_late
+        FROM ({two_minute(src, out, span)}) AS p
+        LEFT JOIN ({latest_entity}) AS e ON e.validator_index = p.proposer_index"""
+
+
+def transactions(src: str, _out: str, span: Range) -> str:
+    columns = "block_number, block_timestamp, tx_hash, tx_index, from_address, to_address, value_wei, gas_used"
+    return f"""
+        SELECT {columns} FROM (
+          SELECT *, row_number() OVER (PARTITION BY tx_hash ORDER BY provider) AS rn FROM (
+            SELECT 1 AS provider, {columns} FROM {q(src, 'raw_transactions')}
+            WHERE {between('block_timestamp', span)}
+            UNION ALL
+            SELECT 2 AS provider, {columns} FROM {q(src, 'raw_transactions_alt')}
+            WHERE {between('block_timestamp', span)}) AS both_providers) AS ranked
+        WHERE rn = 1"""
+
+
+def block_gas(src: str, out: str, span: Range) -> str:
+    return f"""
+        SELECT block_number, block_timestamp, count(1) AS tx_count, sum(gas_used) AS total_gas_used,
+               CAST(sum(value_wei) AS DECIMAL(38, 0)) AS total_value_wei
+        FROM ({transactions(src, out, span)}) AS t
+        GROUP BY block_number, block_timestamp"""
+
+
+@dataclass(frozen=True)
+class Expected:
+    """One derived table: its SQL over a range, its interval, and what its range is made of."""
+
+    sql: Callable[[str, str, Range], str]
+    interval: Interval
+    all_of: tuple[str, ...] = ()
+    """Dependencies that must all have data (the intersection of their ranges)."""
+    any_of: tuple[str, ...] = ()
+    """An OR group: the union of its members' ranges."""
+
+
+EXAMPLE = {
+    "block_propagation_minute": Expected(minute, Interval(60, 12), all_of=("beacon_blocks",)),
+    "block_propagation_two_minute": Expected(two_minute, Interval(120, 120), all_of=("block_propagation_minute",)),
+    "block_propagation_five_minute": Expected(five_minute, Interval(300, 120),
+                                              all_of=("block_propagation_two_minute",)),
+    "transactions": Expected(transactions, Interval(60, 0), any_of=("raw_transactions", "raw_transactions_alt")),
+    "block_gas": Expected(block_gas, Interval(120, 60), all_of=("transactions",)),
+}
+"""The example pipeline's incremental models (their scheduled dependency, validator_entities, is always there)."""
+
+
+def covered(data: Range | None, interval: Interval) -> Range | None:
+    """What a model covers of its dependencies' data: whole intervals from the start, then the head's partial
+    interval when it is at least ``interval.min`` long (none when the minimum is a whole interval)."""
+    if data is None or data[1] <= data[0]:
+        return None
+    start, end = data
+    whole_end = start + (end - start) // interval.max * interval.max
+    rest = end - whole_end
+    head = rest if rest and interval.min < interval.max and rest >= interval.min else 0
+    return (start, whole_end + head) if whole_end + head > start else None
+
+
+class IndependentOracle:
+    """Expected ranges and rows of the example pipeline's tables, from the source tables of ``source_db``."""
+
+    def __init__(self, spark: SparkSession, source_db: str, output_db: str) -> None:
+        self.spark, self.source_db, self.output_db = spark, source_db, output_db
+
+    def external_data(self, table: str) -> Range | None:
+        column = EXTERNAL_TIME_COLUMN[table]
+        row = self.spark.sql(f"SELECT unix_seconds(min({column})) AS lo, unix_seconds(max({column})) AS hi "
+                             f"FROM {q(self.source_db, table)}").collect()[0]
+        if row["lo"] is None:
+            return None
+        return int(row["lo"]), int(row["hi"]) + 1 - EXTERNAL_LAG_S[table]
+
+    def expected_ranges(self) -> dict[str, Range | None]:
+        ranges: dict[str, Range | None] = {t: self.external_data(t) for t in EXTERNAL_TIME_COLUMN}
+        for table, expected in EXAMPLE.items():  # (in dependency order)
+            if expected.all_of:
+                parts = [ranges[d] for d in expected.all_of]
+                data = None if any(p is None for p in parts) else (
+                    max(p[0] for p in parts if p), min(p[1] for p in parts if p))
+            else:
+                members = [r for r in (ranges[d] for d in expected.any_of) if r is not None]
+                data = (min(r[0] for r in members), max(r[1] for r in members)) if members else None
+            ranges[table] = covered(data, expected.interval)
+        return {t: ranges[t] for t in EXAMPLE}
+
+    def differences(self, table: str, span: Range) -> tuple[int, int]:
+        """Rows only in the pipeline's table, rows only in the expected ones (over ``span``)."""
+        ours = f"SELECT * FROM {q(self.output_db, table)}"
+        expected = EXAMPLE[table].sql(self.source_db, self.output_db, span)
+        extra = self.spark.sql(f"SELECT count(*) AS n FROM ({ours} EXCEPT ALL {expected})").collect()[0]["n"]
+        missing = self.spark.sql(f"SELECT count(*) AS n FROM ({expected} EXCEPT ALL {ours})").collect()[0]["n"]
+        return int(extra), int(missing)
