@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, sync_playwright
+from playwright.sync_api import Browser, ConsoleMessage, Page, Playwright, Request, Response, sync_playwright
 
 from cbt.adapters.spark import SessionPool
 from tests.conftest import Endpoints
@@ -64,15 +64,31 @@ def browser(playwright: Playwright) -> Iterator[Browser]:
 
 @dataclass
 class PageErrors:
-    """Uncaught exceptions and console errors of a page: a UI bug must fail the test that met it."""
+    """Uncaught exceptions, console errors and failed requests of a page: a UI bug must fail the test that met it.
+    A request answered 4xx or 5xx fails the test unless the test said it expects exactly that answer to that path
+    (``expected_failures``); the console line a failed load logs is judged by its request, not by its text."""
 
     errors: list[str] = field(default_factory=list)
     expected: list[str] = field(default_factory=list)
-    """Substrings of console errors a test provokes on purpose (a 401 answer logs a failed resource load)."""
+    """Substrings of console errors (not failed loads) a test provokes on purpose."""
+    expected_failures: list[tuple[str, int]] = field(default_factory=list)
+    """(a substring of the URL, the status) of each failing request a test provokes on purpose."""
 
     def console(self, message: ConsoleMessage) -> None:
-        if message.type == "error" and not any(e in message.text for e in self.expected):
+        if message.type != "error" or message.text.startswith("Failed to load resource"):
+            return
+        if not any(e in message.text for e in self.expected):
             self.errors.append(f"console: {message.text}")
+
+    def response(self, response: Response) -> None:
+        if response.status >= 400 and not any(path in response.url and status == response.status
+                                              for path, status in self.expected_failures):
+            self.errors.append(f"request: {response.request.method} {response.url} answered {response.status}")
+
+    def request_failed(self, request: Request) -> None:
+        failure = request.failure or ""
+        if "ERR_ABORTED" not in failure:  # (a stream or fetch cut short by leaving the page is no failure)
+            self.errors.append(f"request: {request.method} {request.url} failed: {failure}")
 
 
 @pytest.fixture
@@ -87,6 +103,8 @@ def page(browser: Browser, page_errors: PageErrors) -> Iterator[Page]:
     page.set_default_timeout(30_000)
     page.on("pageerror", lambda error: page_errors.errors.append(f"uncaught: {error}"))
     page.on("console", page_errors.console)
+    page.on("response", page_errors.response)
+    page.on("requestfailed", page_errors.request_failed)
     yield page
     context.close()
     assert not page_errors.errors, page_errors.errors

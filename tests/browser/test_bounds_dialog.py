@@ -89,8 +89,7 @@ def served(spark: SparkSession, spark_database: str, redis_client: Redis, redis_
 def test_bounds_are_edited_and_deleted_and_rows_consolidated_from_the_model_page(
     served: Served, page: Page, page_errors: PageErrors
 ) -> None:
-    page_errors.expected.append("status of 400")  # (the refused bounds, on purpose)
-    page_errors.expected.append("Failed to load resource")  # (this stand-in app has no SQL files or event stream)
+    page_errors.expected_failures.append(("/bounds", 400))  # (the refused bounds, on purpose)
     page.goto(f"{served.url}/models/{SRC}")
     page.click("#bounds-open")
     dialog = page.locator("#bounds-dialog")

@@ -63,8 +63,7 @@ def base_url(spark: SparkSession, spark_database: str, redis_client: Redis, redi
 def test_the_dialog_sets_shows_and_clears_an_override(
     base_url: str, page: Page, page_errors: PageErrors, redis_client: Redis, redis_prefix: str
 ) -> None:
-    page_errors.expected.append("status of 400")  # (the refused override, on purpose)
-    page_errors.expected.append("Failed to load resource")  # (this stand-in app has no SQL files or event stream)
+    page_errors.expected_failures.append(("/overrides", 400))  # (the refused override, on purpose)
     page.goto(f"{base_url}/models/{HOURLY}")
     page.click("#overrides-open")
     dialog = page.locator("#overrides-dialog")

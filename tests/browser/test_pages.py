@@ -146,7 +146,7 @@ def test_the_explain_view_says_why_a_position_cannot_run(stack: ApiStack, page: 
 
 def test_a_rerun_needs_the_token_previews_then_reruns(stack: ApiStack, page: Page, page_errors: PageErrors) -> None:
     minute = stack.model("block_propagation_minute")
-    page_errors.expected.append("401")
+    page_errors.expected_failures.append(("/rerun", 401))  # (without the token, on purpose)
     dashboard = page.context.new_page()
     coverage_requests: list[str] = []
     dashboard.on("request", lambda r: coverage_requests.append(r.url) if f"/{minute}/coverage" in r.url else None)
@@ -260,7 +260,7 @@ def test_failures_and_invalidations_pages_list_what_the_api_has(stack: ApiStack,
 
 
 def test_an_unknown_model_page_says_so(stack: ApiStack, page: Page, page_errors: PageErrors) -> None:
-    page_errors.expected.append("404")
+    page_errors.expected_failures.append(("/api/v1/models/nope.nothing", 404))
     page.goto(f"{stack.base}/models/nope.nothing")
     problem = page.wait_for_selector('#model-error .problem[data-status="404"]')
     assert problem is not None and "nope.nothing" in problem.inner_text()
@@ -287,7 +287,7 @@ def rows_page(page: Page, filters: str, order_by: str, number: int = 1) -> list[
 def test_an_exposed_models_rows_are_filtered_ordered_and_paged(stack: ApiStack, page: Page,
                                                                page_errors: PageErrors) -> None:
     minute = stack.model("block_propagation_minute")
-    page_errors.expected.append("status of 400")  # (the bad filter, on purpose)
+    page_errors.expected_failures.append(("/api/v1/tables/", 400))  # (the bad filter, on purpose)
     page.goto(f"{stack.base}/models/{minute}")
     page.wait_for_selector('#rows[data-page="1"]:not([aria-busy]) table[data-table=rows]')
     first = stack.get(f"/tables/{minute}?page_size=25")["rows"]

@@ -53,7 +53,7 @@ def sign_in(page: Page, base: str, path: str) -> None:
 
 def test_a_page_asks_for_the_token_then_works_on_the_session_cookie(base: str, page: Page,
                                                                     page_errors: PageErrors) -> None:
-    page_errors.expected.append("status of 401")  # (the wrong token's answer)
+    page_errors.expected_failures.append(("/login", 401))  # (the wrong token's answer)
     origins = origins_of(page)
     page.goto(base + "/dag")
     page.wait_for_url(f"{base}/login?next=%2Fdag")

@@ -3,9 +3,10 @@
 Each derived table of the example pipeline (``models/transformations``) is restated below as SQL over the source
 tables, and the range each model must cover is derived from the sources' extent and the models' intervals with the
 rules the design states (docs/design/scheduling.md): an external's data ends at its newest position + 1 minus its
-``lag``; a model covers whole intervals of ``interval.max`` from its dependencies' start, then one partial interval
-at the head when it is at least ``interval.min`` long; an OR group contributes the union of its members, an AND
-list the intersection; a scheduled dependency is always available. A rendering bug, a wrong range or coverage that
+``lag``; a model covers every whole interval of ``interval.max`` from its dependencies' start, and at the head
+partial intervals of at least ``interval.min`` (so it may stop short of the data by less than that, when the
+newest data came after its last partial task); an OR group contributes the union of its members, an AND list the
+intersection; a scheduled dependency is always available. A rendering bug, a wrong range or coverage that
 stopped short of the data makes a comparison fail: nothing here asks the product what it should have done.
 """
 
@@ -118,7 +119,7 @@ EXAMPLE = {
 
 
 def covered(data: Range | None, interval: Interval) -> Range | None:
-    """What a model covers of its dependencies' data: whole intervals from the start, then the head's partial
+    """The most a model covers of its dependencies' data: whole intervals from the start, then the head's partial
     interval when it is at least ``interval.min`` long (none when the minimum is a whole interval)."""
     if data is None or data[1] <= data[0]:
         return None
@@ -127,6 +128,20 @@ def covered(data: Range | None, interval: Interval) -> Range | None:
     rest = end - whole_end
     head = rest if rest and interval.min < interval.max and rest >= interval.min else 0
     return (start, whole_end + head) if whole_end + head > start else None
+
+
+def coverage_problem(table: str, actual: Range | None, data: Range | None, interval: Interval) -> str | None:
+    """Why ``actual`` is not what a model with ``interval`` must cover of ``data``, or None. It covers every whole
+    interval; at the head it may stop short of the data's end by less than ``interval.min`` (its last partial task
+    ran before the newest data arrived, and what is left is too short for another), never by more."""
+    most = covered(data, interval)
+    if most is None or data is None:
+        return None if actual is None else f"{table}: covers {actual}, its dependencies hold no data"
+    whole_end = data[0] + (data[1] - data[0]) // interval.max * interval.max
+    if actual is None or actual[0] != data[0] or not whole_end <= actual[1] <= most[1] or (
+            interval.min < interval.max and data[1] - actual[1] >= max(interval.min, 1)):
+        return f"{table}: covers {actual}, its dependencies' data {data} implies up to {most} (every whole interval)"
+    return None
 
 
 class IndependentOracle:
@@ -143,17 +158,34 @@ class IndependentOracle:
             return None
         return int(row["lo"]), int(row["hi"]) + 1 - EXTERNAL_LAG_S[table]
 
-    def expected_ranges(self) -> dict[str, Range | None]:
+    def data_of(self, table: str, ranges: dict[str, Range | None]) -> Range | None:
+        """What a model's dependencies hold: the intersection of an AND list, the union of an OR group."""
+        expected = EXAMPLE[table]
+        if expected.all_of:
+            parts = [ranges[d] for d in expected.all_of]
+            if any(p is None for p in parts):
+                return None
+            return max(p[0] for p in parts if p), min(p[1] for p in parts if p)
+        members = [r for r in (ranges[d] for d in expected.any_of) if r is not None]
+        return (min(r[0] for r in members), max(r[1] for r in members)) if members else None
+
+    def coverage_problems(self, actual: dict[str, Range | None]) -> list[str]:
+        """Each model's coverage (``actual``, one range each) against what its dependencies' data implies: the
+        sources' extent for an external dependency, the dependency's own (checked) coverage for a derived one."""
         ranges: dict[str, Range | None] = {t: self.external_data(t) for t in EXTERNAL_TIME_COLUMN}
+        problems = []
         for table, expected in EXAMPLE.items():  # (in dependency order)
-            if expected.all_of:
-                parts = [ranges[d] for d in expected.all_of]
-                data = None if any(p is None for p in parts) else (
-                    max(p[0] for p in parts if p), min(p[1] for p in parts if p))
-            else:
-                members = [r for r in (ranges[d] for d in expected.any_of) if r is not None]
-                data = (min(r[0] for r in members), max(r[1] for r in members)) if members else None
-            ranges[table] = covered(data, expected.interval)
+            problem = coverage_problem(table, actual.get(table), self.data_of(table, ranges), expected.interval)
+            if problem is not None:
+                problems.append(problem)
+            ranges[table] = actual.get(table)
+        return problems
+
+    def expected_ranges(self) -> dict[str, Range | None]:
+        """The most each model covers when every source's data was there before it ran (one run over a backlog)."""
+        ranges: dict[str, Range | None] = {t: self.external_data(t) for t in EXTERNAL_TIME_COLUMN}
+        for table, expected in EXAMPLE.items():
+            ranges[table] = covered(self.data_of(table, ranges), expected.interval)
         return {t: ranges[t] for t in EXAMPLE}
 
     def differences(self, table: str, span: Range) -> tuple[int, int]:
