@@ -3,10 +3,10 @@
 Each derived table of the example pipeline (``models/transformations``) is restated below as SQL over the source
 tables, and the range each model must cover is derived from the sources' extent and the models' intervals with the
 rules the design states (docs/design/scheduling.md): an external's data ends at its newest position + 1 minus its
-``lag``; a model covers every whole interval of ``interval.max`` from its dependencies' start, and at the head
-partial intervals of at least ``interval.min`` (so it may stop short of the data by less than that, when the
-newest data came after its last partial task); an OR group contributes the union of its members, an AND list the
-intersection; a scheduled dependency is always available. A rendering bug, a wrong range or coverage that
+``lag``; a quiet model covers its dependencies' data from its start to its end, or short of the end by less than
+the smallest task it may still run there (``interval.min`` when partial intervals run, else ``interval.max``); an
+OR group contributes the union of its members, an AND list the intersection; a scheduled dependency is always
+available. A rendering bug, a wrong range or coverage that
 stopped short of the data makes a comparison fail: nothing here asks the product what it should have done.
 """
 
@@ -130,17 +130,23 @@ def covered(data: Range | None, interval: Interval) -> Range | None:
     return (start, whole_end + head) if whole_end + head > start else None
 
 
+def shortfall_allowed(interval: Interval) -> int:
+    """How far short of its dependencies' data a quiet model may stop: less than the smallest task it may still run
+    there — ``interval.min`` (at least one position) when partial intervals run, else a whole ``interval.max``. (The
+    intervals' grid starts wherever forward fill first started — the head's ``max_valid - interval.max`` — not at
+    the data's start, so the end is not a multiple of the interval from the start.)"""
+    return max(interval.min, 1) if interval.min < interval.max else interval.max
+
+
 def coverage_problem(table: str, actual: Range | None, data: Range | None, interval: Interval) -> str | None:
-    """Why ``actual`` is not what a model with ``interval`` must cover of ``data``, or None. It covers every whole
-    interval; at the head it may stop short of the data's end by less than ``interval.min`` (its last partial task
-    ran before the newest data arrived, and what is left is too short for another), never by more."""
-    most = covered(data, interval)
-    if most is None or data is None:
+    """Why ``actual`` is not what a quiet model with ``interval`` covers of ``data``, or None: from the data's start
+    to its end, or short of the end by less than the smallest task it may still run (``shortfall_allowed``)."""
+    if data is None or data[1] <= data[0]:
         return None if actual is None else f"{table}: covers {actual}, its dependencies hold no data"
-    whole_end = data[0] + (data[1] - data[0]) // interval.max * interval.max
-    if actual is None or actual[0] != data[0] or not whole_end <= actual[1] <= most[1] or (
-            interval.min < interval.max and data[1] - actual[1] >= max(interval.min, 1)):
-        return f"{table}: covers {actual}, its dependencies' data {data} implies up to {most} (every whole interval)"
+    short = shortfall_allowed(interval)
+    if actual is None or actual[0] != data[0] or actual[1] > data[1] or data[1] - actual[1] >= short:
+        return (f"{table}: covers {actual}; its dependencies' data {data} implies from {data[0]} to at least "
+                f"{data[1] - short + 1}")
     return None
 
 
