@@ -10,6 +10,7 @@ from typing import Any
 
 from cbt.api.limits import RequestLimits
 from cbt.config.settings import ApiRateLimit
+from tests.unit.api.asgi import request
 
 
 class Recorder:
@@ -213,15 +214,4 @@ def test_one_client_cannot_hold_every_slot() -> None:
 
 
 async def _call_as(app: Any, client: str, path: str) -> int:
-    scope = {"type": "http", "method": "GET", "path": path, "headers": [(b"x-client", client.encode())]}
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        await asyncio.sleep(3600)
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await app(scope, receive, send)
-    return int(next(m for m in sent if m["type"] == "http.response.start")["status"])
+    return (await request(app, "GET", path, {"x-client": client})).status
