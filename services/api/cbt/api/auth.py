@@ -201,9 +201,11 @@ class Revocations:
         self._read_at = now
         store = self._store
 
-        def read() -> None:
-            shared = store.current(int(now))
-            self._known = {n: u for n, u in self._known.items() if u >= now} | shared
+        def read() -> None:  # (merged, never replaced: a sign-out meanwhile in this process is kept)
+            self._known.update(store.current(int(now)))
+            for nonce, until in list(self._known.items()):
+                if until < now:
+                    self._known.pop(nonce, None)
         self._in_background(read)
 
     def _in_background(self, call: Callable[[], None]) -> None:
