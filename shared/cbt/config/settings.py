@@ -478,10 +478,11 @@ class ApiConfig(Section):
     """Requests handled at once (live event streams aside); more are answered 503 with ``Retry-After``."""
     max_event_streams: int = Field(default=64, gt=0)
     """Live event streams (``/api/v1/events``) open at once; more are answered 503 with ``Retry-After``."""
-    max_requests_per_client: int = Field(default=12, gt=0)
+    max_requests_per_client: int = Field(default=24, gt=0)
     """Requests one client (its token, else its address) may have handled at once; more are answered 429: one
-    client cannot hold every request slot, whatever its rate."""
-    max_event_streams_per_client: int = Field(default=4, gt=0)
+    client cannot hold every request slot, whatever its rate. (A browser loads a page's ~25 modules over six
+    connections, and the requests of the page it just left may still be running.)"""
+    max_event_streams_per_client: int = Field(default=8, gt=0)
     """Live event streams one client may hold open at once (a browser tab holds one); more are answered 429."""
     max_event_stream_s: DurationS = Field(default=1800, gt=0)
     """A live event stream ends after this long (the browser's EventSource reconnects by itself, at once), so a
