@@ -354,7 +354,8 @@ def verdict(dep: Deployment) -> Verdict:
     admin, misbehaving = admin_from_config(dep.spark, dep.config), [f"{dep.output_db}.{t}" for t in (HUNG, FAILING)]
     recorded = Counter(f.model.split(".")[-1] for f in failures_recorded(admin, misbehaving))
     retried = Counter(r.model.split(".")[-1] for r in admin.retries(misbehaving))
-    return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, status_failures(dep),
+    shown = status_failures_once_recorded(dep)
+    return Verdict(equal, {t: counts[t] for t in (HUNG, FAILING)}, hung_timed_out, coverage, shown,
                    {t: recorded[t] for t in (HUNG, FAILING)}, {t: retried[t] for t in (HUNG, FAILING)},
                    failures_counted(dep))
 
@@ -369,6 +370,18 @@ def failures_counted(dep: Deployment, timeout_s: float = 90.0) -> dict[str, floa
                    for table in (HUNG, FAILING)}
         if all(counted.values()) or time.monotonic() > deadline:
             return counted
+        time.sleep(2)
+
+
+def status_failures_once_recorded(dep: Deployment, timeout_s: float = 60.0) -> dict[str, int]:
+    """``status_failures`` once both misbehaving models show one, or after ``timeout_s``: their last failures may
+    have been published an instant ago (the verdict waits for the topic), and the coordinator records each one only
+    once it has read it."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        shown = status_failures(dep)
+        if all(shown.get(table) for table in (HUNG, FAILING)) or time.monotonic() > deadline:
+            return shown
         time.sleep(2)
 
 
