@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import Callable
 
 import pytest
-from pyspark.sql import SparkSession
 
 from tests.containers.compose import DOCKER, ComposeStack
 from tests.containers.conftest import VERSION, skip_unless_enabled
@@ -19,14 +19,27 @@ from tests.containers.conftest import VERSION, skip_unless_enabled
 pytestmark = [pytest.mark.containers, skip_unless_enabled(), pytest.mark.timeout(600)]
 
 
+PROBE = """
+import sys
+from pyspark.sql import SparkSession
+session = SparkSession.builder.remote(sys.argv[1]).create()
+try:
+    session.client.set_retry_policies([])
+    print(int(session.range(1000).selectExpr("sum(id)").collect()[0][0]))
+finally:
+    session.stop()
+"""
+
+
 def sum_on_the_cluster(remote: str) -> int:
-    """SUM(0..999) computed by the cluster's executors, through a session on ``remote`` that does not retry."""
-    session = SparkSession.builder.remote(remote).create()
-    try:
-        session.client.set_retry_policies([])
-        return int(session.range(1000).selectExpr("sum(id)").collect()[0][0])
-    finally:
-        session.stop()
+    """SUM(0..999) computed by the cluster's executors, through a session on ``remote`` that does not retry — in a
+    process of its own: PySpark shares a thread pool between a process's sessions, and a refused session's stop could
+    shut it down under the next one ("cannot schedule new futures after shutdown")."""
+    done = subprocess.run([sys.executable, "-c", PROBE, remote], capture_output=True, text=True, timeout=300,
+                          check=False)
+    if done.returncode != 0:
+        raise RuntimeError(done.stderr[-3000:])
+    return int(done.stdout.strip().splitlines()[-1])
 
 
 @pytest.mark.parametrize(("remote_of", "refusal"), [
