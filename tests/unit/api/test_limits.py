@@ -36,12 +36,14 @@ class Recorder:
 
 
 async def call(app: Any, method: str = "POST", path: str = "/api/v1/models/x/rerun",
-               chunks: tuple[bytes, ...] = (b"{}",), content_length: int | None = None) -> tuple[int, dict[str, str],
-                                                                                                dict[str, Any], int]:
-    """Status, headers, JSON body, and how many body chunks the app side pulled from the connection."""
+               chunks: tuple[bytes, ...] = (b"{}",), content_length: int | None = None,
+               is_finished: bool = True) -> tuple[int, dict[str, str], dict[str, Any], int]:
+    """Status, headers, JSON body, and how many body chunks the app side pulled from the connection; with
+    ``is_finished`` false the body's last chunk says more follows, and none ever does."""
     headers = [] if content_length is None else [(b"content-length", str(content_length).encode())]
     scope = {"type": "http", "method": method, "path": path, "headers": headers}
-    pending = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1} for i, c in enumerate(chunks)]
+    pending = [{"type": "http.request", "body": c, "more_body": i < len(chunks) - 1 or not is_finished}
+               for i, c in enumerate(chunks)]
     pulled = 0
     sent: list[dict[str, Any]] = []
 
@@ -157,34 +159,13 @@ def test_a_body_announced_and_never_sent_is_answered_408_and_frees_its_slot() ->
     async def scenario() -> tuple[int, str, int]:
         app = RequestLimits(Recorder(), max_body_bytes=100, max_concurrent_requests=1, max_event_streams=1,
                             body_timeout_s=0.2)
-        status, _, body, _ = await _never_finishing(app)
+        status, _, body, _ = await asyncio.wait_for(
+            call(app, chunks=(b"{",), content_length=64, is_finished=False), timeout=5)
         after = (await call(app, "GET", "/api/v1/models"))[0]
         return status, body["detail"], after
 
     status, detail, after = asyncio.run(scenario())
     assert status == 408 and "api.body_timeout_s" in detail and after == 200
-
-
-async def _never_finishing(app: Any) -> tuple[int, dict[str, str], dict[str, Any], int]:
-    """A POST whose first chunk arrives and whose rest never does."""
-    scope = {"type": "http", "method": "POST", "path": "/api/v1/models/x/rerun",
-             "headers": [(b"content-length", b"64")]}
-    pending = [{"type": "http.request", "body": b"{", "more_body": True}]
-    sent: list[dict[str, Any]] = []
-
-    async def receive() -> dict[str, Any]:
-        if pending:
-            return pending.pop(0)
-        await asyncio.sleep(3600)
-        return {"type": "http.disconnect"}
-
-    async def send(message: dict[str, Any]) -> None:
-        sent.append(message)
-
-    await asyncio.wait_for(app(scope, receive, send), timeout=5)
-    start = next(m for m in sent if m["type"] == "http.response.start")
-    body = b"".join(m.get("body", b"") for m in sent if m["type"] == "http.response.body")
-    return start["status"], {k.decode(): v.decode() for k, v in start["headers"]}, json.loads(body), 1
 
 
 def test_one_client_cannot_hold_every_slot() -> None:
