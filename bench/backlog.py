@@ -147,7 +147,6 @@ def benchmark(spark: SparkSession, endpoints: Endpoints, intervals: int) -> dict
             "differences_vs_one_statement": differences(spark, f"{output}.{MODEL}", f"{output}.once"),
             "differences_loop_vs_one_statement": differences(spark, f"{output}.loop", f"{output}.once"),
             "per_interval_coverage": task_boundaries_are_hourly(bd),
-            "targets": {"ratio_vs_loop": 0.15, "ratio_vs_one_statement": 1.5},
         }
         result["union_mode"] = other_mode("union", spark, endpoints, end, f"{output}.once", (loop_s, once_s), intervals)
         return result

@@ -7,8 +7,9 @@ latest ``interval-completed`` of a minute task overlapping it (``completed_at_ms
 
 - enqueued: the task's ``enqueued_at_ms`` (the coordinator consumed the event, re-planned, claimed, published);
 - seen: when the bench's own consumer received the task message (a proxy of a worker's pickup: one more hop);
-- started: the worker's ``task started`` debug log line (after the lease and re-validation, before the Spark
-  statements; the workers log in JSON at debug level here). Workers that do not log it leave this row out.
+- started: the worker's own report, its ``task started`` debug log line (after the lease and re-validation, before
+  the Spark statements; the workers log in JSON at debug level here). The target is judged on this one; a run in
+  which no worker reported a start is "not measured".
 """
 
 from __future__ import annotations

@@ -3,11 +3,13 @@
 What ``make demo`` does first: source rows for the last 15 minutes exist, the services start, and the pipeline
 catches up. Reported:
 
-- time to catch up: from starting the services to quiet (every source scanned, nothing in flight or plannable),
-  and from the first task enqueued to the last completion;
+- time to catch up: from the moment the demo's feed starts writing the backlog — what a user's ``make demo`` does
+  first — until quiet (every source scanned, nothing in flight or plannable), and from the first task enqueued to
+  the last completion;
 - work per covered position, per model: the positions every completed task computed (re-runs and widened tasks
   count again) over the positions the model covers at the end. 1.0 means each position was computed once;
-- the tables equal the oracle (the same SQL over the whole range).
+- the tables equal the independent oracle (``tests/e2e/oracle.py``: SQL written in the test over the sources) and
+  cover the range the source data implies.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from bench.report import load_average
 from bench.stack import Endpoints
 from cbt.adapters.kafka_admin import delete_topics
 from cbt.contract.topics import Topics
-from cbt.models.spec import IncrementalModel
-from tests.e2e.harness import PROJECT, T0, Deployment, Oracle, overrides_for
+from tests.e2e.harness import PROJECT, T0, Deployment, overrides_for
+from tests.e2e.oracle import IndependentOracle
 
 BACKLOG_S = 900
 LAST_SLOT_END = T0 + BACKLOG_S - 12 + 1
@@ -43,13 +45,10 @@ def work_per_position(dep: Deployment, events: EventRecorder) -> dict[str, dict[
     return out
 
 
-def oracle_differences(dep: Deployment) -> dict[str, tuple[int, int]]:
-    oracle = Oracle(dep)
-    try:
-        models = oracle.build()
-        return {m.table: oracle.differences(m.table) for m in models.incrementals if isinstance(m, IncrementalModel)}
-    finally:
-        oracle.drop()
+def oracle_verdict(dep: Deployment) -> dict[str, Any]:
+    """Every table against SQL written in the test, over the range its sources imply (``IndependentOracle``)."""
+    oracle = IndependentOracle(dep.spark, dep.source_db, dep.output_db)
+    return oracle.verdict({m.table: dep.coverage(m.id) for m in dep.healthy_incrementals()})
 
 
 def benchmark(spark: SparkSession, endpoints: Endpoints) -> dict[str, Any]:
@@ -60,11 +59,12 @@ def benchmark(spark: SparkSession, endpoints: Endpoints) -> dict[str, Any]:
     topics = Topics(dep.config.kafka.topic_prefix)
     try:
         dep.create_tables()
-        dep.write_entities()
-        dep.write_sources(T0, T0 + BACKLOG_S)
         events = EventRecorder(endpoints.kafka, [topics.task_requested(), topics.interval_completed], f"{tag}.bench")
         load = load_average()
-        started = time.monotonic()
+        started = time.monotonic()  # the demo's command: its feed writes the backlog, then the services start
+        dep.write_entities()
+        dep.write_sources(T0, T0 + BACKLOG_S)
+        feed_s = time.monotonic() - started
         dep.start()
         starting_s = time.monotonic() - started
         try:
@@ -79,12 +79,11 @@ def benchmark(spark: SparkSession, endpoints: Endpoints) -> dict[str, Any]:
         work = work_per_position(dep, events)
         return {
             "backlog_s": BACKLOG_S, "load_at_start": load, "models": len(work),
-            "start_to_caught_up_s": round(caught_up_s, 1),
+            "start_to_caught_up_s": round(caught_up_s, 1), "of_which_feed_writing_the_backlog_s": round(feed_s, 1),
             "first_task_to_last_completion_s": round((max(completions) - min(requests)) / 1000, 1),
             "work_per_covered_position": work,
             "worst_work_per_covered_position": max(w["work_per_covered_position"] or 0 for w in work.values()),
-            "oracle_differences": oracle_differences(dep),
-            "targets": {"start_to_caught_up_s": 60.0, "work_per_covered_position": 1.0},
+            "oracle": oracle_verdict(dep),
         }
     finally:
         for database in dep.databases():

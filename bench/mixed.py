@@ -8,16 +8,17 @@ growing head whose last seconds arrive late, a source that stalls and catches up
 last. Services: ``cbt run`` coordinator, worker (pool default), worker (pool python), bounds-cache, invalidator — five
 processes — while a client runs ``cbt status --json`` and ``cbt plan --json`` every 3 s.
 
-Reported (never asserted; targets marked met or missed):
+Reported (never asserted; ``bench.judged`` gives each target its verdict):
 
 - start to quiet: from starting the services until nothing is in flight or plannable and every source's bounds
   announced, held for ``SETTLE_S`` (as bench (g) decides it). Target ≤ 4 min; after ``timeout_s``: "not quiet";
 - per model: tasks, positions computed (re-runs and widened tasks count again) per covered position (≤ 1.1), the
-  median job time under load (the completions' ``duration_ms``, tasks of the same length as the alone run) against
-  the same task run alone on the quiet server afterwards (≤ 3 times);
+  median job time under load (the completions' ``duration_ms`` of the tasks exactly as long as the alone run, n
+  stated) against the same task run alone on the quiet server afterwards (≤ 3 times);
 - the most Spark statements executing at once (``bench.mixed_probes``: pluggable probes, and the workers' spans);
 - admin commit times (``cbt_admin_commit_duration_seconds`` from the workers, and the ``admin commit`` spans), the
-  command-line client's wall times, the load average over the run, and every table against the oracle.
+  command-line client's wall times, the load average over the run, and every table against the independent oracle
+  (``bench.mixed_expected``: SQL written apart from the product, over the range the sources imply).
 """
 
 from __future__ import annotations
@@ -35,9 +36,10 @@ from typing import Any
 from pyspark.sql import SparkSession
 from redis import Redis
 
+from bench import mixed_alone as alone
 from bench import mixed_data as data
-from bench import mixed_oracle as oracle
 from bench.events import EventRecorder
+from bench.mixed_expected import MIXED
 from bench.mixed_probes import (
     AdmissionPermits,
     CliClient,
@@ -65,13 +67,11 @@ from cbt.planning.live import LiveStateReader
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.plan import plan_model
 from tests.e2e.harness import CONFIG, PROJECT, Deployment, overrides_for, traces_dir
+from tests.e2e.oracle import IndependentOracle
 
 PIPELINE = Path(__file__).resolve().parent / "mixed_pipeline"
 SETTLE_S = 3.0
 TIMED_SOURCES = ("beacon_blocks", "raw_transactions")
-POSITION_COLUMNS = {"tx_dedup": "block_timestamp", "block_gas": "block_timestamp"}
-"""The timestamp each table's rows are positioned by (``slot_start_date_time`` for the others)."""
-TARGETS = {"start_to_quiet_s": 240.0, "under_load_vs_alone": 3.0, "work_per_covered_position": 1.1}
 
 
 def overrides(tag: str, endpoints: Endpoints) -> dict[str, str]:
@@ -157,11 +157,10 @@ def work(model: IncrementalModel, done: list[IntervalCompleted], covered: cov.Co
 
 
 def under_load(done: list[IntervalCompleted], length: int | None) -> dict[str, Any]:
-    """Median ``duration_ms`` of the tasks as long as the alone run (all tasks when fewer than three are)."""
+    """Median ``duration_ms`` of the tasks exactly as long as the alone run (every run of a scheduled model), and how
+    many there were: like is compared with like, and too few samples is judged "not measured"."""
     same = [c.duration_ms for c in done if length is None or c.interval == length]
-    chosen = same if len(same) >= 3 or length is None else [c.duration_ms for c in done]
-    return {"median_ms": summary(chosen).get("p50"), "n": len(chosen),
-            "tasks": "same length as alone" if chosen is same else "all (fewer than 3 of the alone length)"}
+    return {"median_ms": summary(same).get("p50"), "n": len(same), "interval": length}
 
 
 def code_under_test() -> dict[str, Any]:
@@ -205,7 +204,7 @@ def benchmark(spark: SparkSession, endpoints: Endpoints, timeout_s: float = 1200
     finally:
         dep.stop()
         python_pool.stop_all()
-        for database in [*dep.databases(), f"{tag}_oracle"]:
+        for database in dep.databases():
             spark.sql(f"DROP DATABASE IF EXISTS `{database}` CASCADE")
         keys = list(redis.scan_iter(match=f"{tag}:*"))
         if keys:
@@ -272,13 +271,12 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
         "admission_wait_by_priority": histogram(service_metrics, "cbt_spark_admission_wait_seconds", by="priority"),
         "bounds_scan_by_model": histogram(service_metrics, "cbt_bounds_scan_duration_seconds", by="model"),
     }
-    report["models"] = per_model(dep, events, tag, started_ms)
-    report["targets"] = TARGETS
-    report["verdicts"] = verdicts(report)
+    report["models"], report["oracle"] = per_model(dep, events, started_ms)
     return report
 
 
-def per_model(dep: Deployment, events: EventRecorder, tag: str, started_ms: int) -> dict[str, Any]:
+def per_model(dep: Deployment, events: EventRecorder,
+              started_ms: int) -> tuple[dict[str, Any], dict[str, Any]]:
     """Work and job times under load per transformation (from the run), then the oracle's differences and the jobs
     alone (after it: a failure there keeps what the run measured)."""
     covered = {m.table: dep.coverage(m.id) for m in dep.healthy_incrementals()}
@@ -294,89 +292,32 @@ def per_model(dep: Deployment, events: EventRecorder, tag: str, started_ms: int)
                                 "runs_completed_s": [round((c.completed_at_ms - started_ms) / 1000, 1) for c in done]}
         out[model.table]["_done"] = done
     try:
-        after_the_run(dep, tag, covered, out)
-    except Exception as e:  # reported beside what the run measured
+        oracle = after_the_run(dep, covered, out)
+    except Exception as e:  # reported beside what the run measured (the oracle's verdict is then "not measured")
         out["_after_the_run_error"] = f"{type(e).__name__}: {e}"
+        oracle = {}
     for entry in out.values():
         if isinstance(entry, dict):
             entry.pop("_done", None)
-    return out
+    return out, oracle
 
 
-def after_the_run(dep: Deployment, tag: str, covered: dict[str, cov.Coverage], out: dict[str, Any]) -> None:
-    """Every table against its oracle, then each model's job alone on the quiet server (``out`` by table)."""
-    runner = oracle.Runner.load(dep.spark, CONFIG, dep.overrides)
-    database = f"{tag}_oracle"
-    oracle.build_oracle(dep.spark, CONFIG, dep.overrides, PIPELINE / "ddl", dep.source_db, database, covered, data.T0)
-    for model in runner.transformations():
-        entry, ours = out[model.table], f"`{dep.output_db}`.`{model.table}`"
-        where = "true"
-        if isinstance(model, IncrementalModel):  # rows of tasks stopped before recording them are not compared
-            where = oracle.in_coverage(POSITION_COLUMNS.get(model.table, "slot_start_date_time"), covered[model.table])
-            entry["rows_outside_coverage"] = oracle.count_where(dep.spark, ours, f"NOT ({where})")
-        entry["oracle_differences"] = oracle.differences(dep.spark, ours, f"`{database}`.`{model.table}`", where)
+def after_the_run(dep: Deployment, covered: dict[str, cov.Coverage], out: dict[str, Any]) -> dict[str, Any]:
+    """Every table against SQL written apart from the product over the range its sources imply (returned), then each
+    model's job alone on the quiet server for the task length most common under load (``out`` by table)."""
+    verdict = IndependentOracle(dep.spark, dep.source_db, dep.output_db, MIXED).verdict(covered)
+    for table, differences in verdict["differences"].items():
+        out[table]["oracle_differences"] = differences
+    runner = alone.Runner.load(dep.spark, CONFIG, dep.overrides)
     for model in runner.transformations():
         entry = out[model.table]
-        rng = oracle.alone_interval(model, covered[model.table]) if isinstance(model, IncrementalModel) else None
-        if rng is None and isinstance(model, IncrementalModel):
-            continue
-        entry["alone"] = oracle.time_alone(runner, model, rng, data.T0)
+        rng = None
+        if isinstance(model, IncrementalModel):
+            rng = alone.alone_interval([c.interval or 0 for c in entry["_done"]], covered[model.table])
+            if rng is None:
+                continue
+        entry["alone"] = alone.time_alone(runner, model, rng, data.T0)
         entry["under_load"] = under_load(entry["_done"], None if rng is None else rng[1] - rng[0])
         load_ms, alone_ms = entry["under_load"]["median_ms"], entry["alone"]["median_ms"]
         entry["under_load_vs_alone"] = round(load_ms / alone_ms, 2) if load_ms and alone_ms else None
-
-
-def verdicts(report: dict[str, Any]) -> dict[str, Any]:
-    """Each target met or missed (a run that never got quiet misses the first and is marked so)."""
-    models = {table: m for table, m in report["models"].items() if isinstance(m, dict)}
-    quiet = report["start_to_quiet_s"]
-    out: dict[str, Any] = {"start_to_quiet": "met" if quiet is not None and quiet <= TARGETS["start_to_quiet_s"]
-                           else "missed" + ("" if quiet is not None else " (not quiet)")}
-    for key in ("under_load_vs_alone", "work_per_covered_position"):
-        out[key] = {table: ("met" if m[key] <= TARGETS[key] else "missed") for table, m in models.items()
-                    if m.get(key) is not None}
-    out["equals_oracle"] = {table: m["oracle_differences"] in ((0, 0), [0, 0]) for table, m in models.items()
-                            if "oracle_differences" in m}
-    return out
-
-
-def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """The summary table's rows for ``bench.run``."""
-    quiet, verdict = report["start_to_quiet_s"], report["verdicts"]
-    out = [("(h) mixed pipeline: start to quiet",
-            f"{quiet:.0f} s" if quiet is not None else f"not quiet after {report['gave_up_after_s']:.0f} s",
-            f"<= {TARGETS['start_to_quiet_s']:.0f} s ({verdict['start_to_quiet']})")]
-    for table, m in report["models"].items():
-        if not isinstance(m, dict):
-            out.append(("(h) after the run: failed", "-", str(m)[:100]))
-            continue
-        work_note = (f"{m['work_per_covered_position']} per covered position, {m['tasks']} tasks"
-                     if m["kind"] == "incremental" else f"scheduled, {m['tasks']} runs")
-        load = (f"job {m['under_load']['median_ms']:.0f} ms under load / {m['alone']['median_ms']:.0f} alone "
-                f"= {m['under_load_vs_alone']}x" if m.get("under_load_vs_alone") else "job: -")
-        same = {True: "oracle ok", False: f"oracle DIFFERS {m.get('oracle_differences')}"}.get(
-            verdict["equals_oracle"].get(table), "oracle: -")
-        out.append((f"(h) {table}", work_note, f"{load}; {same}"))
-    concurrent = report["max_concurrent_statements"]
-    permits = concurrent["probes"].get("admission_permits_held", {})
-    others = [f"{k} {v['max']}" for k, v in concurrent["probes"].items()
-              if v["available"] and k != "admission_permits_held"]
-    others.append(f"task statements incl. waiting for a permit (worker spans) {concurrent['spans']['max_at_once']}")
-    value = (f"{permits['max']} (admission permits held; limit {permits.get('limits')})" if permits.get("available")
-             else f"{concurrent['spans']['max_at_once']} (worker spans; no admission control)")
-    out.append(("(h) most Spark statements at once", value, ", ".join(others)))
-    commit = report["admin_commit"]["spans"]
-    out.append(("(h) admin commit p50 / p90", f"{commit.get('p50', 0):.0f} / {commit.get('p90', 0):.0f} ms",
-                f"n={commit.get('n', 0)}"))
-    for name, s in report["cli"]["wall_ms"].items():
-        out.append((f"(h) cbt {name} --json wall p50 / p90", f"{s.get('p50', 0):.0f} / {s.get('p90', 0):.0f} ms",
-                    f"n={s.get('n', 0)}, failures {report['cli']['failures']}"))
-    cores = report.get("cpu_start_to_quiet", {}).get("cores", {})
-    if cores:
-        parts = sorted(((k, v) for k, v in cores.items() if k != "machine"), key=lambda kv: -kv[1])
-        out.append(("(h) CPU, start to quiet (cores)", f"{cores['machine']} of the machine",
-                    ", ".join(f"{k} {v}" for k, v in parts if v >= 0.01)))
-    load = report["load_average"]
-    out.append(("(h) load average", f"{load['at_start']} at start, {load['at_quiet_or_timeout']} at quiet",
-                f"max during run {max((v for _, v in load['during_run']), default=0)}"))
-    return out
+    return verdict

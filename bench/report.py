@@ -62,6 +62,16 @@ def write(report: Mapping[str, Any], run_stamp: str, folder: Path = REPORTS) -> 
     return path
 
 
+def write_part(name: str, report: Mapping[str, Any], run_stamp: str, folder: Path = REPORTS) -> Path:
+    """Bench ``name``'s part of ``report`` on its own, ``<folder>/<name>/<run_stamp>.json``, with the machine facts:
+    the dated report per bench that the docs quote (``bench.docs``)."""
+    path = folder / name / f"{run_stamp}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = {"bench": name, "run": run_stamp, "machine": report["machine"], "result": report[name]}
+    path.write_text(json.dumps(part, indent=2, default=str) + "\n")
+    return path
+
+
 def table(rows: Sequence[tuple[str, str, str]]) -> str:
     """Three columns: what, measured, target or note."""
     widths = [max(len(r[i]) for r in rows) for i in range(3)]

@@ -21,11 +21,10 @@ from typing import Any
 if __package__ in (None, ""):  # ``python bench/run.py``: make ``bench`` and ``tests`` importable
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench.report import Stopwatch, load_average, machine, stamp, table, write
+from bench import judged
+from bench.report import Stopwatch, load_average, machine, stamp, table, write, write_part
 from bench.stack import Endpoints
-
-OVERHEAD_TARGET = 1.25
-CASCADE_P50_TARGET_MS = 100.0
+from bench.verdicts import missed, show
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -93,7 +92,9 @@ def main(argv: list[str] | None = None) -> int:
                 report[name] = {"error": f"{type(e).__name__}: {e}"}
                 print(f"{name} failed: {e}", file=sys.stderr)
             report[name]["finished_after_s"] = clock.seconds()
-            write(report, run_stamp)  # after each benchmark, so an interrupted run keeps what it measured
+            report[name]["verdicts"] = judged.verdicts(name, report[name])
+            write(report, run_stamp)
+            write_part(name, report, run_stamp)  # after each benchmark, so an interrupted run keeps what it measured
     finally:
         spark.stop()
     return _finish(report, clock, run_stamp)
@@ -107,107 +108,36 @@ def _scale_only(args: argparse.Namespace) -> int:
     report: dict[str, Any] = {"machine": machine(), "load_average_at_start": load_average()}
     report["scale"] = scale.benchmark(Endpoints.local().redis_url, args.scale_models, args.scale_intervals)
     report["scale"]["finished_after_s"] = clock.seconds()
+    report["scale"]["verdicts"] = judged.verdicts("scale", report["scale"])
+    write_part("scale", report, run_stamp)
     return _finish(report, clock, run_stamp)
 
 
 def _finish(report: dict[str, Any], clock: Stopwatch, run_stamp: str) -> int:
     report["load_average_at_end"] = load_average()
     report["elapsed_s"] = clock.seconds()
+    misses = [f"{name}.{key}" for name, part in report.items() if isinstance(part, dict)
+              for key in missed(part.get("verdicts", []))]
+    report["missed_or_not_measured"] = misses
     path = write(report, run_stamp)
     print(table(rows(report)))
+    print(f"\n{len(misses)} target(s) missed or not measured" + (f": {', '.join(misses)}" if misses else ""))
     print(f"\nload average {report['load_average_at_start']} at start, {report['load_average_at_end']} at end "
           f"({report['machine']['cores']} cores); {report['elapsed_s']} s; report: {path}")
     return 0
 
 
 def rows(report: dict[str, Any]) -> list[tuple[str, str, str]]:
-    out = [("measure", "value", "target / note")]
-    out += [(f"{name}: failed", "-", str(part["error"])[:100]) for name, part in report.items()
-            if isinstance(part, dict) and "error" in part]
-    if "error" not in report.get("overhead", {"error": 1}):
-        ov = report["overhead"]
-        out.append(("(a) direct statements, per interval", f"{ov['direct_per_interval_ms']:.0f} ms",
-                    f"{ov['intervals']} x {ov['interval_s']} s of {ov['model']}"))
-        for name in ("sequential", "concurrent"):
-            run = ov[name]
-            mark = "ok" if run["ratio"] <= OVERHEAD_TARGET else "MISSED"
-            out.append((f"(a) pipeline, worker concurrency {run['worker_concurrency']}",
-                        f"{run['per_interval_ms']:.0f} ms = {run['ratio']:.2f}x",
-                        f"<= {OVERHEAD_TARGET}x ({mark})" if name == "sequential" else "throughput"))
-    if "error" not in report.get("worker_profile", {"error": 1}):
-        prof = report["worker_profile"]
-        top = [(k, v["ms_per_task"]) for k, v in prof["steps"].items() if k != "handle (total)"][:4]
-        out.append(("(a) worker time per task (in-process)", f"{prof['per_task_ms']:.0f} ms",
-                    ", ".join(f"{k} {ms:.0f}" for k, ms in top)))
-    if "error" not in report.get("cascade", {"error": 1}):
-        cas = report["cascade"]
-        for key, label in (("completion_to_enqueued_ms", "enqueued"), ("completion_to_seen_by_bench_ms", "seen"),
-                           ("completion_to_started_ms", "started")):
-            s = cas[key]
-            if not s.get("n"):
-                continue
-            note = f"p50 <= {CASCADE_P50_TARGET_MS:.0f} ms ({'ok' if s['p50'] <= CASCADE_P50_TARGET_MS else 'MISSED'})"
-            out.append((f"(b) completion -> dependent {label}, p50 / p99",
-                        f"{s['p50']:.0f} / {s['p99']:.0f} ms", f"n={s['n']}" + (f"; {note}" if label == "started"
-                                                                                 else "")))
-    if "error" not in report.get("backfill", {"error": 1}):
-        bf = report["backfill"]
-        for workers in (1, 2):
-            run = bf[f"workers_{workers}"]
-            out.append((f"(c) backfill, {workers} worker process(es)", f"{run['intervals_per_s']:.2f} intervals/s",
-                        f"{run['intervals']} intervals in {run['wall_ms'] / 1000:.1f} s"))
-        out.append(("(c) speed-up 2 vs 1 workers", f"{bf['speedup']:.2f}x",
-                    f"model concurrency {bf['model_concurrency']}"))
-    if "error" not in report.get("backlog", {"error": 1}):
-        bl = report["backlog"]
-        same = bl["differences_vs_one_statement"] == 0 and bl["per_interval_coverage"]
-        out.append((f"(d) backlog of {bl['intervals']} h, direct loop / one statement",
-                    f"{bl['loop_s']:.1f} s / {bl['one_statement_s']:.1f} s", f"{bl['rows_per_hour']} source rows/h"))
-        for key, label in (("ratio_vs_loop", "loop"), ("ratio_vs_one_statement", "one statement")):
-            target = bl["targets"][key]
-            out.append((f"(d) pipeline (batch.mode bounds) vs {label}",
-                        f"{bl['pipeline']['wall_ms'] / 1000:.1f} s = {bl[key]:.2f}x",
-                        f"<= {target}x ({'ok' if bl[key] <= target else 'MISSED'})"))
-        out.append(("(d) same rows, per-interval coverage", "yes" if same else "NO",
-                    f"{bl['pipeline']['tasks']} tasks"))
-        um = bl.get("union_mode")
-        if um:
-            same = um["differences_vs_one_statement"] == 0 and um["per_interval_coverage"]
-            out.append(("(d) pipeline, batch.mode union, vs loop / one statement",
-                        f"{um['pipeline']['wall_ms'] / 1000:.1f} s = {um['ratio_vs_loop']:.2f}x / "
-                        f"{um['ratio_vs_one_statement']:.2f}x",
-                        f"same rows, per-interval coverage: {'yes' if same else 'NO'}; "
-                        f"{um['pipeline']['tasks']} tasks"))
-    if "error" not in report.get("head", {"error": 1}):
-        hd = report["head"]
-        over, target = hd["overhead_ms"], hd["targets"]["overhead_p50_ms"]
-        out.append(("(e) head: source minute -> third level covers it, p50 / p99",
-                    f"{hd['latency_ms']['p50']:.0f} / {hd['latency_ms']['p99']:.0f} ms", hd["chain"]))
-        out.append(("(e) head latency minus the three jobs, p50 / p99", f"{over['p50']:.0f} / {over['p99']:.0f} ms",
-                    f"p50 <= {target:.0f} ms ({'ok' if over['p50'] <= target else 'MISSED'}); n={hd['samples']}"))
-    if "error" not in report.get("scale", {"error": 1}):
-        from bench import scale
-
-        out += scale.rows(report["scale"])
-    if "error" not in report.get("catchup", {"error": 1}):
-        cu = report["catchup"]
-        target, equal = cu["targets"]["start_to_caught_up_s"], all(d == [0, 0] or d == (0, 0)
-                                                                   for d in cu["oracle_differences"].values())
-        out.append((f"(g) demo backlog ({cu['backlog_s']} s, {cu['models']} models) caught up",
-                    f"{cu['start_to_caught_up_s']:.0f} s", f"<= {target:.0f} s "
-                    f"({'ok' if cu['start_to_caught_up_s'] <= target else 'MISSED'}); equals the oracle: "
-                    f"{'yes' if equal else 'NO'}"))
-        for table, work in cu["work_per_covered_position"].items():
-            out.append((f"(g) work per covered position: {table}", f"{work['work_per_covered_position']}",
-                        f"{work['tasks']} tasks, {work['covered_positions']} positions"))
-    if "error" not in report.get("rebuild", {"error": 1}):
-        for rows_, size in report["rebuild"]["sizes"].items():
-            out.append((f"(i) first hot-index rebuild, {int(rows_):,} admin rows", f"{size['rebuild_s']} s",
-                        f"+ {size['open_tables_s']} s opening the tables; <= 5 s when small"))
-    if "error" not in report.get("mixed", {"error": 1}):
-        from bench import mixed
-
-        out += mixed.rows(report["mixed"])
+    """Every bench's verdicts: what, the measured value, and the target with the verdict the code gave it."""
+    out = [("measure", "value", "target: verdict")]
+    for name, part in report.items():
+        if not isinstance(part, dict) or "verdicts" not in part:
+            continue
+        if "error" in part:
+            out.append((f"{name}: failed", "-", str(part["error"])[:100]))
+        for v in part["verdicts"]:
+            target = f"{v['target']}: {v['verdict'].upper() if v['verdict'] != 'met' else 'met'}" if v["target"] else ""
+            out.append((v["what"], show(v), target))
     return out
 
 

@@ -42,9 +42,6 @@ from cbt.planning.planner import Planner
 from cbt.scheduling.invalidation import impact, reach
 from cbt.scheduling.protocol import Piece
 
-TARGETS = {"steady_tick_ms": 1000.0, "cascade_p50_ms": 10.0, "invalidation_p50_ms": 50.0, "peak_rss_mb": 2048.0,
-           "interval_ratio_max": 1.25}
-"""The last: steady tick over 10x the intervals vs 1x, same ranges (1.0 = independent; the rest is noise)."""
 EXTERNALS = 100
 LAYERS = 11
 HOLES = 3
@@ -103,7 +100,6 @@ def measure(redis_url: str, models: int, intervals: int, reps: int, samples: int
     out["interval_ratio"] = round(out["steady_tick_ms"]["p50"] / out["small"]["steady_tick_ms"]["p50"], 2)
     out["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     out["load_at_end"] = load_average()
-    out["targets"] = TARGETS
     return out
 
 
@@ -179,50 +175,6 @@ def _unlink(client: Redis, pattern: str) -> None:
     keys = list(client.scan_iter(match=pattern, count=1000))
     for i in range(0, len(keys), 1000):
         client.unlink(*keys[i:i + 1000])
-
-
-def rows(part: dict[str, Any]) -> list[tuple[str, str, str]]:
-    """``bench.run``'s table lines for (f), each target marked ok or MISSED."""
-    targets, dag, seeded, inv = part["targets"], part["dag"], part["coverage"], part["invalidation"]
-    first, steady, cascade, small = part["first_tick_ms"], part["steady_tick_ms"], part["cascade_ms"], part["small"]
-    enqueue_us = (first["p50"] - steady["p50"]) * 1000 / max(part["first_tick_tasks"], 1)
-    return [
-        ("(f) synthetic DAG", f"{dag['models']:,} models, depth {dag['depth']}",
-         f"{dag['externals']} externals, {dag['edges']:,} edges, fan-in {dag['mean_fan_in']}, max fan-out "
-         f"{dag['max_fan_out']}, {dag['or_groups']} OR groups"),
-        ("(f) coverage in the hot index", f"{seeded['completed_intervals']:,} intervals",
-         f"in {seeded['stored_ranges']:,} stored ranges; all read in {seeded['read_all_ms']:.0f} ms"),
-        ("(f) first tick over all models, p50", f"{first['p50']:.0f} ms",
-         f"claims and publishes {part['first_tick_tasks']:,} tasks, ~{enqueue_us:.0f} us each (no target)"),
-        ("(f) steady tick over all models, p50 / max", f"{steady['p50']:.0f} / {steady['max']:.0f} ms",
-         f"< {targets['steady_tick_ms']:.0f} ms ({_mark(steady['p50'], targets['steady_tick_ms'])}); "
-         f"{part['first_tick_tasks']:,} tasks in flight, n={steady['n']}"),
-        ("(f) cascade re-plan, p50 / p99", f"{cascade['p50']:.1f} / {cascade['p99']:.1f} ms",
-         f"p50 < {targets['cascade_p50_ms']:.0f} ms ({_mark(cascade['p50'], targets['cascade_p50_ms'])}); "
-         f"n={cascade['n']}, {part['cascade_dependents']['mean']} dependents on average"),
-        *_impact_rows(inv, targets["invalidation_p50_ms"]),
-        ("(f) steady tick, 1/10 vs all the intervals", f"{small['steady_tick_ms']['p50']:.0f} vs {steady['p50']:.0f} "
-         f"ms = {part['interval_ratio']:.2f}x", f"<= {targets['interval_ratio_max']}x "
-         f"({'ok' if part['interval_ratio'] <= targets['interval_ratio_max'] else 'MISSED'}); "
-         f"{small['coverage']['completed_intervals']:,} vs {seeded['completed_intervals']:,} intervals, same ranges"),
-        ("(f) coordinator peak RSS", f"{part['peak_rss_mb']:.0f} MB",
-         f"< {targets['peak_rss_mb']:.0f} MB ({_mark(part['peak_rss_mb'], targets['peak_rss_mb'])})"),
-    ]
-
-
-def _impact_rows(inv: dict[str, Any], target_ms: float) -> list[tuple[str, str, str]]:
-    widest, median = inv["widest"], inv["median"]
-    return [
-        ("(f) invalidation descendant mapping, p50 / p99", f"{widest['ms']['p50']:.0f} / {widest['ms']['p99']:.0f} ms",
-         f"p50 < {target_ms:.0f} ms ({_mark(widest['ms']['p50'], target_ms)}); CPU p50 {widest['cpu_ms']['p50']:.0f}"
-         f" ms; {widest['descendants']:,} descendants of {widest['model']}, the most"),
-        ("(f) the same from the median external, p50 / p99",
-         f"{median['ms']['p50']:.0f} / {median['ms']['p99']:.0f} ms", f"{median['descendants']:,} descendants"),
-    ]
-
-
-def _mark(value: float, target: float) -> str:
-    return "ok" if value < target else "MISSED"
 
 
 def benchmark(redis_url: str, models: int, intervals: int, reps: int = 5, samples: int = 100) -> dict[str, Any]:

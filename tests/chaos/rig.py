@@ -338,14 +338,9 @@ class Verdict:
 def verdict(dep: Deployment) -> Verdict:
     """The checks after quiet (the coverage of each healthy model must be one range: the oracle asserts it)."""
     oracle = IndependentOracle(dep.spark, dep.source_db, dep.output_db)  # (SQL written in the test, not rendered)
-    actual = {}
-    for model in dep.healthy_incrementals():
-        coverage = dep.coverage(model.id)
-        assert len(coverage) == 1, f"{model.table}: expected one covered range, got {coverage}"
-        actual[model.table] = (coverage[0][0], coverage[0][1])
-    problems = oracle.coverage_problems(actual)
-    assert problems == [], problems
-    equal = {table: oracle.differences(table, span) for table, span in actual.items()}
+    checked = oracle.verdict({m.table: dep.coverage(m.id) for m in dep.healthy_incrementals()})
+    assert not checked["coverage_problems"], checked["coverage_problems"]
+    equal = checked["differences"]
     failed = failures_published(dep)
     counts = Counter(f.model.split(".")[-1] for f in failed)
     hung_timed_out = any(f.model.endswith(HUNG) and "timed out" in f.error for f in failed)

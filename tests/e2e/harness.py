@@ -8,10 +8,8 @@ must equal the oracle's row for row.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -22,7 +20,6 @@ from redis import Redis
 
 from cbt.adapters.kafka_admin import delete_topics
 from cbt.adapters.redis_state import RedisState
-from cbt.adapters.scripts import run_script
 from cbt.config.settings import Config, admin_database_overrides, load_config
 from cbt.contract.topics import Topics
 from cbt.dev.ddl import apply_ddl
@@ -30,10 +27,7 @@ from cbt.dev.generator import SourceTables, write_range, write_validator_entitie
 from cbt.dev.pipeline import ServiceProcesses
 from cbt.models.dag import ModelSet
 from cbt.models.loader import load_models
-from cbt.models.render import command_argv, exec_environment
-from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
-from cbt.models.templates import RenderSettings, TaskContext
-from cbt.models.writes import task_statements
+from cbt.models.spec import IncrementalModel, ModelId
 from cbt.planning.live import LiveStateReader
 from cbt.scheduling.coverage import Coverage
 from cbt.scheduling.plan import plan_model
@@ -188,53 +182,3 @@ def isolated_deployment(kafka: str, redis_url: str, spark: SparkSession, spark_r
         redis.close()
 
 
-@dataclass
-class Oracle:
-    """The same transformations run once each over a whole range, into databases of their own."""
-
-    deployment: Deployment
-    database: str = field(default_factory=lambda: f"toracle_{uuid.uuid4().hex[:8]}")
-
-    def build(self) -> ModelSet:
-        dep = self.deployment
-        config = load_config(CONFIG, environ={**os.environ, **dep.overrides,
-                                              "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": self.database})
-        models = load_models(config)
-        apply_ddl(dep.spark, PROJECT / "models" / "ddl", dep.source_db, self.database)
-        settings = RenderSettings.from_config(config)
-        for model_id in models.topological_order():
-            model = models.models[model_id]
-            if isinstance(model, IncrementalModel | ScheduledModel) and model.table not in dep.faulty:
-                self._run(model, self._range(model), settings, config)
-        return models
-
-    def _range(self, model: IncrementalModel | ScheduledModel) -> tuple[int, int] | None:
-        if isinstance(model, ScheduledModel):
-            return None
-        cov = self.deployment.coverage(f"{self.deployment.output_db}.{model.table}")
-        assert len(cov) == 1, f"{model.table}: expected one covered range, got {cov}"
-        return cov[0]
-
-    def _run(self, model: IncrementalModel | ScheduledModel, rng: tuple[int, int] | None, settings: RenderSettings,
-             config: Config) -> None:
-        start, end = rng if rng is not None else (None, None)
-        task = TaskContext(model_id=model.id, task_start_unix=T0, start=start, end=end)
-        if model.exec is not None:
-            env = exec_environment(model, task, settings)
-            asyncio.run(run_script(command_argv(model), env, 300, str(config.base_dir),
-                                   inherit_env=model.exec_options.inherit_env))
-            return
-        for statement in task_statements(model, task, settings):
-            self.deployment.spark.sql(statement).collect()
-
-    def differences(self, table: str) -> tuple[int, int]:
-        """Rows only in the pipeline's table, rows only in the oracle's."""
-        ours = f"`{self.deployment.output_db}`.`{table}`"
-        oracle = f"`{self.database}`.`{table}`"
-        spark = self.deployment.spark
-        extra = spark.sql(f"SELECT count(*) AS n FROM (SELECT * FROM {ours} EXCEPT ALL SELECT * FROM {oracle})")
-        missing = spark.sql(f"SELECT count(*) AS n FROM (SELECT * FROM {oracle} EXCEPT ALL SELECT * FROM {ours})")
-        return int(extra.collect()[0]["n"]), int(missing.collect()[0]["n"])
-
-    def drop(self) -> None:
-        self.deployment.spark.sql(f"DROP DATABASE IF EXISTS `{self.database}` CASCADE")

@@ -12,8 +12,9 @@ stopped short of the data makes a comparison fail: nothing here asks the product
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -26,10 +27,12 @@ class Interval:
     min: int
 
 
-EXTERNAL_LAG_S = {"beacon_blocks": 12, "raw_transactions": 12, "raw_transactions_alt": 12}
-"""The examples' external models' ``lag`` (models/external)."""
-EXTERNAL_TIME_COLUMN = {"beacon_blocks": "slot_start_date_time", "raw_transactions": "block_timestamp",
-                        "raw_transactions_alt": "block_timestamp"}
+@dataclass(frozen=True)
+class External:
+    """A time-positioned source: the column its bounds are read from and its ``lag`` (seconds)."""
+
+    column: str
+    lag_s: int
 
 
 def q(*parts: str) -> str:
@@ -105,9 +108,21 @@ class Expected:
     """Dependencies that must all have data (the intersection of their ranges)."""
     any_of: tuple[str, ...] = ()
     """An OR group: the union of its members' ranges."""
+    starts_at: int | None = None
+    """``limits.min``: the model covers nothing below it."""
 
 
-EXAMPLE = {
+@dataclass(frozen=True)
+class Pipeline:
+    """A pipeline restated: its time-positioned sources, its incremental models (dependencies first) and its
+    scheduled models (SQL over the sources, compared whole)."""
+
+    externals: dict[str, External]
+    models: dict[str, Expected]
+    scheduled: dict[str, Callable[[str], str]]
+
+
+EXAMPLE_MODELS = {
     "block_propagation_minute": Expected(minute, Interval(60, 12), all_of=("beacon_blocks",)),
     "block_propagation_two_minute": Expected(two_minute, Interval(120, 120), all_of=("block_propagation_minute",)),
     "block_propagation_five_minute": Expected(five_minute, Interval(300, 120),
@@ -116,6 +131,11 @@ EXAMPLE = {
     "block_gas": Expected(block_gas, Interval(120, 60), all_of=("transactions",)),
 }
 """The example pipeline's incremental models (their scheduled dependency, validator_entities, is always there)."""
+EXAMPLE = Pipeline(
+    externals={"beacon_blocks": External("slot_start_date_time", 12),  # (models/external: their lag)
+               "raw_transactions": External("block_timestamp", 12),
+               "raw_transactions_alt": External("block_timestamp", 12)},
+    models=EXAMPLE_MODELS, scheduled={})
 
 
 def covered(data: Range | None, interval: Interval) -> Range | None:
@@ -151,36 +171,44 @@ def coverage_problem(table: str, actual: Range | None, data: Range | None, inter
 
 
 class IndependentOracle:
-    """Expected ranges and rows of the example pipeline's tables, from the source tables of ``source_db``."""
+    """Expected ranges and rows of ``pipeline``'s tables (the example pipeline's by default), from the source tables
+    of ``source_db``."""
 
-    def __init__(self, spark: SparkSession, source_db: str, output_db: str) -> None:
-        self.spark, self.source_db, self.output_db = spark, source_db, output_db
+    def __init__(self, spark: SparkSession, source_db: str, output_db: str, pipeline: Pipeline = EXAMPLE) -> None:
+        self.spark, self.source_db, self.output_db, self.pipeline = spark, source_db, output_db, pipeline
 
     def external_data(self, table: str) -> Range | None:
-        column = EXTERNAL_TIME_COLUMN[table]
-        row = self.spark.sql(f"SELECT unix_seconds(min({column})) AS lo, unix_seconds(max({column})) AS hi "
-                             f"FROM {q(self.source_db, table)}").collect()[0]
+        external = self.pipeline.externals[table]
+        row = self.spark.sql(f"SELECT unix_seconds(min({external.column})) AS lo, "
+                             f"unix_seconds(max({external.column})) AS hi FROM {q(self.source_db, table)}").collect()[0]
         if row["lo"] is None:
             return None
-        return int(row["lo"]), int(row["hi"]) + 1 - EXTERNAL_LAG_S[table]
+        return int(row["lo"]), int(row["hi"]) + 1 - external.lag_s
 
     def data_of(self, table: str, ranges: dict[str, Range | None]) -> Range | None:
-        """What a model's dependencies hold: the intersection of an AND list, the union of an OR group."""
-        expected = EXAMPLE[table]
+        """What a model's dependencies hold: the intersection of an AND list, the union of an OR group, from its
+        ``limits.min`` on."""
+        expected = self.pipeline.models[table]
         if expected.all_of:
             parts = [ranges[d] for d in expected.all_of]
             if any(p is None for p in parts):
                 return None
-            return max(p[0] for p in parts if p), min(p[1] for p in parts if p)
-        members = [r for r in (ranges[d] for d in expected.any_of) if r is not None]
-        return (min(r[0] for r in members), max(r[1] for r in members)) if members else None
+            data = max(p[0] for p in parts if p), min(p[1] for p in parts if p)
+        else:
+            members = [r for r in (ranges[d] for d in expected.any_of) if r is not None]
+            if not members:
+                return None
+            data = min(r[0] for r in members), max(r[1] for r in members)
+        if expected.starts_at is not None:
+            data = max(data[0], expected.starts_at), data[1]
+        return data if data[1] > data[0] else None
 
     def coverage_problems(self, actual: dict[str, Range | None]) -> list[str]:
         """Each model's coverage (``actual``, one range each) against what its dependencies' data implies: the
         sources' extent for an external dependency, the dependency's own (checked) coverage for a derived one."""
-        ranges: dict[str, Range | None] = {t: self.external_data(t) for t in EXTERNAL_TIME_COLUMN}
+        ranges: dict[str, Range | None] = {t: self.external_data(t) for t in self.pipeline.externals}
         problems = []
-        for table, expected in EXAMPLE.items():  # (in dependency order)
+        for table, expected in self.pipeline.models.items():  # (in dependency order)
             problem = coverage_problem(table, actual.get(table), self.data_of(table, ranges), expected.interval)
             if problem is not None:
                 problems.append(problem)
@@ -189,15 +217,38 @@ class IndependentOracle:
 
     def expected_ranges(self) -> dict[str, Range | None]:
         """The most each model covers when every source's data was there before it ran (one run over a backlog)."""
-        ranges: dict[str, Range | None] = {t: self.external_data(t) for t in EXTERNAL_TIME_COLUMN}
-        for table, expected in EXAMPLE.items():
+        ranges: dict[str, Range | None] = {t: self.external_data(t) for t in self.pipeline.externals}
+        for table, expected in self.pipeline.models.items():
             ranges[table] = covered(self.data_of(table, ranges), expected.interval)
-        return {t: ranges[t] for t in EXAMPLE}
+        return {t: ranges[t] for t in self.pipeline.models}
 
-    def differences(self, table: str, span: Range) -> tuple[int, int]:
-        """Rows only in the pipeline's table, rows only in the expected ones (over ``span``)."""
+    def differences(self, table: str, span: Range | None = None) -> tuple[int, int]:
+        """Rows only in the pipeline's table, rows only in the expected ones (over ``span`` for an incremental model,
+        the whole table for a scheduled one)."""
         ours = f"SELECT * FROM {q(self.output_db, table)}"
-        expected = EXAMPLE[table].sql(self.source_db, self.output_db, span)
+        if table in self.pipeline.scheduled:
+            expected = self.pipeline.scheduled[table](self.source_db)
+        else:
+            assert span is not None, f"{table}: an incremental model is compared over a range"
+            expected = self.pipeline.models[table].sql(self.source_db, self.output_db, span)
         extra = self.spark.sql(f"SELECT count(*) AS n FROM ({ours} EXCEPT ALL {expected})").collect()[0]["n"]
         missing = self.spark.sql(f"SELECT count(*) AS n FROM ({expected} EXCEPT ALL {ours})").collect()[0]["n"]
         return int(extra), int(missing)
+
+    def verdict(self, coverage: Mapping[str, Sequence[Range]]) -> dict[str, Any]:
+        """Whether every table covers what its sources imply (one range each) and equals its expected rows there:
+        ``holds``, every problem found, the coverage problems alone, and each table's differences."""
+        covering = [f"{t}: covers {len(c)} ranges {c}" for t, c in coverage.items() if len(c) > 1]
+        actual = {t: (c[0] if len(c) == 1 else None) for t, c in coverage.items()}
+        covering += self.coverage_problems(actual)
+        problems = list(covering)
+        differences: dict[str, tuple[int, int]] = {}
+        for table in self.pipeline.models:
+            span = actual.get(table)
+            differences[table] = self.differences(table, span) if span else (0, 0)
+        for table in self.pipeline.scheduled:
+            differences[table] = self.differences(table)
+        problems += [f"{t}: {extra} rows only in the pipeline's table, {missing} only expected"
+                     for t, (extra, missing) in differences.items() if (extra, missing) != (0, 0)]
+        return {"holds": not problems, "problems": "; ".join(problems), "coverage_problems": covering,
+                "differences": differences}

@@ -220,6 +220,7 @@ class TaskRunner:
             log.info("task not ready at execution time", extra={"task_id": task.task_id, "reason": why})
             self.ports.ledger.release(model.id, task.task_id)
             return "not-ready"
+        log.debug("task started", extra={"task_id": task.task_id, "model": model.id})  # (bench (b) reads it)
         started = time.monotonic()
         error, worked_s = await self._execute_with_retries(model, task)
         duration_ms = int((time.monotonic() - started if worked_s is None else worked_s) * 1000)
