@@ -28,15 +28,20 @@ ORDER = ("overhead", "worker_profile", "cascade", "backfill", "backlog", "head",
          "rebuild")
 
 
-def committed_reports(root: Path = ROOT) -> dict[str, Path]:
-    """The newest tracked report of each bench (its file name is its run's UTC stamp, so names sort by time)."""
+def tracked_reports(root: Path = ROOT) -> list[Path]:
+    """Every report git tracks (reports are ignored until one is chosen with ``git add -f``)."""
     listed = subprocess.run(["git", "ls-files", "--", "bench/reports"], cwd=root, capture_output=True, text=True,
                             check=True).stdout.split()
+    return [root / name for name in sorted(listed) if name.endswith(".json")]
+
+
+def committed_reports(root: Path = ROOT) -> dict[str, Path]:
+    """The newest tracked report of each bench (its file name is its run's UTC stamp, so names sort by time)."""
     newest: dict[str, Path] = {}
-    for name in sorted(listed):
-        parts = Path(name).parts
-        if len(parts) == 4 and parts[2] in ORDER and name.endswith(".json"):
-            newest[parts[2]] = root / name
+    for path in tracked_reports(root):
+        parts = path.relative_to(root).parts
+        if len(parts) == 4 and parts[2] in ORDER:
+            newest[parts[2]] = path
     return newest
 
 
