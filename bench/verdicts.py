@@ -95,5 +95,5 @@ def show(entry: Mapping[str, Any]) -> str:
     elif isinstance(value, bool):
         text = "yes" if value else "no"
     else:
-        text = f"{_number(value)}{entry['unit']}"
+        text = f"{value:,}{entry['unit']}" if isinstance(value, int) else f"{value}{entry['unit']}"
     return text + (f" (n={entry['n']})" if entry.get("n") is not None else "")
