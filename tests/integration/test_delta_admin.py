@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pyspark.sql import SparkSession
@@ -14,7 +16,8 @@ from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
 from cbt.planning import hot_index
-from cbt.scheduling.protocol import UNKNOWN_STEP, Piece
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.protocol import UNKNOWN_STEP, Piece, subtract
 from cbt.scheduling.task_runs import TaskRun, compress
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import DurableRecord
@@ -26,25 +29,44 @@ M = "an.hourly"
 OTHER = "an.daily"
 
 
-@pytest.fixture
-def admin(spark: SparkSession, spark_database: str) -> Iterator[DeltaAdmin]:
-    """Real Delta tables in a fresh database (tests using it are integration tests)."""
-    tables = DeltaAdmin(
-        spark,
-        incremental=(spark_database, "cbt_incremental"),
-        scheduled=(spark_database, "cbt_scheduled"),
-        invalidations=(spark_database, "cbt_invalidations"),
-    )
+def warehouse_of(spark: SparkSession, database: str) -> str:
+    """The folder the catalog keeps ``database``'s managed tables in, less the ``<database>.db`` part."""
+    rows = spark.sql(f"DESCRIBE DATABASE EXTENDED {database}").collect()
+    location = str(next(r["info_value"] for r in rows if r["info_name"] == "Location"))
+    return location.removeprefix("file:").rstrip("/").rsplit("/", 1)[0]
+
+
+def open_admin(spark: SparkSession, database: str, backend: str, **kwargs: Any) -> DeltaAdmin:
+    """``DeltaAdmin`` over ``database``'s admin tables, through Spark or over their files (``backend``)."""
+    files: tuple[str, dict[str, str]] | None = (warehouse_of(spark, database), {}) if backend == "files" else None
+    return DeltaAdmin(spark, (database, "cbt_incremental"), (database, "cbt_scheduled"),
+                      (database, "cbt_invalidations"), files=files, **kwargs)
+
+
+@pytest.fixture(params=["spark", "files"])
+def admin(request: pytest.FixtureRequest, spark: SparkSession, spark_database: str) -> Iterator[DeltaAdmin]:
+    """Real Delta tables in a fresh database, read and written through Spark or as files with delta-rs (tests using
+    it are integration tests)."""
+    tables = open_admin(spark, spark_database, request.param)
     tables.ensure_tables()
     yield tables
 
 
 @pytest.fixture(params=[pytest.param("memory", id="memory"),
-                        pytest.param("delta", id="delta", marks=pytest.mark.integration)])
-def record(request: pytest.FixtureRequest) -> DurableRecord:
+                        pytest.param("files-alone", id="delta-files-alone"),
+                        pytest.param("spark", id="delta-spark", marks=pytest.mark.integration),
+                        pytest.param("files", id="delta-files", marks=pytest.mark.integration)])
+def record(request: pytest.FixtureRequest, tmp_path: Path) -> DurableRecord:
     if request.param == "memory":
         return MemoryRecord()
-    admin: DeltaAdmin = request.getfixturevalue("admin")
+    if request.param == "files-alone":  # delta-rs alone: the tables' files in a folder, no Spark and no catalog
+        alone = DeltaAdmin(None, ("an", "cbt_incremental"), ("an", "cbt_scheduled"), ("an", "cbt_invalidations"),
+                           files=(str(tmp_path), {}))
+        alone.ensure_tables()
+        return alone
+    spark, database = request.getfixturevalue("spark"), request.getfixturevalue("spark_database")
+    admin = open_admin(spark, database, request.param)
+    admin.ensure_tables()
     return admin
 
 
@@ -91,16 +113,16 @@ def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spa
 
 
 @pytest.mark.integration
+@pytest.mark.parametrize("backend", ["spark", "files"])
 def test_a_table_from_before_task_boundaries_gets_the_column_and_its_rows_read_as_before(
-    spark: SparkSession, spark_database: str
+    spark: SparkSession, spark_database: str, backend: str
 ) -> None:
     old = ", ".join(c.ddl() for c in COMPLETIONS.columns if c.name != "task_interval")
     spark.sql(f"CREATE TABLE {spark_database}.cbt_incremental ({old}) USING DELTA PARTITIONED BY (`database`, `table`)")
     spark.sql(f"INSERT INTO {spark_database}.cbt_incremental VALUES "
               "(now(), 'an', 'hourly', 0, 600, 't1', 'consolidated', 0, 'consolidated', 0), "
               "(now(), 'an', 'hourly', 600, 100, 't2', 'forward', 0, 'w', 0)")
-    admin = DeltaAdmin(spark, incremental=(spark_database, "cbt_incremental"),
-                       scheduled=(spark_database, "s"), invalidations=(spark_database, "i"))
+    admin = open_admin(spark, spark_database, backend)
 
     admin.ensure_tables()
     admin.ensure_tables()
@@ -112,12 +134,16 @@ def test_a_table_from_before_task_boundaries_gets_the_column_and_its_rows_read_a
 
 
 @pytest.mark.integration
-def test_ensure_tables_names_the_missing_columns_of_a_foreign_table(spark: SparkSession, spark_database: str) -> None:
+@pytest.mark.parametrize("backend", ["spark", "files"])
+def test_ensure_tables_names_the_missing_columns_of_a_foreign_table(spark: SparkSession, spark_database: str,
+                                                                    backend: str) -> None:
     spark.sql(f"CREATE TABLE {spark_database}.legacy (`database` STRING, `table` STRING, position BIGINT) USING DELTA")
+    files: tuple[str, dict[str, str]] | None = (warehouse_of(spark, spark_database), {}) if backend == "files" \
+        else None
     tables = DeltaAdmin(spark, incremental=(spark_database, "legacy"), scheduled=(spark_database, "s"),
-                        invalidations=(spark_database, "i"))  # fmt: skip
+                        invalidations=(spark_database, "i"), files=files)  # fmt: skip
 
-    with pytest.raises(AdminTableError, match=r"legacy`: missing columns updated_date_time, interval, task_id"):
+    with pytest.raises(AdminTableError, match=r"legacy`?: missing columns updated_date_time, interval, task_id"):
         tables.ensure_tables()
 
 
@@ -158,15 +184,19 @@ def test_a_row_appended_after_planning_survives_the_rewrite(admin: DeltaAdmin, m
     admin.record_completed([done(0, 10), done(10, 20)])
     completions = admin.tables.completions
     rewrite = completions._consolidate_one
+    appended: list[int] = []
 
-    def append_then_rewrite(model: str, database: str, table: str) -> None:
-        admin.record_completed([done(50, 60)])  # after the rows were counted, before the rewrite reads them
-        rewrite(model, database, table)
+    def append_then_rewrite(*args: Any) -> Any:
+        if not appended:  # after the rows were counted (read, for the files), before the rewrite commits
+            admin.record_completed([done(50, 60)])
+            appended.append(1)
+        return rewrite(*args)
 
     monkeypatch.setattr(completions, "_consolidate_one", append_then_rewrite)
     admin.consolidate(M)
 
     assert admin.coverage([M]) == {M: ((0, 20), (50, 60))}
+    assert [p.range for p in admin.live_pieces([M], (0, 100))[M]] == [(0, 20), (50, 60)], "merged, and kept"
 
 
 def test_an_invalidation_cuts_exactly_its_ranges_from_older_rows(record: DurableRecord) -> None:
@@ -204,9 +234,9 @@ def test_concurrent_invalidators_get_distinct_epochs(admin: DeltaAdmin, spark_da
                                                      endpoints: Endpoints) -> None:
     """Epochs are allocated inside the recording commit: Delta must serialise two sessions recording at once."""
     sessions = [connect(endpoints.spark_remote) for _ in range(3)]
+    backend = "files" if admin.is_files else "spark"
     try:
-        writers = [DeltaAdmin(session, (spark_database, "cbt_incremental"), (spark_database, "cbt_scheduled"),
-                              (spark_database, "cbt_invalidations"), conflict_retries=20) for session in sessions]
+        writers = [open_admin(session, spark_database, backend, conflict_retries=20) for session in sessions]
         with ThreadPoolExecutor(len(writers)) as pool:
             stored = list(pool.map(lambda i: writers[i % len(writers)].record_invalidation(
                 invalidation(f"inv-{i}", {M: [(i, i + 1)]})), range(6)))
@@ -416,3 +446,60 @@ def test_pruning_never_unmasks_a_stale_row_nor_forgets_a_re_run_or_the_newest_ep
     assert record.invalidated_ranges([M]) == {M: (TaskRun(20, 30, 10),)}
     assert record.invalidation_seqs([M]) == {M: 2}
     assert record.record_invalidation(invalidation("inv-3", {M: [(0, 10)]})).epoch == 3
+
+
+def files_alone(folder: Path, **kwargs: Any) -> DeltaAdmin:
+    return DeltaAdmin(None, ("an", "cbt_incremental"), ("an", "cbt_scheduled"), ("an", "cbt_invalidations"),
+                      files=(str(folder), {}), **kwargs)
+
+
+def test_the_files_stay_consistent_under_concurrent_writers(tmp_path: Path) -> None:
+    """Workers appending, a consolidation and invalidations all at once on the files (the Delta log's optimistic
+    concurrency, local file system): no row is lost, epochs are distinct, and coverage is exactly what the rows and
+    invalidations imply. Every row read sequence 0, so every invalidation cuts it whatever the order."""
+    files_alone(tmp_path).ensure_tables()
+    writers = [files_alone(tmp_path, conflict_retries=50) for _ in range(7)]
+    appended = [[(w * 1000 + i * 10, w * 1000 + i * 10 + 10) for i in range(25)] for w in range(4)]
+    invalidated = [(w * 1000 + 95, w * 1000 + 125) for w in range(4)] + [(50, 70)]
+
+    def append(w: int) -> None:
+        for start, end in appended[w]:
+            writers[w].record_completed([done(start, end)])
+
+    def consolidate() -> None:
+        for _ in range(6):
+            writers[4].consolidate(M)
+
+    def invalidate(w: int) -> list[int]:  # two invalidators at once, each its own events
+        return [writers[w].record_invalidation(invalidation(f"inv-{w}-{n}", {M: [rng]})).epoch
+                for n, rng in enumerate(invalidated) if n % 2 == w - 5]
+
+    with ThreadPoolExecutor(7) as pool:
+        jobs = [pool.submit(append, w) for w in range(4)] + [pool.submit(consolidate)]
+        recorders = [pool.submit(invalidate, w) for w in (5, 6)]
+        epochs = [e for r in recorders for e in r.result()]
+        for job in jobs:
+            job.result()
+    writers[4].consolidate(M)
+
+    expected = cov.merge(r for rs in appended for r in rs)
+    for hole in invalidated:
+        expected = cov.remove(expected, hole)
+    assert sorted(epochs) == [1, 2, 3, 4, 5]
+    assert writers[0].coverage([M]) == {M: expected}
+    tasks = {t for p in writers[0].live_pieces([M], (0, 10_000))[M] for t in p.tasks((0, 10_000))}
+    assert tasks == {part for rs in appended for r in rs for part in subtract(r, invalidated)}, "every task kept"
+
+
+@pytest.mark.integration
+def test_spark_reads_what_the_files_recorded(spark: SparkSession, spark_database: str) -> None:
+    """The tables the files backend writes are the catalog's: Spark SQL reads the same coverage."""
+    files = open_admin(spark, spark_database, "files")
+    files.ensure_tables()
+    files.record_completed([done(0, 10), done(10, 20), done(40, 50)])
+    files.record_invalidation(invalidation("inv-1", {M: [(12, 14)]}))
+    files.consolidate(M)
+
+    through_spark = open_admin(spark, spark_database, "spark")
+    assert through_spark.coverage([M]) == files.coverage([M]) == {M: ((0, 12), (14, 20), (40, 50))}
+    assert stored_rows(spark, spark_database) == 3

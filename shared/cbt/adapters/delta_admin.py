@@ -11,22 +11,41 @@ table's column spec (its DDL, appended rows and reads derive from it)::
     failures        cbt_failures        tasks that failed their last attempt
     retries         cbt_retries         attempts that failed and were tried again
 
-All of them go through one ``AdminSession`` (Spark Connect, SQL and the DataFrame API): each statement under the
-admission permit, each public write one Delta commit.
+Two ways to the same Delta tables, the same methods either way:
+
+- **files** (``spark.warehouse`` set: ``admin_tables.file_tables``): delta-rs reads and writes the tables' files
+  where the Spark catalog keeps them — no Spark statement, no admission permit, so bookkeeping never queues behind
+  the jobs it schedules. Spark only creates a table that does not exist yet (and registers it in the catalog).
+- **Spark** (unset): one ``AdminSession`` (Spark Connect, SQL and the DataFrame API), each statement under the
+  admission permit.
+
+Each public write is one Delta commit either way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
+from typing import Protocol
 
 from pyspark.sql import SparkSession
 
-from cbt.adapters.admin_tables.completions import CompletionsTable
-from cbt.adapters.admin_tables.failures import FailuresTable
-from cbt.adapters.admin_tables.invalidations import InvalidationsTable
-from cbt.adapters.admin_tables.retries import RetriesTable
-from cbt.adapters.admin_tables.scheduled import ScheduledRunsTable
+from cbt.adapters.admin_tables.columns import TableSpec
+from cbt.adapters.admin_tables.completions import COMPLETIONS, CompletionsTable
+from cbt.adapters.admin_tables.failures import FAILURES, FailuresTable
+from cbt.adapters.admin_tables.file_tables import (
+    CompletionsFiles,
+    FailuresFiles,
+    InvalidationsFiles,
+    OverridesFiles,
+    RetriesFiles,
+    ScheduledFiles,
+)
+from cbt.adapters.admin_tables.files import FileTable
+from cbt.adapters.admin_tables.invalidations import INVALIDATIONS, InvalidationsTable
+from cbt.adapters.admin_tables.overrides import OVERRIDES, OVERRIDES_TABLE, OverridesTable
+from cbt.adapters.admin_tables.retries import RETRIES, RetriesTable
+from cbt.adapters.admin_tables.scheduled import SCHEDULED, ScheduledRunsTable
 from cbt.adapters.admin_tables.session import AdminSession, AdminTableError, Permit, TableName, is_conflict
 from cbt.adapters.spark import connect, quote_identifier
 from cbt.config.settings import Config
@@ -37,20 +56,30 @@ from cbt.scheduling.protocol import Piece
 from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
 
+
+class _SparkTable(Protocol):
+    name_parts: TableName
+
+    def ensure(self) -> None: ...
+
+
 __all__ = ["AdminTableError", "AdminTables", "DeltaAdmin", "Permit", "TableName", "admin_from_config", "is_conflict",
            "tables_from_config"]
 
 
 @dataclass(frozen=True)
 class AdminTables:
-    """The five admin tables of one installation, over one session."""
+    """The admin tables of one installation: over one Spark session, or over their files (``open_files``)."""
 
-    session: AdminSession
-    completions: CompletionsTable
-    scheduled: ScheduledRunsTable
-    invalidations: InvalidationsTable
-    failures: FailuresTable
-    retries: RetriesTable
+    session: AdminSession | None
+    """Spark (``None``: files created by delta-rs, not registered in a catalog)."""
+    completions: CompletionsTable | CompletionsFiles
+    scheduled: ScheduledRunsTable | ScheduledFiles
+    invalidations: InvalidationsTable | InvalidationsFiles
+    failures: FailuresTable | FailuresFiles
+    retries: RetriesTable | RetriesFiles
+    overrides: OverridesTable | OverridesFiles
+    """``cbt_config_overrides``, beside ``cbt_incremental`` (created when first used: ``ensure_overrides``)."""
 
     @classmethod
     def open(
@@ -69,10 +98,51 @@ class AdminTables:
         """The tables by name (``(database, table)``); failures and retries default to the incremental table's
         database."""
         session = AdminSession(spark, conflict_retries=conflict_retries, reconnect=reconnect, permit=permit)
-        return cls(session, CompletionsTable(session, incremental, invalidations),
-                   ScheduledRunsTable(session, scheduled), InvalidationsTable(session, invalidations),
-                   FailuresTable(session, failures or (incremental[0], "cbt_failures")),
-                   RetriesTable(session, retries or (incremental[0], "cbt_retries")))
+        return cls(session, *_spark_tables(session, _table_names(incremental, scheduled, invalidations, failures,
+                                                                  retries)))
+
+    @classmethod
+    def open_files(cls, spark: SparkSession | None, warehouse: str, storage_options: Mapping[str, str],
+                   incremental: TableName, scheduled: TableName, invalidations: TableName,
+                   failures: TableName | None = None, retries: TableName | None = None, *, conflict_retries: int = 8,
+                   reconnect: Callable[[], SparkSession] | None = None, permit: Permit | None = None) -> AdminTables:
+        """The tables read and written as files under ``warehouse`` (``<warehouse>/<database>.db/<table>``); Spark
+        (``spark``, under ``permit``) only creates a missing table or adds a missing column. Without Spark, delta-rs
+        creates a missing table (not registered in any catalog)."""
+        session = None if spark is None else AdminSession(spark, reconnect=reconnect, permit=permit)
+        names = _table_names(incremental, scheduled, invalidations, failures, retries)
+        spark_tables = None if session is None else _spark_tables(session, names)
+
+        def through_spark(index: int) -> Callable[[], None] | None:
+            """Creates table ``index`` in the catalog (and its database), or adds a missing column."""
+            if session is None or spark_tables is None:
+                return None
+            spark_table: _SparkTable = spark_tables[index]
+            database = quote_identifier(names[index][0])
+
+            def create() -> None:
+                session.create("create database", f"CREATE DATABASE IF NOT EXISTS {database}")
+                spark_table.ensure()
+
+            return create
+
+        def files(index: int, spec: TableSpec) -> FileTable:
+            return FileTable(warehouse, names[index], spec, storage_options, through_spark(index),
+                             attempts=conflict_retries)
+
+        invalidation_files = InvalidationsFiles(files(2, INVALIDATIONS))
+        return cls(session, CompletionsFiles(files(0, COMPLETIONS), invalidation_files),
+                   ScheduledFiles(files(1, SCHEDULED)), invalidation_files, FailuresFiles(files(3, FAILURES)),
+                   RetriesFiles(files(4, RETRIES)), OverridesFiles(files(5, OVERRIDES)))
+
+    def ensure_overrides(self) -> OverridesTable | OverridesFiles:
+        """The live config overrides' table, created when missing (read when Redis lost the overrides)."""
+        if isinstance(self.overrides, OverridesTable):
+            assert self.session is not None
+            self.session.create("create database",
+                                f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self.overrides.database)}")
+        self.overrides.ensure()
+        return self.overrides
 
     def ensure(self) -> None:
         """Create the databases and tables when missing, and check existing ones have the columns this code uses.
@@ -80,19 +150,21 @@ class AdminTables:
         Safe to call from every service at start-up.
         """
         tables = (self.completions, self.scheduled, self.invalidations, self.failures, self.retries)
-        for database in sorted({t.database for t in tables}):
-            self.session.create("create database", f"CREATE DATABASE IF NOT EXISTS {quote_identifier(database)}")
+        if self.session is not None and not isinstance(self.completions, CompletionsFiles):  # (files: on creation)
+            for database in sorted({t.database for t in tables}):
+                self.session.create("create database", f"CREATE DATABASE IF NOT EXISTS {quote_identifier(database)}")
         for table in tables:
             table.ensure()
 
 
 class DeltaAdmin:
     """The admin tables of one installation, as the services record and read them; table names are
-    ``(database, table)`` pairs. Each method is its table's (``self.tables``)."""
+    ``(database, table)`` pairs. Each method is its table's (``self.tables``); ``files`` gives the tables over
+    their files (``AdminTables.open_files``)."""
 
     def __init__(
         self,
-        spark: SparkSession,
+        spark: SparkSession | None,
         incremental: TableName = ("admin", "cbt_incremental"),
         scheduled: TableName = ("admin", "cbt_scheduled"),
         invalidations: TableName = ("admin", "cbt_invalidations"),
@@ -102,9 +174,26 @@ class DeltaAdmin:
         conflict_retries: int = 8,
         reconnect: Callable[[], SparkSession] | None = None,
         permit: Permit | None = None,
+        files: tuple[str, Mapping[str, str]] | None = None,
     ) -> None:
-        self.tables = AdminTables.open(spark, incremental, scheduled, invalidations, failures, retries,
-                                       conflict_retries=conflict_retries, reconnect=reconnect, permit=permit)
+        if files is not None:
+            self.tables = AdminTables.open_files(spark, files[0], files[1], incremental, scheduled, invalidations,
+                                                 failures, retries, conflict_retries=conflict_retries,
+                                                 reconnect=reconnect, permit=permit)
+        else:
+            if spark is None:
+                raise ValueError("the admin tables need Spark unless they are read and written as files")
+            self.tables = AdminTables.open(spark, incremental, scheduled, invalidations, failures, retries,
+                                           conflict_retries=conflict_retries, reconnect=reconnect, permit=permit)
+
+    @property
+    def is_files(self) -> bool:
+        """Whether bookkeeping goes to the files (no Spark statement)."""
+        return isinstance(self.tables.completions, CompletionsFiles)
+
+    def overrides_record(self) -> OverridesTable | OverridesFiles:
+        """The live config overrides' table beside the others, created when missing."""
+        return self.tables.ensure_overrides()
 
     def ensure_tables(self) -> None:
         self.tables.ensure()
@@ -152,7 +241,12 @@ class DeltaAdmin:
         return self.tables.invalidations.invalidation_seqs(model_ids)
 
     def prune_invalidations(self, received_before_ms: int) -> list[InvalidationRecord]:
-        return self.tables.invalidations.prune_invalidations(self.tables.completions.name, received_before_ms)
+        tables = self.tables
+        if isinstance(tables.invalidations, InvalidationsFiles):
+            assert isinstance(tables.completions, CompletionsFiles)
+            return tables.invalidations.prune_invalidations(tables.completions, received_before_ms)
+        assert isinstance(tables.completions, CompletionsTable)
+        return tables.invalidations.prune_invalidations(tables.completions.name, received_before_ms)
 
     # -- cbt_failures, cbt_retries --------------------------------------------------------------------------------
 
@@ -169,6 +263,25 @@ class DeltaAdmin:
         return self.tables.retries.retries(model_ids, limit)
 
 
+Names = tuple[TableName, TableName, TableName, TableName, TableName, TableName]
+"""Completions, scheduled runs, invalidations, failures, retries and overrides."""
+
+
+def _table_names(incremental: TableName, scheduled: TableName, invalidations: TableName, failures: TableName | None,
+                 retries: TableName | None) -> Names:
+    """Failures, retries and overrides default to the incremental table's database."""
+    return (incremental, scheduled, invalidations, failures or (incremental[0], "cbt_failures"),
+            retries or (incremental[0], "cbt_retries"), (incremental[0], OVERRIDES_TABLE))
+
+
+def _spark_tables(session: AdminSession, names: Names) -> tuple[
+        CompletionsTable, ScheduledRunsTable, InvalidationsTable, FailuresTable, RetriesTable, OverridesTable]:
+    incremental, scheduled, invalidations, failures, retries, overrides = names
+    return (CompletionsTable(session, incremental, invalidations), ScheduledRunsTable(session, scheduled),
+            InvalidationsTable(session, invalidations), FailuresTable(session, failures),
+            RetriesTable(session, retries), OverridesTable(session, overrides))
+
+
 def tables_from_config(spark: SparkSession, config: Config, *, permit: Permit | None = None) -> AdminTables:
     """The admin tables named in ``config.admin``, each statement under ``permit`` when given (Spark admission
     control)."""
@@ -176,8 +289,11 @@ def tables_from_config(spark: SparkSession, config: Config, *, permit: Permit | 
 
 
 def admin_from_config(spark: SparkSession, config: Config, *, permit: Permit | None = None) -> DeltaAdmin:
-    """``DeltaAdmin`` over the admin tables named in ``config.admin`` (as ``tables_from_config``)."""
-    return DeltaAdmin(spark, *_names(config), reconnect=_reconnect(config), permit=permit)
+    """``DeltaAdmin`` over the admin tables named in ``config.admin``: over their files when ``spark.warehouse`` is
+    set (Spark only creates missing tables), else through Spark with each statement under ``permit``."""
+    warehouse = config.warehouse()
+    files = None if warehouse is None else (warehouse, dict(config.spark.storage_options))
+    return DeltaAdmin(spark, *_names(config), reconnect=_reconnect(config), permit=permit, files=files)
 
 
 def _names(config: Config) -> tuple[TableName, TableName, TableName, TableName, TableName]:

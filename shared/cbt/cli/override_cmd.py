@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from cbt.config.settings import Config
     from cbt.models.dag import ModelSet
     from cbt.planning.override_sync import LiveOverrides
+    from cbt.state.override_ports import OverrideRecord
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -47,7 +48,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
 def _open(args: argparse.Namespace) -> tuple[Config, ModelSet, LiveOverrides]:
     import functools
 
-    from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
     from cbt.adapters.delta_admin import tables_from_config
     from cbt.adapters.runtime import redis_state
     from cbt.adapters.spark import connect
@@ -57,11 +57,8 @@ def _open(args: argparse.Namespace) -> tuple[Config, ModelSet, LiveOverrides]:
     config, models = load_project(args.config)
 
     @functools.cache
-    def record() -> OverridesTable:
-        tables = tables_from_config(connect(config.spark.remote or ""), config)
-        table = overrides_table(tables.session, tables.completions.database)
-        table.ensure()
-        return table
+    def record() -> OverrideRecord:
+        return tables_from_config(connect(config.spark.remote or ""), config).ensure_overrides()
 
     return config, models, LiveOverrides(redis_state(config).overrides, record)
 

@@ -150,6 +150,16 @@ class SparkConfig(Section):
             raise ValueError("expected a number of statements, auto or off, got true")
         return "auto" if value in (0, "0") else value
 
+    warehouse: str | None = None
+    """Where the catalog keeps managed tables (the server's ``spark.sql.warehouse.dir``): a folder, relative to the
+    config file's, or a URI (``s3://…``); a table's files are ``<warehouse>/<database>.db/<table>``. Set, the services
+    read and write the admin tables' files themselves with delta-rs — bookkeeping takes no Spark statement and never
+    queues behind the jobs (Spark only creates a missing table). Unset: every admin read and write goes through Spark,
+    under admission control."""
+    storage_options: dict[str, EnvValue] = {}
+    """Passed to delta-rs as-is with ``warehouse``: object-store credentials and endpoints, and the locking or
+    conditional-put settings an object store needs for concurrent commits."""
+
     @model_validator(mode="before")
     @classmethod
     def _remote_or_master(cls, data: Any) -> Any:
@@ -193,7 +203,6 @@ class AdminConfig(Section):
     invalidations: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["invalidations"])
     failures: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["failures"])
     retries: TableRef = TableRef.model_validate(_ADMIN_DEFAULTS["retries"])
-
     def tables(self) -> tuple[TableRef, ...]:
         return tuple(getattr(self, name) for name in _ADMIN_DEFAULTS)
 
@@ -206,6 +215,14 @@ class AdminConfig(Section):
             k: {**_ADMIN_DEFAULTS[k], **v} if k in _ADMIN_DEFAULTS and isinstance(v, dict) else v
             for k, v in data.items()
         }
+
+
+def warehouse_location(warehouse: str, base_dir: Path) -> str:
+    """A warehouse setting as delta-rs takes it: a URI as written, a folder made absolute against ``base_dir``."""
+    if "://" in warehouse:
+        return warehouse.rstrip("/")
+    path = Path(warehouse)
+    return str(path if path.is_absolute() else (base_dir / path).resolve())
 
 
 def admin_database_overrides(database: str) -> dict[str, str]:
@@ -590,6 +607,10 @@ class Config(Section):
     def source(self) -> SourceMap:
         """Where each key was written, for errors about the config found later (e.g. overrides)."""
         return self._source
+
+    def warehouse(self) -> str | None:
+        """``spark.warehouse`` as a URI or an absolute folder (relative to the config file's); None when unset."""
+        return None if self.spark.warehouse is None else warehouse_location(self.spark.warehouse, self._base_dir)
 
     @property
     def warnings(self) -> tuple[Problem, ...]:

@@ -24,7 +24,7 @@ from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
 from cbt.api.row_query import Column
-from cbt.config.settings import TablesApiConfig
+from cbt.config.settings import TablesApiConfig, warehouse_location
 from cbt.models.spec import ModelId
 
 
@@ -55,7 +55,7 @@ class DeltaRows:
 
     def __init__(self, settings: TablesApiConfig, base_dir: Path) -> None:
         self._settings = settings
-        self._root = _root(settings.warehouse, base_dir) if settings.warehouse else None
+        self._root = warehouse_location(settings.warehouse, base_dir) if settings.warehouse else None
 
     @property
     def is_enabled(self) -> bool:
@@ -116,13 +116,6 @@ def _check_going_on(deadline: float, abandoned: threading.Event | None, timeout_
 def json_row(row: Mapping[str, Any]) -> dict[str, Any]:
     """A row as read, as JSON values."""
     return {k: json_value(v) for k, v in row.items()}
-
-
-def _root(warehouse: str, base_dir: Path) -> str:
-    if "://" in warehouse:
-        return warehouse.rstrip("/")
-    path = Path(warehouse)
-    return str(path if path.is_absolute() else (base_dir / path).resolve())
 
 
 def json_value(value: Any) -> Any:

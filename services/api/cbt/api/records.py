@@ -49,6 +49,8 @@ class ApiRecords:
     """The admin tables plus the audit table, in the admin database of ``cbt_incremental``."""
 
     def __init__(self, tables: AdminTables) -> None:
+        if tables.session is None:
+            raise ValueError("the api's records are read through Spark")
         self._tables = tables
         self._session = tables.session
         self._audit = qualified((tables.completions.database, AUDIT_TABLE))
@@ -63,7 +65,7 @@ class ApiRecords:
         """The model's completion rows, newest first (consolidated rows are runs of its older tasks)."""
         database, table = split_model_id(model_id)
         statement = f"""SELECT unix_millis(updated_date_time) AS at_ms, position, `interval`, task_id, direction,
-  worker, duration_ms FROM {self._tables.completions.name} WHERE `database` = :db AND `table` = :tbl
+  worker, duration_ms FROM {qualified(self._tables.completions.name_parts)} WHERE `database` = :db AND `table` = :tbl
 ORDER BY updated_date_time DESC, position DESC LIMIT :limit"""
         rows = self._session.sql("read completions", statement, {"db": database, "tbl": table, "limit": limit})
         return [Completion(task_id=r["task_id"] or "", position=int(r["position"]), interval=int(r["interval"]),

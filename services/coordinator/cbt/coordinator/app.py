@@ -15,7 +15,6 @@ from faststream.confluent import KafkaMessage
 from pydantic import ValidationError
 
 from cbt.adapters import runtime
-from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
 from cbt.adapters.kafka_bus import delivery_of, partition_of, process_span
@@ -40,6 +39,7 @@ from cbt.service import skeleton
 from cbt.service.lease import LeaseHolder
 from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Loop, Work
+from cbt.state.override_ports import OverrideRecord
 
 log = logging.getLogger("cbt.coordinator")
 LEADER_LEASE = "coordinator-leader"
@@ -319,11 +319,9 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
     return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view)
 
 
-def _override_record(admin: DeltaAdmin) -> OverridesTable:
+def _override_record(admin: DeltaAdmin) -> OverrideRecord:
     """The live config overrides' admin table, beside the others (read when Redis lost the overrides)."""
-    table = overrides_table(admin.tables.session, admin.tables.completions.database)
-    table.ensure()
-    return table
+    return admin.overrides_record()
 
 
 def _admin(clients: Clients) -> DeltaAdmin:

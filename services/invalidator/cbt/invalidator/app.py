@@ -16,7 +16,6 @@ from faststream.confluent import KafkaMessage
 from redis import Redis
 
 from cbt.adapters import runtime
-from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.kafka_bus import BrokerPublisher, delivery_of, process_span
 from cbt.adapters.redis_state import RedisState
@@ -30,6 +29,7 @@ from cbt.planning.planner import Planner
 from cbt.service import skeleton
 from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Loop, Work
+from cbt.state.override_ports import OverrideRecord
 from cbt.state.ports import DurableRecord
 
 log = logging.getLogger("cbt.invalidator")
@@ -70,10 +70,9 @@ def handler_with(config: Config, models: ModelSet, state: RedisState, client: Re
     )
 
 
-def _override_record(admin: DeltaAdmin) -> OverridesTable:
-    table = overrides_table(admin.tables.session, admin.tables.completions.database)
-    table.ensure()
-    return table
+def _override_record(admin: DeltaAdmin) -> OverrideRecord:
+    """The live config overrides' admin table, beside the others (read when Redis lost the overrides)."""
+    return admin.overrides_record()
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,

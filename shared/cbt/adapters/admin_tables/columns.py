@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any, Protocol
 
 from pyspark.sql.types import BooleanType, DataType, LongType, StringType, StructField, StructType, TimestampType
 
@@ -14,6 +15,12 @@ from cbt.models.spec import ModelId
 from cbt.state.admin_records import split_model_id
 
 Params = dict[str, object]
+
+
+class ReadRow(Protocol):
+    """A row as read: a Spark ``Row`` or a mapping, indexed by column name (timestamps under ``read_as``)."""
+
+    def __getitem__(self, key: str, /) -> Any: ...
 
 _TYPES: dict[str, DataType] = {"TIMESTAMP": TimestampType(), "STRING": StringType(), "BIGINT": LongType(),
                                "BOOLEAN": BooleanType()}

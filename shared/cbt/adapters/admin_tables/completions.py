@@ -60,6 +60,7 @@ class CompletionsTable:
         self._session = session
         self.database = name[0]
         self.name = qualified(name)
+        self.name_parts = name
         self._inv = qualified(invalidations)
 
     def ensure(self) -> None:
@@ -83,7 +84,7 @@ class CompletionsTable:
 
     def record_completed(self, rows: Iterable[CompletedInterval]) -> None:
         """Append completed intervals, any number of models, in one Delta commit (the worker's group commit)."""
-        values = [COMPLETIONS.row(_row(r)) for r in rows]
+        values = [COMPLETIONS.row(completion_row(r)) for r in rows]
         if values:
             self._session.append("record completed intervals", self.name, COMPLETIONS.schema(), values)
 
@@ -151,7 +152,7 @@ class CompletionsTable:
         self._session.rewrite(f"consolidate {model}", statement, params)
 
 
-def _row(r: CompletedInterval) -> dict[str, object]:
+def completion_row(r: CompletedInterval) -> dict[str, object]:
     database, table = split_model_id(r.model)
     return {
         "updated_date_time": timestamp(r.completed_at_ms), "database": database, "table": table, "position": r.position,

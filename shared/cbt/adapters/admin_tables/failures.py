@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from pyspark.sql import Row
-
-from cbt.adapters.admin_tables.columns import Column, TableSpec, model_filter, timestamp
+from cbt.adapters.admin_tables.columns import Column, ReadRow, TableSpec, model_filter, timestamp
 from cbt.adapters.admin_tables.session import AdminSession, TableName, qualified
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
@@ -44,29 +42,33 @@ class FailuresTable:
         self._session = session
         self.database = name[0]
         self.name = qualified(name)
+        self.name_parts = name
 
     def ensure(self) -> None:
         self._session.ensure(self.name, FAILURES)
 
     def record_failure(self, failed: TaskFailed) -> None:
         """Append a task that failed its last attempt (history is kept)."""
-        database, table = split_model_id(failed.model)
-        row = FAILURES.row({
-            "failed_date_time": timestamp(failed.failed_at_ms), "database": database, "table": table,
-            "position": failed.position, "interval": failed.interval, "scheduled_unix": failed.scheduled_unix,
-            "task_id": failed.task_id, "attempts": failed.attempts, "error": failed.error, "worker": failed.worker,
-        })  # fmt: skip
-        self._session.append("record failure", self.name, FAILURES.schema(), [row])
+        self._session.append("record failure", self.name, FAILURES.schema(), [FAILURES.row(failure_row(failed))])
 
     def failures(self, model_ids: Collection[ModelId] | None = None, limit: int = 100) -> list[TaskFailed]:
         """Recorded failures, newest first."""
         where, params = model_filter(model_ids)
         statement = f"""SELECT {FAILURES.select()}
 FROM {self.name} WHERE {where} ORDER BY failed_date_time DESC, task_id LIMIT :limit"""
-        return [_failure(row) for row in self._session.sql("read failures", statement, {**params, "limit": limit})]
+        return [failure_from(row) for row in self._session.sql("read failures", statement, {**params, "limit": limit})]
 
 
-def _failure(row: Row) -> TaskFailed:
+def failure_row(failed: TaskFailed) -> dict[str, object]:
+    database, table = split_model_id(failed.model)
+    return {
+        "failed_date_time": timestamp(failed.failed_at_ms), "database": database, "table": table,
+        "position": failed.position, "interval": failed.interval, "scheduled_unix": failed.scheduled_unix,
+        "task_id": failed.task_id, "attempts": failed.attempts, "error": failed.error, "worker": failed.worker,
+    }  # fmt: skip
+
+
+def failure_from(row: ReadRow) -> TaskFailed:
     return TaskFailed(
         task_id=row["task_id"], model=f"{row['database']}.{row['table']}", position=row["position"],
         interval=row["interval"], scheduled_unix=row["scheduled_unix"], attempts=int(row["attempts"]),

@@ -9,10 +9,8 @@ from __future__ import annotations
 import json
 from collections.abc import Collection
 
-from pyspark.sql import Row
-
 from cbt.adapters.admin_tables import protocol_sql as q
-from cbt.adapters.admin_tables.columns import Column, TableSpec
+from cbt.adapters.admin_tables.columns import Column, ReadRow, TableSpec, timestamp
 from cbt.adapters.admin_tables.session import AdminSession, AdminTableError, TableName, qualified
 from cbt.models.spec import ModelId
 from cbt.scheduling.task_runs import TaskRun
@@ -23,6 +21,7 @@ from cbt.state.admin_records import (
     decode_seqs,
     encode_metadata,
     encode_ranges,
+    encode_seqs,
     split_model_id,
 )
 
@@ -54,6 +53,7 @@ class InvalidationsTable:
         self._session = session
         self.database = name[0]
         self.name = qualified(name)
+        self.name_parts = name
 
     def ensure(self) -> None:
         self._session.ensure(self.name, INVALIDATIONS)
@@ -74,13 +74,13 @@ class InvalidationsTable:
                                  f"SELECT {INVALIDATIONS.select()} FROM {self.name} WHERE id = :id", {"id": record.id})
         if len(rows) != 1:
             raise AdminTableError(f"admin tables: invalidation {record.id}: expected one record, found {len(rows)}")
-        return _invalidation(rows[0])
+        return invalidation_from(rows[0])
 
     def invalidations(self, limit: int = 100) -> list[InvalidationRecord]:
         """Recorded invalidations, newest first."""
         statement = f"""SELECT {INVALIDATIONS.select()}
 FROM {self.name} ORDER BY received_date_time DESC, id LIMIT :limit"""
-        return [_invalidation(row) for row in self._session.sql("read invalidations", statement, {"limit": limit})]
+        return [invalidation_from(row) for row in self._session.sql("read invalidations", statement, {"limit": limit})]
 
     def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[TaskRun, ...]]:
         """Every run of tasks ever recorded as invalidated per model (models never invalidated are absent)."""
@@ -95,7 +95,7 @@ FROM {self.name} ORDER BY received_date_time DESC, id LIMIT :limit"""
         """Delete the records received before ``received_before_ms`` that change nothing once gone
         (``cbt.scheduling.protocol.is_prunable``, for every model they name) and return them."""
         statement = q.prunable_invalidations_query(incremental, self.name, INVALIDATIONS.select())
-        found = [_invalidation(row) for row in self._session.sql(
+        found = [invalidation_from(row) for row in self._session.sql(
             "find prunable invalidations", statement, {"before_ms": received_before_ms})]
         for first in range(0, len(found), PRUNE_BATCH):
             batch = found[first:first + PRUNE_BATCH]
@@ -111,7 +111,18 @@ FROM {self.name} ORDER BY received_date_time DESC, id LIMIT :limit"""
         return {row["model"]: int(row["seq"]) for row in rows}
 
 
-def _invalidation(row: Row) -> InvalidationRecord:
+def invalidation_row(record: InvalidationRecord, epoch: int) -> dict[str, object]:
+    """``record`` as stored under ``epoch`` (every model it affected gets that epoch)."""
+    database, table = split_model_id(record.model)
+    return {
+        "received_date_time": timestamp(record.received_at_ms), "id": record.id, "database": database,
+        "table": table, "start": record.start, "end": record.end, "reason": record.reason, "source": record.source,
+        "cascade": record.cascade, "metadata": encode_metadata(record.metadata),
+        "affected": encode_ranges(record.affected), "seq": encode_seqs({m: epoch for m in record.affected}),
+    }  # fmt: skip
+
+
+def invalidation_from(row: ReadRow) -> InvalidationRecord:
     return InvalidationRecord(
         id=row["id"],
         model=f"{row['database']}.{row['table']}",

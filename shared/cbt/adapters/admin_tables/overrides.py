@@ -33,16 +33,13 @@ class OverridesTable:
         self._session = session
         self.database = name[0]
         self.name = qualified(name)
+        self.name_parts = name
 
     def ensure(self) -> None:
         self._session.ensure(self.name, OVERRIDES)
 
     def record_override(self, model_id: ModelId, fields: Mapping[str, Any] | None, who: str, at_ms: int) -> None:
-        database, table = split_model_id(model_id)
-        text = None if fields is None else json.dumps(dict(fields), sort_keys=True)
-        row = OVERRIDES.row(
-            {"updated_date_time": timestamp(at_ms), "database": database, "table": table, "override": text, "who": who}
-        )
+        row = OVERRIDES.row(override_row(model_id, fields, who, at_ms))
         self._session.append("record config override", self.name, OVERRIDES.schema(), [row])
 
     def current_overrides(self) -> dict[ModelId, dict[str, Any]]:
@@ -58,6 +55,12 @@ class OverridesTable:
             if isinstance(fields, dict):
                 out[f"{row['database']}.{row['table']}"] = fields
         return out
+
+
+def override_row(model_id: ModelId, fields: Mapping[str, Any] | None, who: str, at_ms: int) -> dict[str, object]:
+    database, table = split_model_id(model_id)
+    text = None if fields is None else json.dumps(dict(fields), sort_keys=True)
+    return {"updated_date_time": timestamp(at_ms), "database": database, "table": table, "override": text, "who": who}
 
 
 def overrides_table(session: AdminSession, admin_database: str) -> OverridesTable:

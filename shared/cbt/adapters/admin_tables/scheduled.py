@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from pyspark.sql import Row
-
-from cbt.adapters.admin_tables.columns import Column, TableSpec, model_filter, timestamp
+from cbt.adapters.admin_tables.columns import Column, ReadRow, TableSpec, model_filter, timestamp
 from cbt.adapters.admin_tables.session import AdminSession, TableName, qualified
 from cbt.models.spec import ModelId
 from cbt.state.admin_records import ScheduledRun, split_model_id
@@ -31,19 +29,15 @@ class ScheduledRunsTable:
         self._session = session
         self.database = name[0]
         self.name = qualified(name)
+        self.name_parts = name
 
     def ensure(self) -> None:
         self._session.ensure(self.name, SCHEDULED)
 
     def record_scheduled_run(self, run: ScheduledRun) -> None:
         """Append one run (history is kept: every run, successful or failed)."""
-        database, table = split_model_id(run.model)
-        row = SCHEDULED.row({
-            "updated_date_time": timestamp(run.updated_at_ms), "database": database, "table": table,
-            "scheduled_unix": run.scheduled_unix, "task_id": run.task_id, "status": run.status, "error": run.error,
-            "duration_ms": run.duration_ms,
-        })  # fmt: skip
-        self._session.append("record scheduled run", self.name, SCHEDULED.schema(), [row])
+        self._session.append("record scheduled run", self.name, SCHEDULED.schema(),
+                             [SCHEDULED.row(scheduled_row(run))])
 
     def last_scheduled_runs(self, model_ids: Collection[ModelId] | None = None,
                             successful_only: bool = False) -> dict[ModelId, ScheduledRun]:
@@ -52,7 +46,7 @@ class ScheduledRunsTable:
         if successful_only:
             where = f"({where}) AND status = 'success'"
         rows = self._session.sql("read last scheduled runs", self._query(where, latest_only=True), params)
-        runs = (_scheduled_run(row) for row in rows)
+        runs = (scheduled_run_from(row) for row in rows)
         return {run.model: run for run in runs}
 
     def scheduled_runs(self, model_ids: Collection[ModelId] | None, limit: int) -> list[ScheduledRun]:
@@ -60,7 +54,7 @@ class ScheduledRunsTable:
         where, params = model_filter(model_ids)
         rows = self._session.sql("read scheduled runs", self._query(where, latest_only=False),
                                  {**params, "limit": limit})
-        return [_scheduled_run(row) for row in rows]
+        return [scheduled_run_from(row) for row in rows]
 
     def _query(self, where: str, latest_only: bool) -> str:
         """Runs newest first (by scheduled time, then write time); with ``latest_only`` one per model."""
@@ -72,7 +66,16 @@ class ScheduledRunsTable:
 ) {keep} ORDER BY `database`, `table`, rn"""
 
 
-def _scheduled_run(row: Row) -> ScheduledRun:
+def scheduled_row(run: ScheduledRun) -> dict[str, object]:
+    database, table = split_model_id(run.model)
+    return {
+        "updated_date_time": timestamp(run.updated_at_ms), "database": database, "table": table,
+        "scheduled_unix": run.scheduled_unix, "task_id": run.task_id, "status": run.status, "error": run.error,
+        "duration_ms": run.duration_ms,
+    }  # fmt: skip
+
+
+def scheduled_run_from(row: ReadRow) -> ScheduledRun:
     return ScheduledRun(
         model=f"{row['database']}.{row['table']}",
         scheduled_unix=int(row["scheduled_unix"]),
