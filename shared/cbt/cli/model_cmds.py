@@ -104,7 +104,29 @@ def cmd_validate(args: argparse.Namespace) -> int:
     }
     detail = ", ".join(f"{n} {kind}" for kind, n in counts.items())
     print(f"ok: {len(models)} models ({detail})")
+    for line in _bounds_methods(loaded[0], models):
+        print(line)
     return 0
+
+
+def _bounds_methods(config: Config, models: ModelSet) -> list[str]:
+    """How each SQL external's bounds are found: from the Delta log, or by a Spark scan and why."""
+    from cbt.models.log_bounds import SparkOnly, log_bounds_plan
+    from cbt.models.render import render_bounds_query
+    from cbt.models.templates import RenderSettings, ScanContext
+
+    settings = RenderSettings.from_config(config)
+    lines = []
+    for model in sorted(models.externals, key=lambda m: m.id):
+        if model.exec is not None:
+            continue
+        if config.warehouse() is None:
+            lines.append(f"bounds of {model.id}: a Spark scan (spark.warehouse is not set)")
+            continue
+        plan = log_bounds_plan(render_bounds_query(model, ScanContext(), settings), model.database, model.table)
+        lines.append(f"bounds of {model.id}: a Spark scan: {plan.reason}" if isinstance(plan, SparkOnly)
+                     else f"bounds of {model.id}: from the Delta log ({plan.column}'s file statistics)")
+    return lines
 
 
 def cmd_dag(args: argparse.Namespace) -> int:

@@ -6,6 +6,7 @@ import asyncio
 import functools
 
 from cbt.adapters.bounds_refresh import RedisRefreshRequests
+from cbt.adapters.delta_log_bounds import DeltaLogBounds
 from cbt.bounds_cache.query import SparkBoundsQuery
 from cbt.bounds_cache.scanner import BoundsScanner
 from cbt.config.settings import Config
@@ -29,7 +30,7 @@ async def wire(models: ModelSet, clients: Clients) -> Work:
     scanner = BoundsScanner(
         externals=models.externals, store=clients.state.bounds,
         query=SparkBoundsQuery(clients.sessions, RenderSettings.from_config(config), workdir=str(config.base_dir),
-                               admission=clients.admission),
+                               admission=clients.admission, delta_log=delta_log_from_config(config)),
         publisher=clients.publisher, topics=clients.topics,
         refresh=RedisRefreshRequests(clients.redis, config.redis.key_prefix),
     )
@@ -41,3 +42,9 @@ async def wire(models: ModelSet, clients: Clients) -> Work:
 
     return Work(loops=[Loop("scan", POLL_S, step)], started={"externals": len(models.externals)},
                 wind_down=scanner.stop, is_busy=lambda: scanner.is_scanning)
+
+
+def delta_log_from_config(config: Config) -> DeltaLogBounds | None:
+    """Bounds from the Delta log of the tables under ``spark.warehouse`` (``None`` when it is unset)."""
+    warehouse = config.warehouse()
+    return None if warehouse is None else DeltaLogBounds(warehouse, dict(config.spark.storage_options))
