@@ -93,10 +93,11 @@ def max_poll_interval_ms(config: Config) -> int:
 
 
 def admitted(admission: SparkAdmission, warm: Callable[[SparkSession], None]) -> Callable[[SparkSession], None]:
-    """``warm`` holding a permit (at forward fill's priority: it is what makes the first forward tasks quick)."""
+    """``warm`` holding a permit at the lowest priority (backfill's): a task that is waiting goes first, so the warm-up
+    never holds a first task back for longer than its own one small statement."""
 
     def warm_admitted(session: SparkSession) -> None:
-        with admission.held_sync("forward", "warm-up"):
+        with admission.held_sync("backfill", "warm-up"):
             warm(session)
 
     return warm_admitted
