@@ -40,6 +40,18 @@ def test_a_backlog_is_planned_in_batches_of_the_size_asked_and_the_head_stays_si
     assert (single.position, single.interval, single.step) == (5940, 60, None)
 
 
+def test_a_model_behind_its_head_catches_up_in_one_forward_job() -> None:
+    """Minutes behind a live source (a restart, a slow job): the ready forward intervals run as one batch, not one
+    task per interval one after another; each interval still gets its record (the task's step)."""
+    model = replace(inc("an.minute", ["src.data"], imax=60, direction="head"), sql="SELECT 1", write=REPLACE)
+    models = models_of(ext("src.data"), model)
+    behind = snapshot(bounds={"src.data": (0, 6000)}, coverage={"an.minute": [(0, 5700)]})
+
+    (catch_up,) = plan_model(model, models, behind, concurrency=1, batch_size=20).tasks
+
+    assert (catch_up.position, catch_up.interval, catch_up.step, catch_up.direction) == (5700, 300, 60, "forward")
+
+
 def test_a_head_first_backlog_runs_as_one_job_with_its_newest_interval() -> None:
     """Head-first, nothing covered: forward fill takes the newest interval and backfill the rest below it — two
     jobs on one table, one after the other. When both fit one batch they are one task."""
