@@ -336,6 +336,25 @@ def read_api_problems(docs: list[Doc], api: Config) -> list[str]:
     return problems
 
 
+def bookkeeping_problems(docs: list[Doc], service: str, config: Config) -> list[str]:
+    """A service that keeps the admin record as files (``spark.warehouse`` a local folder) mounts that folder
+    writable, from the volume the Spark Connect server writes its warehouse to."""
+    warehouse = config.spark.warehouse
+    if warehouse is None or "://" in warehouse or service == "api":
+        return []
+    deployment = one(docs, "Deployment", f"cbt-{service}")
+    mount = next((m for m in service_container(deployment).get("volumeMounts", [])
+                  if Path(warehouse).is_relative_to(m["mountPath"])), None)
+    if mount is None:
+        return [f"{service}: spark.warehouse {warehouse} is not mounted in the pod"]
+    problems = [f"{service}: {mount['mountPath']} is mounted read-only"] if mount.get("readOnly") else []
+    connect = pod_spec(one(docs, "Deployment", "cbt-spark-connect"))
+    written = {_claim(connect, m["name"]) for c in connect["containers"] for m in c.get("volumeMounts", [])}
+    if _claim(pod_spec(deployment), mount["name"]) not in written - {None}:
+        problems.append(f"{service}: {mount['mountPath']} is not the Spark Connect server's warehouse")
+    return problems
+
+
 def _claim(pod: Doc, volume: str) -> str | None:
     found = next((v for v in pod.get("volumes", []) if v["name"] == volume), {})
     return found.get("persistentVolumeClaim", {}).get("claimName")

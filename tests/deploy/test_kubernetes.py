@@ -46,6 +46,7 @@ def project_problems(target: str, docs: list[Doc], tmp: Path, _crd: Path | None 
             problems += checks.port_problems(service, deployment, config)
             problems += checks.grace_problems(service, deployment, config)
             problems += connect_token_problems(service, config, docs)
+            problems += checks.bookkeeping_problems(docs, service, config)
     problems += checks.image_problems(docs) + checks.security_problems(docs) + checks.disruption_problems(docs)
     problems += checks.ingress_problems(docs) + network_problems(docs) + tls_problems(docs) + spark_auth_problems(docs)
     problems += checks.secret_scope_problems(docs)
@@ -128,6 +129,10 @@ def deployment(docs: list[Doc], name: str) -> Doc:
 
 def container(docs: list[Doc], name: str) -> Doc:
     return service_container(deployment(docs, name))
+
+
+def bookkeeping_mount(docs: list[Doc], name: str) -> Doc:
+    return next(m for m in container(docs, name)["volumeMounts"] if m["mountPath"] == "/data/warehouse")
 
 
 def warehouse_mount(docs: list[Doc]) -> Doc:
@@ -385,6 +390,14 @@ BROKEN: list[tuple[str, Mutation, Check, str]] = [
     (EX, lambda d: next(v for v in pod_spec(deployment(d, "cbt-api"))["volumes"] if v["name"] == "warehouse")[
         "persistentVolumeClaim"].update(claimName="other"), project_problems,
      "claim other), not the Spark Connect server's warehouse"),
+    # the services that keep the admin record write the warehouse's Delta files
+    (EX, lambda d: container(d, "cbt-worker")["volumeMounts"].remove(bookkeeping_mount(d, "cbt-worker")),
+     project_problems, "worker: spark.warehouse /data/warehouse is not mounted in the pod"),
+    (EX, lambda d: bookkeeping_mount(d, "cbt-coordinator").update(readOnly=True), project_problems,
+     "coordinator: /data/warehouse is mounted read-only"),
+    (EX, lambda d: next(v for v in pod_spec(deployment(d, "cbt-invalidator"))["volumes"] if v["name"] == "warehouse")[
+        "persistentVolumeClaim"].update(claimName="other"), project_problems,
+     "invalidator: /data/warehouse is not the Spark Connect server's warehouse"),
 ]
 
 
