@@ -503,3 +503,17 @@ def test_spark_reads_what_the_files_recorded(spark: SparkSession, spark_database
     through_spark = open_admin(spark, spark_database, "spark")
     assert through_spark.coverage([M]) == files.coverage([M]) == {M: ((0, 12), (14, 20), (40, 50))}
     assert stored_rows(spark, spark_database) == 3
+
+
+@pytest.mark.integration
+def test_tables_whose_files_are_not_under_spark_warehouse_are_found_through_the_catalog(
+        spark: SparkSession, spark_database: str, tmp_path: Path) -> None:
+    """A server whose warehouse is not ``spark.warehouse`` (or a database with a location of its own): the catalog
+    says where the files are, and the record is read and written there."""
+    elsewhere = DeltaAdmin(spark, (spark_database, "cbt_incremental"), (spark_database, "cbt_scheduled"),
+                           (spark_database, "cbt_invalidations"), files=(str(tmp_path / "not-the-warehouse"), {}))
+    elsewhere.ensure_tables()
+    elsewhere.record_completed([done(0, 10)])
+
+    assert open_admin(spark, spark_database, "spark").coverage([M]) == {M: ((0, 10),)}
+    assert not (tmp_path / "not-the-warehouse").exists()

@@ -46,7 +46,14 @@ from cbt.adapters.admin_tables.invalidations import INVALIDATIONS, Invalidations
 from cbt.adapters.admin_tables.overrides import OVERRIDES, OVERRIDES_TABLE, OverridesTable
 from cbt.adapters.admin_tables.retries import RETRIES, RetriesTable
 from cbt.adapters.admin_tables.scheduled import SCHEDULED, ScheduledRunsTable
-from cbt.adapters.admin_tables.session import AdminSession, AdminTableError, Permit, TableName, is_conflict
+from cbt.adapters.admin_tables.session import (
+    AdminSession,
+    AdminTableError,
+    Permit,
+    TableName,
+    is_conflict,
+    qualified,
+)
 from cbt.adapters.spark import connect, quote_identifier
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskFailed
@@ -61,6 +68,30 @@ class _SparkTable(Protocol):
     name_parts: TableName
 
     def ensure(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class SparkCatalog:
+    """An admin table in Spark's catalog (``admin_tables.files.Catalog``): created there, with its database, when
+    missing; asked where its files are when they are not under ``spark.warehouse``."""
+
+    session: AdminSession
+    table: _SparkTable
+
+    def create(self) -> None:
+        database = quote_identifier(self.table.name_parts[0])
+        self.session.create("create database", f"CREATE DATABASE IF NOT EXISTS {database}")
+        self.table.ensure()
+
+    def location(self) -> str | None:
+        try:
+            rows = self.session.sql("locate an admin table", f"DESCRIBE DETAIL {qualified(self.table.name_parts)}")
+        except AdminTableError:
+            return None
+        found = str(rows[0]["location"]) if rows and rows[0]["location"] else None
+        if found is not None and found.startswith("file:"):
+            found = "/" + found.removeprefix("file:").lstrip("/")
+        return found
 
 
 __all__ = ["AdminTableError", "AdminTables", "DeltaAdmin", "Permit", "TableName", "admin_from_config", "is_conflict",
@@ -113,22 +144,9 @@ class AdminTables:
         names = _table_names(incremental, scheduled, invalidations, failures, retries)
         spark_tables = None if session is None else _spark_tables(session, names)
 
-        def through_spark(index: int) -> Callable[[], None] | None:
-            """Creates table ``index`` in the catalog (and its database), or adds a missing column."""
-            if session is None or spark_tables is None:
-                return None
-            spark_table: _SparkTable = spark_tables[index]
-            database = quote_identifier(names[index][0])
-
-            def create() -> None:
-                session.create("create database", f"CREATE DATABASE IF NOT EXISTS {database}")
-                spark_table.ensure()
-
-            return create
-
         def files(index: int, spec: TableSpec) -> FileTable:
-            return FileTable(warehouse, names[index], spec, storage_options, through_spark(index),
-                             attempts=conflict_retries)
+            catalog = None if session is None or spark_tables is None else SparkCatalog(session, spark_tables[index])
+            return FileTable(warehouse, names[index], spec, storage_options, catalog, attempts=conflict_retries)
 
         invalidation_files = InvalidationsFiles(files(2, INVALIDATIONS))
         return cls(session, CompletionsFiles(files(0, COMPLETIONS), invalidation_files),

@@ -21,7 +21,7 @@ import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import pyarrow as pa  # type: ignore[import-untyped]  # (no stubs)
 from deltalake import CommitProperties, DeltaTable, write_deltalake
@@ -39,8 +39,12 @@ EXACT = CommitProperties(max_commit_retries=0)
 """A commit that must land right after the version it read, or fail."""
 REWRITE_ATTEMPTS = 8
 
-Create = Callable[[], None]
-"""Creates the table in the catalog when missing and migrates it (the Spark-backed table's ``ensure``)."""
+class Catalog(Protocol):
+    """Where the table is registered (Spark's catalog): it creates a missing table, adds a missing column, and says
+    where the table's files are when they are not at the warehouse's conventional place."""
+
+    def create(self) -> None: ...
+    def location(self) -> str | None: ...
 
 
 class Changed(Exception):
@@ -70,12 +74,13 @@ class FileTable:
     column's ``read_as`` name, as the Spark reads give them)."""
 
     def __init__(self, warehouse: str, name: TableName, spec: TableSpec, storage_options: Mapping[str, str],
-                 create: Create | None, *, attempts: int = REWRITE_ATTEMPTS) -> None:
+                 catalog: Catalog | None, *, attempts: int = REWRITE_ATTEMPTS) -> None:
         self.name, self.spec = name, spec
         self.database = name[0]
         self.uri = location(warehouse, name)
         self._options = dict(storage_options) or None
-        self._create = create
+        self._catalog = catalog
+        self._is_located = catalog is None
         self._attempts = attempts
         self._schema = pa.schema([pa.field(c.name, _ARROW[c.type]) for c in spec.columns])
 
@@ -83,9 +88,11 @@ class FileTable:
         """Create the table through the catalog (``create``) when its files are missing, or migrate it there when
         it lacks a column this code uses (without a catalog, create the files alone); then check it has them all."""
         missing = self._missing()
-        if (missing is None or missing) and self._create is not None:
-            self._create()
+        if self._catalog is not None and (missing is None or missing):
+            self._catalog.create()
             missing = self._missing()
+            if missing is None and self._locate():  # registered, with its files somewhere else
+                missing = self._missing()
         elif missing is None:  # no catalog to register it in: the files alone
             self._create_files()
             missing = self._missing()
@@ -115,10 +122,25 @@ class FileTable:
     def label(self) -> str:
         return ".".join(self.name)
 
+    def _locate(self) -> bool:
+        """Ask the catalog once where the files are (a database with a location of its own, a server whose
+        warehouse is not ``spark.warehouse``); True when that moved ``uri``."""
+        if self._is_located or self._catalog is None:
+            return False
+        self._is_located = True
+        found = self._catalog.location()
+        if found is None or found == self.uri:
+            return False
+        log.info("admin tables: %s's files are at %s, not under spark.warehouse", self.label, found)
+        self.uri = found
+        return True
+
     def table(self) -> DeltaTable:
         try:
             return DeltaTable(self.uri, storage_options=self._options)
         except TableNotFoundError as e:
+            if self._locate():
+                return self.table()
             raise AdminTableError(f"admin table {self.label}: no Delta table at {self.uri}") from e
         except (DeltaError, OSError) as e:
             raise AdminTableError(f"admin table {self.label}: cannot be read: {e}") from e
