@@ -27,9 +27,23 @@ def run(*argv: str) -> int:
     return code
 
 
-def test_validate_example(capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_example_and_how_each_external_gets_its_bounds(capsys: pytest.CaptureFixture[str]) -> None:
     assert run("validate", "--config", EXAMPLE_CONFIG) == 0
-    assert capsys.readouterr().out == "ok: 11 models (4 external, 5 incremental, 2 scheduled)\n"
+    assert capsys.readouterr().out.splitlines() == [
+        "ok: 11 models (4 external, 5 incremental, 2 scheduled)",
+        "bounds of ethereum.beacon_blocks: from the Delta log (slot_start_date_time's file statistics)",
+        "bounds of ethereum.raw_transactions: from the Delta log (block_timestamp's file statistics)",
+        "bounds of ethereum.validator_entity: from the Delta log (updated_date_time's file statistics)",
+    ]  # (raw_transactions_alt is an exec model: its own command finds its bounds)
+
+
+def test_validate_says_why_a_bounds_query_needs_spark(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
+    project.config_text("spark: {warehouse: var/warehouse}\nmodels: {external: {default_database: src}}\n")
+    project.file("models/external/blocks.sql", "---\ntable: blocks\ninterval: {type: slot}\n---\n"
+                 "SELECT min(slot) AS min, max(slot) + 1 AS max FROM {{ self.from }} WHERE slot > 100\n")
+    assert run("validate", "--config", str(project.root / "config.yaml")) == 0
+    assert ("bounds of src.blocks: a Spark scan: the bounds query has WHERE (the Delta log holds only whole-table "
+            "statistics)") in capsys.readouterr().out.splitlines()
 
 
 def test_validate_lists_every_problem_one_per_line(project: Project, capsys: pytest.CaptureFixture[str]) -> None:
