@@ -119,9 +119,10 @@ def test_compose_services_mount_config_and_models_read_only_and_wait_for_healthy
     services = compose_file()["services"]
     for name in SERVICES:
         service = services[name]
-        read_api = {"spark-warehouse:/data/warehouse:ro"} if name == "api" else set()
+        # the api reads the warehouse; the others keep the admin record there as Delta files (spark.warehouse)
+        warehouse = "spark-warehouse:/data/warehouse" + (":ro" if name == "api" else "")
         assert set(service["volumes"]) == {"./config.yaml:/app/config.yaml:ro", "../../models:/app/models:ro",
-                                           *read_api}
+                                           warehouse}
         assert service["depends_on"] == {dep: {"condition": "service_healthy"}
                                          for dep in ("kafka", "redis", "spark-connect")}
 
@@ -189,6 +190,7 @@ def test_compose_config_is_the_projects_config_with_the_containers_addresses() -
                                          "sasl.username": "cbt", "sasl.password": "kafka-pw"}
     assert theirs["health_addr"].startswith("0.0.0.0:") and theirs["api"]["addr"].startswith("0.0.0.0:")
     assert theirs["api"]["tables"]["warehouse"] == "/data/warehouse", "the read API reads the warehouse volume"
+    assert theirs["spark"]["warehouse"] == "/data/warehouse", "the admin record's files are on the warehouse volume"
     assert without_addresses(ours, ROOT) == without_addresses(theirs, COMPOSE)
 
 
@@ -196,6 +198,7 @@ def without_addresses(config: dict[str, Any], base: Path) -> dict[str, Any]:
     """The configuration less where things are (endpoints, bind addresses, model paths made relative) and the task
     topics' partitions, which the compose stack sizes for its scaled workers; and Kafka's credentials."""
     config["kafka"].pop("bootstrap_servers"), config["redis"].pop("url"), config["spark"].pop("remote")
+    config["spark"].pop("warehouse")
     config["kafka"].pop("client")
     config["api"].pop("addr"), config["api"]["tables"].pop("warehouse"), config.pop("health_addr")
     config.pop("metrics_addr")
