@@ -47,10 +47,13 @@ class Heartbeat:
 
 
 class HealthServer:
-    def __init__(self, addr: str, checks: Mapping[str, Check], probes: Mapping[str, Probe] | None = None) -> None:
+    def __init__(self, addr: str, checks: Mapping[str, Check], probes: Mapping[str, Probe] | None = None,
+                 startup: Callable[[], dict[str, object]] | None = None) -> None:
         self.host, self.port = bind_address(addr)
         self.checks = dict(checks)
         self.probes = dict(probes or {})
+        self.startup = startup
+        """The start-up step and milestones, shown in both bodies (``cbt.service.startup.Startup.report``)."""
         self._server: asyncio.Server | None = None
 
     async def start(self) -> None:
@@ -96,14 +99,15 @@ class HealthServer:
             writer.close()
 
     async def _answer(self, path: str) -> tuple[str, dict[str, object]]:
+        started = {"startup": self.startup()} if self.startup is not None else {}
         if path == "/healthz":
             loops = self.liveness()
             if all(verdict == "ok" for verdict in loops.values()):
-                return "200 OK", {"status": "ok", "loops": loops}
-            return "503 Service Unavailable", {"status": "not alive", "loops": loops}
+                return "200 OK", {"status": "ok", "loops": loops, **started}
+            return "503 Service Unavailable", {"status": "not alive", "loops": loops, **started}
         if path == "/readyz":
             checks, notes = await self._assess()
-            extra = {"notes": notes} if notes else {}
+            extra = {**({"notes": notes} if notes else {}), **started}
             if all(verdict == "ok" for verdict in checks.values()):
                 return "200 OK", {"status": "ready", "checks": checks, **extra}
             return "503 Service Unavailable", {"status": "not ready", "checks": checks, **extra}

@@ -194,12 +194,13 @@ def loop_probes(subscribers: Sequence[Any] = (), **heartbeats: Heartbeat) -> dic
     return probes
 
 
-async def serve_health(addr: str | None, checks: Mapping[str, Check],
-                       probes: Mapping[str, Probe] | None = None) -> HealthServer | None:
-    """``/readyz`` asks ``checks`` and ``/healthz`` asks ``probes`` (none: answering at all is alive)."""
+async def serve_health(addr: str | None, checks: Mapping[str, Check], probes: Mapping[str, Probe] | None = None,
+                       startup: Callable[[], dict[str, object]] | None = None) -> HealthServer | None:
+    """``/readyz`` asks ``checks`` and ``/healthz`` asks ``probes`` (none: answering at all is alive); both show
+    ``startup``'s report."""
     if not addr:
         return None
-    server = HealthServer(addr, checks, probes)
+    server = HealthServer(addr, checks, probes, startup)
     await server.start()
     return server
 

@@ -19,12 +19,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from cbt.adapters import runtime
 from cbt.adapters.admission import admission_from_config
-from cbt.adapters.health import Check, Heartbeat
+from cbt.adapters.health import Check, HealthServer, Heartbeat
 from cbt.adapters.kafka_bus import BrokerPublisher, make_broker
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.service.idle import stop_when_idle
 from cbt.service.lease import LeaseHolder
+from cbt.service.startup import Startup
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession  # noqa: TID251 (a type only: Spark is opened by cbt.adapters.spark)
@@ -42,9 +43,11 @@ class Clients:
     for it open it). ``close`` closes them in order: the leases first (another process may take over at once), then
     what the service added with ``on_close``, the Spark admission, the session pool, the Spark session."""
 
-    def __init__(self, name: str, config: Config) -> None:
+    def __init__(self, name: str, config: Config, startup: Startup | None = None) -> None:
         self.name = name
         self.config = config
+        self.startup = startup or Startup()
+        """Where the start-up is; services add their own milestones (``leader``, ``first task started``)."""
         self.owner = runtime.instance_id(name)
         """This process: lease owner, Kafka client id, log field."""
         self.broker = make_broker(config.kafka, self.owner)
@@ -149,26 +152,44 @@ async def run(name: str, config: Config, stop: asyncio.Event, wire: Wire, health
               until_idle_s: float | None = None) -> None:
     """Run the service ``name`` until ``stop`` is set — or, with ``until_idle_s``, until idle that long."""
     log = logging.getLogger(f"cbt.{name.replace('-', '_')}")
+    startup = Startup()
+    # Answered from the first moment: /readyz says which start-up step the service is in until it is ready.
+    health = await runtime.serve_health(health_addr, {"startup": startup.check}, startup=startup.report)
+    startup.doing("creating topics")
     if not await runtime.until_it_works(lambda: runtime.ensure_topics(config), "create topics", stop, log):
+        await _stop_health(health)
         return
-    clients = Clients(name, config)
+    startup.reached("topics created")
+    startup.doing("preparing (admin tables, admission control, the service's own)")
+    clients = Clients(name, config, startup)
     work = await wire(clients)
     if work is None:
         await clients.close()
+        await _stop_health(health)
         return
+    startup.reached("wired")
     heartbeats = {loop.name: runtime.loop_heartbeat(loop.interval_s) for loop in work.loops}
     async with clients.broker:
+        startup.doing("joining the broker")
         await clients.broker.start()
+        startup.reached("broker joined")
         checks = {**runtime.dependency_checks(config, clients.redis, clients.broker, work.subscribers), **work.checks}
-        health = await runtime.serve_health(health_addr, checks, runtime.loop_probes(work.subscribers, **heartbeats))
-        log.info(f"{name} started", extra={"owner": clients.owner, **work.started})
+        if health is not None:
+            health.checks, health.probes = checks, dict(runtime.loop_probes(work.subscribers, **heartbeats))
+        startup.ready()
+        log.info(f"{name} started", extra={"owner": clients.owner, "startup_s": startup.milestones["ready"],
+                                           **work.started})
         await _until_stopped(config, work, heartbeats, stop, log, until_idle_s)
         if work.wind_down is not None:
             await work.wind_down()
-        if health:
-            await health.stop()
+        await _stop_health(health)
     await clients.close()
     log.info(f"{name} stopped")
+
+
+async def _stop_health(health: HealthServer | None) -> None:
+    if health is not None:
+        await health.stop()
 
 
 async def _until_stopped(config: Config, work: Work, heartbeats: Mapping[str, Heartbeat],

@@ -63,6 +63,8 @@ class Coordinator:
     view: ModelView | None = None
     """The loaded models plus the live config overrides, refreshed each tick (``cbt.planning.override_sync``)."""
     paused: frozenset[ModelId] = frozenset()
+    milestone: Callable[[str], None] = lambda _: None
+    """Records a start-up milestone (``leader``, ``index ready``, ``first plan``: ``cbt.service.startup``)."""
     leadership: LeaseHolder = field(init=False)
 
     def __post_init__(self) -> None:
@@ -127,11 +129,13 @@ class Coordinator:
             metrics.scheduled_tasks_registered.replace({})
             metrics.schedule_broken.replace({})
             return
+        self.milestone("leader")
         now = int(time.time())
         if not self.state.coverage.is_built():
             async with self._leadership_kept():
                 await self._rebuild_hot_index(now)
             self.tracker = None
+        self.milestone("index ready")
         if self.tracker is None:
             tracker = DueTracker.for_models([m for m in self.models.incrementals if m.id not in self.paused],
                                             [m for m in self.models.scheduled if m.id not in self.paused], now)
@@ -140,6 +144,7 @@ class Coordinator:
             self.tracker = tracker
             metrics.scheduled_tasks_registered.replace({**tracker.registered(), **self._consolidation_registered()})
         await self.tracker.run_due(now, self._run_scheduled, self._plan_fills)
+        self.milestone("first plan")
         metrics.schedule_broken.replace(self.tracker.broken_series())
         await self._consolidate_when_due(now)
 
@@ -316,7 +321,8 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
     marks = RedisMarks(clients.redis, config.redis.key_prefix)
     admin = functools.cache(lambda: _admin(clients))
     view = ModelView(models, LiveOverrides(state.overrides, functools.cache(lambda: _override_record(admin()))))
-    return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view)
+    return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view,
+                       milestone=clients.startup.reached)
 
 
 def _override_record(admin: DeltaAdmin) -> OverrideRecord:

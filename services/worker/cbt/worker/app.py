@@ -159,4 +159,5 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
         topics=clients.topics, worker_id=clients.owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
         pools=("default", *config.worker.pools), max_batch_intervals=config.scheduler.batch.max_intervals,
+        milestone=clients.startup.reached,
     )

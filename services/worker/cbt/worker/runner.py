@@ -25,7 +25,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
@@ -140,6 +140,8 @@ class TaskRunner:
     """Every configured pool (``message_checks``: a task names one of them)."""
     max_batch_intervals: int = 1024
     """``scheduler.batch.max_intervals``: no batch the planner makes is longer."""
+    milestone: Callable[[str], None] = lambda _: None
+    """Records a start-up milestone (``first task started``, ``first completion``: ``cbt.service.startup``)."""
 
     def why_unusable(self, task: TaskRequested) -> str | None:
         """Why ``task`` cannot be a task the planner made for a loaded model (``cbt.scheduling.message_checks``):
@@ -221,6 +223,7 @@ class TaskRunner:
             self.ports.ledger.release(model.id, task.task_id)
             return "not-ready"
         log.debug("task started", extra={"task_id": task.task_id, "model": model.id})  # (bench (b) reads it)
+        self.milestone("first task started")
         started = time.monotonic()
         error, worked_s = await self._execute_with_retries(model, task)
         duration_ms = int((time.monotonic() - started if worked_s is None else worked_s) * 1000)
@@ -262,6 +265,7 @@ class TaskRunner:
             enqueued_at_ms=task.enqueued_at_ms, worker=self.worker_id, step=task.step,
         ), key=task.model)
         self.ports.ledger.release(model.id, task.task_id)
+        self.milestone("first completion")
         return "completed"
 
     async def _end_lease(self, held: LeaseHolder, heartbeat: asyncio.Task[None]) -> None:
