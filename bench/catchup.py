@@ -6,6 +6,8 @@ catches up. Reported:
 - time to catch up: from the moment the demo's feed starts writing the backlog — what a user's ``make demo`` does
   first — until quiet (every source scanned, nothing in flight or plannable), and from the first task enqueued to
   the last completion;
+- the start timeline of every service (its ``/readyz`` milestones, seconds since its process started): how long
+  from launching the services to the worker's first task;
 - work per covered position, per model: the positions every completed task computed (re-runs and widened tasks
   count again) over the positions the model covers at the end. 1.0 means each position was computed once;
 - the tables equal the independent oracle (``tests/e2e/oracle.py``: SQL written in the test over the sources) and
@@ -71,6 +73,7 @@ def benchmark(spark: SparkSession, endpoints: Endpoints) -> dict[str, Any]:
             events.start()  # (reads from the earliest offset: the services create the topics as they start)
             caught_up_s = starting_s + dep.wait_quiet(LAST_SLOT_END, timeout_s=900.0, settle_s=SETTLE_S) - SETTLE_S
             time.sleep(1.0)  # the last interval-completed reaches the recorder
+            timeline = dep.procs.start_timeline()
         finally:
             events.stop()
             dep.stop()
@@ -84,6 +87,7 @@ def benchmark(spark: SparkSession, endpoints: Endpoints) -> dict[str, Any]:
             "work_per_covered_position": work,
             "worst_work_per_covered_position": max(w["work_per_covered_position"] or 0 for w in work.values()),
             "oracle": oracle_verdict(dep),
+            "start_timeline": timeline,
         }
     finally:
         for database in dep.databases():

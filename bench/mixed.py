@@ -239,6 +239,8 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
         others = [partial(dep.procs.metrics, name) for name in ("coordinator", "bounds-cache", "invalidator")]
         service_metrics = [*metrics, *(scrape() for scrape in others)]
         cpu = cpu_used(cpu_at_start, cpu_by_group(), time.monotonic() - started)
+        timeline = {**dep.procs.start_timeline(),
+                    **{f"{k} (pool python)": v for k, v in python_pool.start_timeline().items()}}
     finally:
         cli.stop()
         sampler.stop()
@@ -259,6 +261,7 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
                          "during_run": sampler.load},
         "cli": cli.report(),
         "cpu_start_to_quiet": cpu,
+        "start_timeline": timeline,
         "max_concurrent_statements": {
             "probes": sampler.report(),
             "spans": span_overlap(spans := read_spans(traces_dir(tag)), {"spark job", "script"}),

@@ -16,7 +16,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -94,6 +94,27 @@ class ServiceProcesses:
         for log in self._logs:
             log.close()
         self._logs.clear()
+
+    def startup(self, key: str) -> dict[str, Any] | None:
+        """The process's start-up as its ``/readyz`` reports it: the step it is in and the milestones it passed
+        (seconds since the process started); None when it does not answer."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.health_ports[key]}/readyz", timeout=10) as response:
+                body = response.read()
+        except urllib.error.HTTPError as e:
+            body = e.read()
+        except (OSError, KeyError):
+            return None
+        found: dict[str, Any] | None = json.loads(body).get("startup")
+        return found
+
+    def start_timeline(self) -> dict[str, dict[str, float]]:
+        """Every running process's start-up milestones (``startup``), by process."""
+        out: dict[str, dict[str, float]] = {}
+        for key in self.running:
+            found = self.startup(key)
+            out[key] = dict(found.get("seconds_since_process_start", {})) if found else {}
+        return out
 
     def readiness(self, key: str) -> dict[str, str] | None:
         """What the process's ``/readyz`` says of each dependency (``ok`` or why not); None while it does not answer
