@@ -43,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
                              "work per covered position, jobs under load vs alone")
     parser.add_argument("--rebuild", action="store_true",
                         help="(i) the first hot-index rebuild from admin tables of 0, 1,000 and 1,000,000 rows")
+    parser.add_argument("--live", action="store_true",
+                        help="(j) make demo: catch up its backlog, then keep up with its live feed (--live-watch s)")
+    parser.add_argument("--live-watch", type=float, default=600.0,
+                        help="seconds (j) watches the models keep up after catching up (default 600)")
     parser.add_argument("--scale", action="store_true",
                         help="(f) planning 10,000 models over 1,000,000 completed intervals, against Redis alone")
     parser.add_argument("--intervals", type=int, default=12, help="intervals for (a) (default 12)")
@@ -56,12 +60,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mixed-timeout", type=float, default=1200.0,
                         help="seconds (h) waits for quiet before reporting 'not quiet' (default 1200)")
     args = parser.parse_args(argv)
-    every = ("overhead", "cascade", "backfill", "backlog", "head", "catchup", "mixed", "rebuild", "scale")
+    every = ("overhead", "cascade", "backfill", "backlog", "head", "catchup", "mixed", "rebuild", "scale", "live")
     chosen = [name for name in every if getattr(args, name)] or list(every)
     if chosen == ["scale"]:  # Redis alone: no Spark or Kafka is started for (f)
         return _scale_only(args)
 
-    from bench import backfill, backlog, cascade, catchup, head, mixed, overhead, profile, rebuild, scale
+    from bench import backfill, backlog, cascade, catchup, head, live, mixed, overhead, profile, rebuild, scale
     from cbt.adapters.spark import connect
     from cbt.dev import stack
 
@@ -81,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         "mixed": lambda: mixed.benchmark(spark, endpoints, args.mixed_timeout),
         "rebuild": lambda: rebuild.benchmark(spark, endpoints),
         "scale": lambda: scale.benchmark(endpoints.redis_url, args.scale_models, args.scale_intervals),
+        "live": lambda: live.benchmark(spark, endpoints, args.live_watch),
     }
     try:
         for name, benchmark in runs.items():

@@ -71,3 +71,13 @@ def test_mixed_under_load_needs_three_tasks_of_the_alone_length() -> None:
     judged = by_key(verdicts("mixed", {"start_to_quiet_s": None, "models": models}))
     assert {judged[f"under_load_vs_alone.{t}"] for t in MIXED_TABLES} == {"not measured"}
     assert judged["start_to_quiet_s"] == "not measured"  # never quiet: no time to judge, and it counts as missed
+
+
+def test_the_live_bounds_are_two_intervals_and_ten_seconds_of_the_example_models() -> None:
+    from bench.judged import LIVE_BOUNDS_S
+    from cbt.config.settings import load_config
+    from cbt.models.loader import load_models
+    from tests.e2e.harness import CONFIG
+
+    models = {m.table: m for m in load_models(load_config(CONFIG)).incrementals}
+    assert LIVE_BOUNDS_S == {t: 2 * models[t].interval.max + 10 for t in models}
