@@ -59,8 +59,8 @@ def _wanted(model_ids: Collection[ModelId] | None) -> Callable[[ModelId], bool]:
     return chosen.__contains__
 
 
-class InvalidationsFiles:
-    """``cbt_invalidations`` over its files (``InvalidationsTable``'s methods)."""
+class _OnFiles:
+    """An admin table over its files: ``files``, and what every table offers (``ensure``, its name)."""
 
     def __init__(self, table: FileTable) -> None:
         self.files = table
@@ -69,6 +69,10 @@ class InvalidationsFiles:
 
     def ensure(self) -> None:
         self.files.ensure()
+
+
+class InvalidationsFiles(_OnFiles):
+    """``cbt_invalidations`` over its files (``InvalidationsTable``'s methods)."""
 
     def records(self, table: DeltaTable | None = None) -> list[InvalidationRecord]:
         return [invalidation_from(row) for row in self.files.read(table)]
@@ -145,18 +149,13 @@ def _is_prunable(record: InvalidationRecord, model: ModelId, top: Mapping[ModelI
                                 protocol.live_coverage(rows, marks))
 
 
-class CompletionsFiles:
+class CompletionsFiles(_OnFiles):
     """``cbt_incremental`` over its files (``CompletionsTable``'s methods); coverage is read against
     ``invalidations``."""
 
     def __init__(self, table: FileTable, invalidations: InvalidationsFiles) -> None:
-        self.files = table
-        self.database = table.database
-        self.name_parts = table.name
+        super().__init__(table)
         self._invalidations = invalidations
-
-    def ensure(self) -> None:
-        self.files.ensure()
 
     def record_completed(self, rows: Iterable[CompletedInterval]) -> None:
         """Append completed intervals, any number of models, in one blind Delta commit (the worker's group
@@ -238,16 +237,8 @@ def _consolidated(model: ModelId, run: Piece, seq: int) -> CompletedInterval:
                              else step)
 
 
-class ScheduledFiles:
+class ScheduledFiles(_OnFiles):
     """``cbt_scheduled`` over its files."""
-
-    def __init__(self, table: FileTable) -> None:
-        self.files = table
-        self.database = table.database
-        self.name_parts = table.name
-
-    def ensure(self) -> None:
-        self.files.ensure()
 
     def record_scheduled_run(self, run: ScheduledRun) -> None:
         self.files.append([scheduled_row(run)])
@@ -269,16 +260,8 @@ class ScheduledFiles:
         return [r for _, rs in sorted(self._runs(model_ids, False).items()) for r in rs[:limit]]
 
 
-class FailuresFiles:
+class FailuresFiles(_OnFiles):
     """``cbt_failures`` over its files."""
-
-    def __init__(self, table: FileTable) -> None:
-        self.files = table
-        self.database = table.database
-        self.name_parts = table.name
-
-    def ensure(self) -> None:
-        self.files.ensure()
 
     def record_failure(self, failed: TaskFailed) -> None:
         self.files.append([failure_row(failed)])
@@ -289,16 +272,8 @@ class FailuresFiles:
         return sorted(found, key=lambda f: (-f.failed_at_ms, f.task_id))[:limit]
 
 
-class RetriesFiles:
+class RetriesFiles(_OnFiles):
     """``cbt_retries`` over its files."""
-
-    def __init__(self, table: FileTable) -> None:
-        self.files = table
-        self.database = table.database
-        self.name_parts = table.name
-
-    def ensure(self) -> None:
-        self.files.ensure()
 
     def record_retry(self, retried: RetriedAttempt) -> None:
         self.files.append([retry_row(retried)])
@@ -309,16 +284,8 @@ class RetriesFiles:
         return sorted(found, key=lambda r: (-r.failed_at_ms, r.task_id, -r.attempt))[:limit]
 
 
-class OverridesFiles:
+class OverridesFiles(_OnFiles):
     """``cbt_config_overrides`` over its files (implements ``cbt.state.override_ports.OverrideRecord``)."""
-
-    def __init__(self, table: FileTable) -> None:
-        self.files = table
-        self.database = table.database
-        self.name_parts = table.name
-
-    def ensure(self) -> None:
-        self.files.ensure()
 
     def record_override(self, model_id: ModelId, fields: Mapping[str, Any] | None, who: str, at_ms: int) -> None:
         self.files.append([override_row(model_id, fields, who, at_ms)])
