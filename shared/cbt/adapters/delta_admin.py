@@ -64,6 +64,10 @@ from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
 
 
+__all__ = ["AdminTableError", "AdminTables", "DeltaAdmin", "Permit", "TableName", "admin_from_config", "is_conflict",
+           "tables_from_config"]
+
+
 class _SparkTable(Protocol):
     name_parts: TableName
 
@@ -92,10 +96,6 @@ class SparkCatalog:
         if found is not None and found.startswith("file:"):
             found = "/" + found.removeprefix("file:").lstrip("/")
         return found
-
-
-__all__ = ["AdminTableError", "AdminTables", "DeltaAdmin", "Permit", "TableName", "admin_from_config", "is_conflict",
-           "tables_from_config"]
 
 
 @dataclass(frozen=True)
