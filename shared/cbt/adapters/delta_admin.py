@@ -63,7 +63,6 @@ from cbt.scheduling.protocol import Piece
 from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
 
-
 __all__ = ["AdminTableError", "AdminTables", "DeltaAdmin", "Permit", "TableName", "admin_from_config", "is_conflict",
            "tables_from_config"]
 
