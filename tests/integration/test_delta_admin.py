@@ -199,6 +199,11 @@ def test_a_row_appended_after_planning_survives_the_rewrite(admin: DeltaAdmin, m
     assert [p.range for p in admin.live_pieces([M], (0, 100))[M]] == [(0, 20), (50, 60)], "merged, and kept"
 
 
+def test_consolidating_a_model_without_rows_does_nothing_and_says_so(record: DurableRecord) -> None:
+    record.record_completed([done(0, 10, model=OTHER)])
+    assert record.consolidate(M) == []
+
+
 def test_an_invalidation_cuts_exactly_its_ranges_from_older_rows(record: DurableRecord) -> None:
     record.record_completed([done(0, 10), done(10, 20), done(20, 30), done(10, 20, model=OTHER)])
 

@@ -196,7 +196,8 @@ class CompletionsFiles(_OnFiles):
         """Rewrite each model's rows as runs of its live tasks, one commit per model that has anything to merge
         (``CompletionsTable.consolidate``): the commit lands only right after the version read, so a row appended
         meanwhile is never dropped — the rewrite is read and planned again."""
-        models = sorted(self.rows_by_model(None if model_id is None else [model_id]))
+        found = self.rows_by_model(None if model_id is None else [model_id])
+        models = sorted(m for m, rows in found.items() if rows)  # (a model without rows has nothing to consolidate)
         done: list[Consolidation] = []
         for model in models:
             if not still_allowed():
