@@ -80,4 +80,4 @@ def test_the_live_bounds_are_two_intervals_and_ten_seconds_of_the_example_models
     from tests.e2e.harness import CONFIG
 
     models = {m.table: m for m in load_models(load_config(CONFIG)).incrementals}
-    assert LIVE_BOUNDS_S == {t: 2 * models[t].interval.max + 10 for t in models}
+    assert {t: 2 * models[t].interval.max + 10 for t in models} == LIVE_BOUNDS_S
