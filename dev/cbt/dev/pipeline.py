@@ -143,9 +143,18 @@ def is_free(port: int) -> bool:
         return True
 
 
+_HANDED_OUT: set[int] = set()
+"""Ports ``free_port`` returned in this process: one is not bound until the process it was given to has started
+(seconds of imports), and the kernel may offer it again meanwhile — to another service of the same run, whose health
+server, now answering from its first moment, would take it first."""
+
+
 def free_port() -> int:
-    """A TCP port nothing listens on now."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
+    """A TCP port nothing listens on now, and never one this process handed out before."""
+    while True:
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port: int = s.getsockname()[1]
+        if port not in _HANDED_OUT:
+            _HANDED_OUT.add(port)
+            return port
