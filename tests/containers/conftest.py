@@ -77,6 +77,7 @@ def stack_deployment(stack: ComposeStack, stack_spark: SparkSession) -> Iterator
     overrides = {
         "CBT__KAFKA__BOOTSTRAP_SERVERS": stack.kafka_bootstrap, "CBT__KAFKA__CLIENT": json.dumps(stack.kafka_client),
         "CBT__REDIS__URL": stack.redis_url, "CBT__SPARK__REMOTE": stack.spark_remote,
+        "CBT__SPARK__WAREHOUSE": "",  # the host reads the record through Spark: the warehouse is the stack's volume
         "CBT__MODELS__EXTERNAL__DEFAULT_DATABASE": "ethereum",
         "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": "analytics",
         **admin_database_overrides("admin"),

@@ -37,6 +37,7 @@ def run_once(workers: int, backlog_s: int) -> dict[str, float]:
         spark = connect(stack.spark_remote)
         overrides = {"CBT__KAFKA__BOOTSTRAP_SERVERS": stack.kafka_bootstrap, "CBT__REDIS__URL": stack.redis_url,
                      "CBT__KAFKA__CLIENT": json.dumps(stack.kafka_client), "CBT__SPARK__REMOTE": stack.spark_remote,
+                     "CBT__SPARK__WAREHOUSE": "",  # (the host reads the record through Spark)
                      "CBT__MODELS__EXTERNAL__DEFAULT_DATABASE": "ethereum",
                      "CBT__MODELS__TRANSFORMATIONS__DEFAULT_DATABASE": "analytics", **admin_database_overrides("admin")}
         dep = Deployment(spark, Redis.from_url(stack.redis_url), overrides, stack.log_dir / stack.project)

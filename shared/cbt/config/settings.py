@@ -155,7 +155,7 @@ class SparkConfig(Section):
     config file's, or a URI (``s3://…``); a table's files are ``<warehouse>/<database>.db/<table>``. Set, the services
     read and write the admin tables' files themselves with delta-rs — bookkeeping takes no Spark statement and never
     queues behind the jobs (Spark only creates a missing table). Unset: every admin read and write goes through Spark,
-    under admission control."""
+    under admission control (also when empty: ``CBT__SPARK__WAREHOUSE=""`` turns it off)."""
     storage_options: dict[str, EnvValue] = {}
     """Passed to delta-rs as-is with ``warehouse``: object-store credentials and endpoints, and the locking or
     conditional-put settings an object store needs for concurrent commits."""
@@ -610,7 +610,7 @@ class Config(Section):
 
     def warehouse(self) -> str | None:
         """``spark.warehouse`` as a URI or an absolute folder (relative to the config file's); None when unset."""
-        return None if self.spark.warehouse is None else warehouse_location(self.spark.warehouse, self._base_dir)
+        return warehouse_location(self.spark.warehouse, self._base_dir) if self.spark.warehouse else None
 
     @property
     def warnings(self) -> tuple[Problem, ...]:
