@@ -51,6 +51,7 @@ class SparkBoundsQuery:
     admission: SparkAdmission | None = None
     delta_log: DeltaLogBounds | None = None
     """Reads bounds from the Delta log where it can (``None``: every SQL scan runs on Spark)."""
+    _plans: dict[ModelId, LogBoundsPlan | SparkOnly] = field(default_factory=dict)
     _spark_only: dict[ModelId, str] = field(default_factory=dict)
     """Why each model's last scan went to Spark (logged once per reason)."""
 
@@ -58,7 +59,9 @@ class SparkBoundsQuery:
         if model.exec is not None:
             return await self._scan_exec(model, scan)
         if self.delta_log is not None:
-            plan = bounds_plan(model, self.settings)
+            plan = self._plans.get(model.id)
+            if plan is None:  # (the rendered query and its parse do not change while the process runs)
+                plan = self._plans[model.id] = bounds_plan(model, self.settings)
             reason = plan.reason if isinstance(plan, SparkOnly) else None
             if isinstance(plan, LogBoundsPlan):
                 try:
