@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,6 +13,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from cbt.adapters.admin_tables.completions import COMPLETIONS
+from cbt.adapters.admin_tables.session import AdminSession
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
@@ -49,6 +51,7 @@ def admin(request: pytest.FixtureRequest, spark: SparkSession, spark_database: s
     it are integration tests)."""
     tables = open_admin(spark, spark_database, request.param)
     tables.ensure_tables()
+    tables.wait_registered()  # (tests read the tables through Spark SQL too)
     yield tables
 
 
@@ -67,6 +70,7 @@ def record(request: pytest.FixtureRequest, tmp_path: Path) -> DurableRecord:
     spark, database = request.getfixturevalue("spark"), request.getfixturevalue("spark_database")
     admin = open_admin(spark, database, request.param)
     admin.ensure_tables()
+    admin.wait_registered()
     return admin
 
 
@@ -504,6 +508,7 @@ def test_spark_reads_what_the_files_recorded(spark: SparkSession, spark_database
     files.record_completed([done(0, 10), done(10, 20), done(40, 50)])
     files.record_invalidation(invalidation("inv-1", {M: [(12, 14)]}))
     files.consolidate(M)
+    files.wait_registered()
 
     through_spark = open_admin(spark, spark_database, "spark")
     assert through_spark.coverage([M]) == files.coverage([M]) == {M: ((0, 12), (14, 20), (40, 50))}
@@ -513,8 +518,10 @@ def test_spark_reads_what_the_files_recorded(spark: SparkSession, spark_database
 @pytest.mark.integration
 def test_tables_whose_files_are_not_under_spark_warehouse_are_found_through_the_catalog(
         spark: SparkSession, spark_database: str, tmp_path: Path) -> None:
-    """A server whose warehouse is not ``spark.warehouse`` (or a database with a location of its own): the catalog
-    says where the files are, and the record is read and written there."""
+    """An installation whose tables Spark created, on a server whose warehouse is not ``spark.warehouse`` (or in a
+    database with a location of its own): the catalog says where the files are, and the record is read and written
+    there, never in new files of its own."""
+    open_admin(spark, spark_database, "spark").ensure_tables()
     elsewhere = DeltaAdmin(spark, (spark_database, "cbt_incremental"), (spark_database, "cbt_scheduled"),
                            (spark_database, "cbt_invalidations"), files=(str(tmp_path / "not-the-warehouse"), {}))
     elsewhere.ensure_tables()
@@ -522,3 +529,41 @@ def test_tables_whose_files_are_not_under_spark_warehouse_are_found_through_the_
 
     assert open_admin(spark, spark_database, "spark").coverage([M]) == {M: ((0, 10),)}
     assert not (tmp_path / "not-the-warehouse").exists()
+
+
+@pytest.mark.integration
+def test_a_fresh_installation_creates_its_tables_without_a_spark_job_and_registers_them_afterwards(
+        spark: SparkSession, spark_database: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Creating the tables (a fresh installation) takes one catalog listing on the caller's thread, no Spark
+    statement per table: the files are created with delta-rs and registered in the catalog by a thread of their own,
+    after which Spark SQL reads by name what was recorded."""
+    on_the_callers_thread: list[str] = []
+    sql = AdminSession.sql
+
+    def recorded(self: AdminSession, what: str, statement: str, *args: Any) -> Any:
+        if threading.current_thread() is threading.main_thread():
+            on_the_callers_thread.append(statement.split("(")[0].strip())
+        return sql(self, what, statement, *args)
+
+    monkeypatch.setattr(AdminSession, "sql", recorded)
+    files = open_admin(spark, spark_database, "files")
+    files.ensure_tables()
+    files.record_completed([done(0, 10), done(10, 20)])
+    assert on_the_callers_thread == [f"SHOW TABLES IN `{spark_database}`"]
+
+    files.wait_registered()
+    assert stored_rows(spark, spark_database) == 2
+    assert open_admin(spark, spark_database, "spark").coverage([M]) == {M: ((0, 20),)}
+    assert {r["tableName"] for r in spark.sql(f"SHOW TABLES IN {spark_database}").collect()} >= {
+        "cbt_incremental", "cbt_scheduled", "cbt_invalidations", "cbt_failures", "cbt_retries"}
+
+
+def test_services_creating_the_same_tables_at_once_share_one_table(tmp_path: Path) -> None:
+    """Four processes starting together on a fresh installation each create the tables' files: one first commit
+    wins, the others use that table, and nothing recorded is lost."""
+    with ThreadPoolExecutor(4) as pool:
+        admins = list(pool.map(lambda _: files_alone(tmp_path), range(4)))
+        list(pool.map(lambda a: a.ensure_tables(), admins))
+        list(pool.map(lambda w: admins[w].record_completed([done(w * 10, w * 10 + 10)]), range(4)))
+
+    assert files_alone(tmp_path).coverage([M]) == {M: ((0, 40),)}

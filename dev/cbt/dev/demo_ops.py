@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,6 +47,8 @@ def clear(ns: Namespace, spark: SparkSession, config: Config) -> str:
     """Drop the namespace's databases, Redis keys and topics (the services must be stopped); says what went."""
     for database in ns.databases:
         spark.sql(f"DROP DATABASE IF EXISTS {q(database)} CASCADE")
+    for folder in leftover_folders(ns, config.warehouse()):
+        shutil.rmtree(folder)
     redis = Redis.from_url(config.redis.url)
     try:
         keys = list(redis.scan_iter(match=_glob_escape(ns.key_prefix) + "*", count=1000))
@@ -62,6 +65,14 @@ def clear(ns: Namespace, spark: SparkSession, config: Config) -> str:
                          f"{TOPIC_GONE_TIMEOUT_S:.0f}s; try again, or run with --no-reset")
     return (f"dropped databases {', '.join(ns.databases)}; deleted {len(keys)} Redis keys under "
             f"{ns.key_prefix!r} and the topics {ns.topic_prefix}*")
+
+
+def leftover_folders(ns: Namespace, warehouse: str | None) -> list[Path]:
+    """The namespace's database folders still in a local warehouse once its databases are dropped: admin tables
+    created as files whose registration in the catalog had not happened yet (``cbt.adapters.delta_admin``)."""
+    if warehouse is None or "://" in warehouse:
+        return []
+    return [folder for database in ns.databases if (folder := Path(warehouse) / f"{database}.db").is_dir()]
 
 
 def drain_counts(consumer: Consumer, counts: TaskCounts, since_ms: int) -> None:

@@ -24,13 +24,17 @@ Each public write is one Delta commit either way.
 
 from __future__ import annotations
 
+import logging
+import queue
+import threading
+import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
 from pyspark.sql import SparkSession
 
-from cbt.adapters.admin_tables.columns import TableSpec
+from cbt.adapters.admin_tables.columns import TableSpec, sql_string
 from cbt.adapters.admin_tables.completions import COMPLETIONS, CompletionsTable
 from cbt.adapters.admin_tables.failures import FAILURES, FailuresTable
 from cbt.adapters.admin_tables.file_tables import (
@@ -63,6 +67,8 @@ from cbt.scheduling.protocol import Piece
 from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
 
+log = logging.getLogger("cbt.admin")
+
 __all__ = ["AdminTableError", "AdminTables", "DeltaAdmin", "Permit", "TableName", "admin_from_config", "is_conflict",
            "tables_from_config"]
 
@@ -75,18 +81,19 @@ class _SparkTable(Protocol):
 
 @dataclass(frozen=True)
 class SparkCatalog:
-    """An admin table in Spark's catalog (``admin_tables.files.Catalog``): created there, with its database, when
-    missing; asked where its files are when they are not under ``spark.warehouse``."""
+    """An admin table in Spark's catalog (``admin_tables.files.Catalog``): asked where an existing table's files are
+    (one listing of its database first: a missing table costs no more), told where new files are (registered in the
+    background: ``Registrations``), and asked to add the columns an older table lacks."""
 
     session: AdminSession
     table: _SparkTable
-
-    def create(self) -> None:
-        database = quote_identifier(self.table.name_parts[0])
-        self.session.create("create database", f"CREATE DATABASE IF NOT EXISTS {database}")
-        self.table.ensure()
+    listings: DatabaseListings
+    registrations: Registrations
 
     def location(self) -> str | None:
+        database, name = self.table.name_parts
+        if name.lower() not in self.listings.tables(database):
+            return None
         try:
             rows = self.session.sql("locate an admin table", f"DESCRIBE DETAIL {qualified(self.table.name_parts)}")
         except AdminTableError:
@@ -95,6 +102,80 @@ class SparkCatalog:
         if found is not None and found.startswith("file:"):
             found = "/" + found.removeprefix("file:").lstrip("/")
         return found
+
+    def register(self, uri: str) -> None:
+        self.registrations.add(self.table.name_parts, uri)
+
+    def create(self) -> None:
+        database = quote_identifier(self.table.name_parts[0])
+        self.session.create("create database", f"CREATE DATABASE IF NOT EXISTS {database}")
+        self.table.ensure()
+
+
+class DatabaseListings:
+    """The tables of each database as the catalog lists them, asked once per database (``SHOW TABLES``); a database
+    that does not exist lists none."""
+
+    def __init__(self, session: AdminSession) -> None:
+        self._session = session
+        self._lock = threading.Lock()
+        self._tables: dict[str, frozenset[str]] = {}
+
+    def tables(self, database: str) -> frozenset[str]:
+        with self._lock:
+            if database not in self._tables:
+                try:
+                    rows = self._session.sql("list admin tables", f"SHOW TABLES IN {quote_identifier(database)}")
+                except AdminTableError as e:
+                    if "SCHEMA_NOT_FOUND" not in str(e) and "not found" not in str(e).lower():
+                        raise
+                    rows = []
+                self._tables[database] = frozenset(str(r["tableName"]).lower() for r in rows)
+            return self._tables[database]
+
+
+class Registrations:
+    """Tables whose files were created here, registered in Spark's catalog by a thread of its own (``CREATE TABLE …
+    USING DELTA LOCATION``), so that creating them never waits for Spark. A failed registration is tried again, with
+    a growing pause, until it is done or the process ends; ``wait`` blocks until every one so far is done."""
+
+    def __init__(self, session: AdminSession, *, pause_s: float = 0.5, max_pause_s: float = 30.0) -> None:
+        self._session = session
+        self._pause_s, self._max_pause_s = pause_s, max_pause_s
+        self._queue: queue.Queue[tuple[TableName, str]] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def add(self, name: TableName, uri: str) -> None:
+        self._queue.put((name, uri))
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="cbt-admin-registrations", daemon=True)
+                self._thread.start()
+
+    def wait(self) -> None:
+        self._queue.join()
+
+    def _run(self) -> None:
+        while True:
+            name, uri = self._queue.get()
+            pause = self._pause_s
+            while not self._registered(name, uri):
+                time.sleep(pause)
+                pause = min(pause * 2, self._max_pause_s)
+            self._queue.task_done()
+
+    def _registered(self, name: TableName, uri: str) -> bool:
+        try:
+            self._session.create("create database", f"CREATE DATABASE IF NOT EXISTS {quote_identifier(name[0])}")
+            self._session.create(f"register {'.'.join(name)}",
+                                 f"CREATE TABLE IF NOT EXISTS {qualified(name)} USING DELTA LOCATION {sql_string(uri)}")
+        except AdminTableError as e:
+            log.warning("admin tables: registering %s in the catalog failed; trying again", ".".join(name),
+                        extra={"error": str(e)[:500]})
+            return False
+        log.info("admin tables: %s registered in the catalog at %s", ".".join(name), uri)
+        return True
 
 
 @dataclass(frozen=True)
@@ -110,6 +191,8 @@ class AdminTables:
     retries: RetriesTable | RetriesFiles
     overrides: OverridesTable | OverridesFiles
     """``cbt_config_overrides``, beside ``cbt_incremental`` (created when first used: ``ensure_overrides``)."""
+    registrations: Registrations | None = None
+    """Tables created as files, being registered in the catalog (files with Spark)."""
 
     @classmethod
     def open(
@@ -142,15 +225,19 @@ class AdminTables:
         session = None if spark is None else AdminSession(spark, reconnect=reconnect, permit=permit)
         names = _table_names(incremental, scheduled, invalidations, failures, retries)
         spark_tables = None if session is None else _spark_tables(session, names)
+        registrations = None if session is None else Registrations(session)
+        listings = None if session is None else DatabaseListings(session)
 
         def files(index: int, spec: TableSpec) -> FileTable:
-            catalog = None if session is None or spark_tables is None else SparkCatalog(session, spark_tables[index])
+            catalog = None
+            if session is not None and spark_tables is not None and listings and registrations:
+                catalog = SparkCatalog(session, spark_tables[index], listings, registrations)
             return FileTable(warehouse, names[index], spec, storage_options, catalog, attempts=conflict_retries)
 
         invalidation_files = InvalidationsFiles(files(2, INVALIDATIONS))
         return cls(session, CompletionsFiles(files(0, COMPLETIONS), invalidation_files),
                    ScheduledFiles(files(1, SCHEDULED)), invalidation_files, FailuresFiles(files(3, FAILURES)),
-                   RetriesFiles(files(4, RETRIES)), OverridesFiles(files(5, OVERRIDES)))
+                   RetriesFiles(files(4, RETRIES)), OverridesFiles(files(5, OVERRIDES)), registrations)
 
     def ensure_overrides(self) -> OverridesTable | OverridesFiles:
         """The live config overrides' table, created when missing (read when Redis lost the overrides)."""
@@ -214,6 +301,11 @@ class DeltaAdmin:
 
     def ensure_tables(self) -> None:
         self.tables.ensure()
+
+    def wait_registered(self) -> None:
+        """Until every table created as files so far is in Spark's catalog (Spark SQL reads it by name)."""
+        if self.tables.registrations is not None:
+            self.tables.registrations.wait()
 
     # -- cbt_incremental ------------------------------------------------------------------------------------------
 

@@ -46,7 +46,7 @@ class Column:
 
     def ddl(self) -> str:
         """The column as ``CREATE TABLE`` and ``ADD COLUMNS`` write it."""
-        return f"{self.quoted} {self.type}" + (f" COMMENT {_literal(self.comment)}" if self.comment else "")
+        return f"{self.quoted} {self.type}" + (f" COMMENT {sql_string(self.comment)}" if self.comment else "")
 
     def read(self) -> str:
         return f"unix_millis({self.quoted}) AS {self.read_as}" if self.read_as else self.quoted
@@ -73,7 +73,7 @@ class TableSpec:
         partitioned = ", ".join(f"`{p}`" for p in self.partitioned_by)
         return (f"CREATE TABLE IF NOT EXISTS {table} (\n  {columns}\n) USING DELTA"
                 + (f" PARTITIONED BY ({partitioned})" if partitioned else "")
-                + f"\nCOMMENT {_literal(self.comment)}")
+                + f"\nCOMMENT {sql_string(self.comment)}")
 
     def schema(self) -> StructType:
         """The schema of the rows appended (every column nullable, as in the table)."""
@@ -95,7 +95,7 @@ def timestamp(ms: int) -> datetime:
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
 
 
-def _literal(text: str) -> str:
+def sql_string(text: str) -> str:
     """``text`` as a Spark SQL string literal."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 

@@ -1,9 +1,11 @@
 """The admin tables read and written as Delta files with delta-rs: no Spark statement, no admission permit.
 
 The same Delta tables at the same locations as the Spark session writes them (``<warehouse>/<database>.db/<table>``,
-where the Spark catalog keeps managed tables), so Spark SQL reads them as before. Spark is asked once, to create a
-table that does not exist yet (``CREATE TABLE`` registers it in the catalog); after that every read and write goes
-to the files.
+where the Spark catalog keeps managed tables), so Spark SQL reads them as before. A table that does not exist yet is
+created here, as files, and registered in the catalog afterwards, off the caller's path (``Catalog.register``: an
+external table at that location), so a fresh installation starts without waiting for Spark. The catalog is asked
+first whether the table exists elsewhere (a database with a location of its own, a server whose warehouse is not
+``spark.warehouse``): then its files are read and written there.
 
 Commits keep the guarantees of ``admin_tables.session`` through the Delta log's optimistic concurrency:
 
@@ -40,11 +42,20 @@ EXACT = CommitProperties(max_commit_retries=0)
 REWRITE_ATTEMPTS = 8
 
 class Catalog(Protocol):
-    """Where the table is registered (Spark's catalog): it creates a missing table, adds a missing column, and says
-    where the table's files are when they are not at the warehouse's conventional place."""
+    """Where the table is registered (Spark's catalog): it says where an existing table's files are, registers files
+    created here, and adds a column an older table lacks."""
 
-    def create(self) -> None: ...
-    def location(self) -> str | None: ...
+    def location(self) -> str | None:
+        """Where the table's files are, or None when the catalog has no such table."""
+        ...
+
+    def register(self, uri: str) -> None:
+        """Record that the table's files are at ``uri`` (may return before it is done)."""
+        ...
+
+    def create(self) -> None:
+        """Create the table, or add the columns it lacks."""
+        ...
 
 
 class Changed(Exception):
@@ -82,34 +93,38 @@ class FileTable:
         self._catalog = catalog
         self._is_located = catalog is None
         self._attempts = attempts
-        self._schema = pa.schema([pa.field(c.name, _ARROW[c.type]) for c in spec.columns])
+        self._schema = pa.schema([pa.field(c.name, _ARROW[c.type], metadata={"comment": c.comment} if c.comment
+                                           else None) for c in spec.columns])
 
     def ensure(self) -> None:
-        """Create the table through the catalog (``create``) when its files are missing, or migrate it there when
-        it lacks a column this code uses (without a catalog, create the files alone); then check it has them all."""
+        """Find the table's files (asking the catalog when they are not at ``uri``), or create them and have the
+        catalog register them; migrate an older table through the catalog; then check it has every column."""
         missing = self._missing()
-        if self._catalog is not None and (missing is None or missing):
-            self._catalog.create()
-            missing = self._missing()
-            if missing is None and self._locate():  # registered, with its files somewhere else
-                missing = self._missing()
-        elif missing is None:  # no catalog to register it in: the files alone
-            self._create_files()
+        if missing is None and self._locate():  # registered, with its files somewhere else
             missing = self._missing()
         if missing is None:
-            raise AdminTableError(f"admin table {self.label}: no Delta table at {self.uri}: set spark.warehouse to the "
-                                  "catalog's warehouse (the server's spark.sql.warehouse.dir)")
+            self._create_files()
+            if self._catalog is not None:
+                self._catalog.register(self.uri)
+            missing = self._missing()
+        elif missing and self._catalog is not None:  # created by an older version: the catalog adds the columns
+            self._catalog.create()
+            missing = self._missing()
+        if missing is None:
+            raise AdminTableError(f"admin table {self.label}: no Delta table at {self.uri} after creating it")
         if missing:
             raise AdminTableError(f"admin table {self.label}: missing columns {', '.join(missing)}; expected "
                                   f"{', '.join(self.spec.names)}. It was created by something else or an older "
                                   "version: migrate it, or configure another admin table.")
 
     def _create_files(self) -> None:
+        """The table's first commit; when another process commits it first, theirs is the table."""
         try:
             DeltaTable.create(self.uri, self._schema, partition_by=list(self.spec.partitioned_by) or None,
-                              mode="ignore", storage_options=self._options)
+                              mode="ignore", description=self.spec.comment, storage_options=self._options)
         except (DeltaError, OSError) as e:
-            raise AdminTableError(f"admin table {self.label}: cannot create it at {self.uri}: {e}") from e
+            if not DeltaTable.is_deltatable(self.uri, storage_options=self._options):
+                raise AdminTableError(f"admin table {self.label}: cannot create it at {self.uri}: {e}") from e
 
     def _missing(self) -> list[str] | None:
         """The columns this code uses that the table lacks; None when there is no table."""
