@@ -172,6 +172,8 @@ def _mixed(part: Part) -> tuple[dict[str, Measured], Figures]:
     measured["bounds_scan_mean_ms"] = Measured(
         round(max(s["mean_s"] for s in scans) * 1000, 1) if scans else None,
         int(min(s["count"] for s in scans)) if scans else 0, "the slowest external's mean")
+    beyond = _value(part, "chain_freshness", "last_level_beyond_jobs_s") or {}
+    measured["chain_last_level_beyond_jobs_s"] = Measured(beyond.get("p50"), beyond.get("n", 0))
     cli = _value(part, "cli", "wall_ms") or {}
     figures: Figures = {
         **{f"cli_{name}_p50_ms": (f"(h) cbt {name} --json wall time while the pipeline runs, p50",
@@ -250,7 +252,9 @@ TARGETS: dict[str, tuple[Target, ...]] = {
               Target("admin_commit_p50_ms", "(h) admin commit (the workers' spans), p50", 100.0, " ms", min_n=10),
               Target("admin_commit_p99_ms", "(h) admin commit (the workers' spans), p99", 500.0, " ms", min_n=10),
               Target("bounds_scan_mean_ms", "(h) bounds scan, mean of the slowest external", 200.0, " ms",
-                     min_n=5)),
+                     min_n=5),
+              Target("chain_last_level_beyond_jobs_s", "(h) source rows to the chain's last level beyond the three "
+                                                       "jobs' own time, p50", 5.0, " s")),
     "live": (Target("caught_up_s", "(j) make demo: its backlog caught up after", 120.0, " s"),
              *(Target(f"max_behind_s.{t}", f"(j) then, watching the live feed: {t} at most behind now", float(b),
                       " s", min_n=10) for t, b in LIVE_BOUNDS_S.items())),

@@ -15,6 +15,8 @@ Reported (never asserted; ``bench.judged`` gives each target its verdict):
 - per model: tasks, positions computed (re-runs and widened tasks count again) per covered position (≤ 1.1), the
   median job time under load (the completions' ``duration_ms`` of the tasks exactly as long as the alone run, n
   stated) against the same task run alone on the quiet server afterwards (≤ 3 times);
+- the chain's freshness while busy (``bench.mixed_freshness``): from the write that made an interval of the chain
+  ready to each level's completion of it, and the last level's time beyond the three jobs' own (≤ 5 s);
 - the most Spark statements executing at once (``bench.mixed_probes``: pluggable probes, and the workers' spans);
 - admin commit times (``cbt_admin_commit_duration_seconds`` from the workers, and the ``admin commit`` spans), the
   command-line client's wall times, the load average over the run, and every table against the independent oracle
@@ -40,6 +42,7 @@ from bench import mixed_alone as alone
 from bench import mixed_data as data
 from bench.events import EventRecorder
 from bench.mixed_expected import MIXED
+from bench.mixed_freshness import CHAIN, Source, Write, chain_freshness
 from bench.mixed_probes import (
     AdmissionPermits,
     CliClient,
@@ -60,7 +63,7 @@ from cbt.adapters.kafka_admin import delete_topics
 from cbt.contract.messages import IntervalCompleted, now_ms
 from cbt.contract.topics import Topics
 from cbt.dev.ddl import apply_ddl
-from cbt.dev.generator import SourceTables
+from cbt.dev.generator import SLOT_S, SourceTables
 from cbt.dev.pipeline import ServiceProcesses
 from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
 from cbt.planning.live import LiveStateReader
@@ -274,8 +277,22 @@ def run(dep: Deployment, python_pool: ServiceProcesses, sources: data.Sources, t
         "admission_wait_by_priority": histogram(service_metrics, "cbt_spark_admission_wait_seconds", by="priority"),
         "bounds_scan_by_model": histogram(service_metrics, "cbt_bounds_scan_duration_seconds", by="model"),
     }
+    report["chain_freshness"] = chain(dep, events, driver)
     report["models"], report["oracle"] = per_model(dep, events, started_ms)
     return report
+
+
+def chain(dep: Deployment, events: EventRecorder, driver: data.DataDriver) -> dict[str, Any]:
+    """The chain's freshness while busy (``bench.mixed_freshness``): per interval made ready after the start, each
+    level's seconds from the write to its completion, and the last level's beyond the three jobs' own time."""
+    by_table = {m.table: m for m in dep.healthy_incrementals()}
+    completions = {level: events.completions(by_table[level].id) for level in CHAIN if level in by_table}
+    held = {"beacon_blocks": data.T0 + data.BACKLOG_S, "raw_transactions": data.TRANSACTIONS_BACKLOG_END}
+    sources = {m.table: Source(m.lag, held[m.table]) for m in dep.models.externals if m.table in held}
+    writes = [Write(ms, source, end) for ms, source, end in driver.landed]
+    intervals = chain_freshness(completions, writes, sources, SLOT_S, data.T0)
+    return {"intervals": intervals,
+            "last_level_beyond_jobs_s": summary([i["last_level_beyond_jobs_s"] for i in intervals])}
 
 
 def per_model(dep: Deployment, events: EventRecorder,

@@ -1,11 +1,14 @@
 """Source data of bench (h), the mixed pipeline, and when each part of it lands.
 
 Positions are unix seconds, a slot every 12 s (three monitoring clients per block, three transactions per slot).
-Before the services start, a 35-minute backlog exists in every source. Then, timed from the services' start:
+Before the services start, a 35-minute backlog exists in every source, except that ``raw_transactions`` stalled
+``STALLED_S`` before its end. Then, timed from the services' start:
 
 - the head grows: every ``STEP_S`` seconds ``STEP_S`` more seconds of blocks land, but each slot's third client row
   arrives one step late (inside the external's ``lag`` of 12 s, so the pipeline never sees a half-written slot);
-- ``raw_transactions`` stalls at the backlog's end, then catches up to the head in one late batch and follows it;
+- ``raw_transactions`` stays stalled, then catches up to the head in one late batch and follows it: the chain,
+  which reads it, gets more than fifteen minutes of new rows at once, so every level of it completes an interval
+  made ready after the start (its freshness: ``bench.mixed_freshness``);
 - older history (``HISTORY_S`` before the backlog) lands last, transactions first: a model reading both externals
   takes the lower of their minimums (docs/design/scheduling.md#dependency-bounds), so blocks without their transactions
   would be computed too early.
@@ -32,6 +35,9 @@ STEP_S = 10
 GROWTH_STEPS = 9
 STALL_UNTIL_STEP = 6
 """``raw_transactions`` writes nothing in steps 1-5 and catches up to the head in step 6."""
+STALLED_S = 900
+"""How long before the backlog's end ``raw_transactions`` stalled."""
+TRANSACTIONS_BACKLOG_END = T0 + BACKLOG_S - STALLED_S
 HISTORY_AT_S = 110
 HISTORY_S = 600
 HEAD_END = T0 + BACKLOG_S + GROWTH_STEPS * STEP_S
@@ -76,9 +82,9 @@ class Sources:
         """)
 
     def backlog(self) -> None:
-        """What exists before the services start: 35 minutes of every source, and the entities."""
+        """What exists before the services start: the backlog of every source, and the entities."""
         self.blocks(T0, T0 + BACKLOG_S)
-        self.transactions(T0, T0 + BACKLOG_S)
+        self.transactions(T0, TRANSACTIONS_BACKLOG_END)
         self.entities(T0)
 
     @staticmethod
@@ -100,6 +106,8 @@ class Step:
     """Seconds after the services' start."""
     what: str
     write: Callable[[Sources], None]
+    writes: tuple[tuple[str, int], ...] = ()
+    """Each source it takes further and the end (exclusive) of the positions it then holds."""
 
 
 def timeline() -> list[Step]:
@@ -110,13 +118,15 @@ def timeline() -> list[Step]:
         low, high = head + (k - 1) * STEP_S, head + k * STEP_S
         late = (low - STEP_S, low) if k > 1 else None
         steps.append(Step(k * STEP_S, f"blocks [{low}, {high}) clients 1-2, late client 3 of {late}",
-                          partial(Sources.blocks, start=low, end=high, clients=(1, 2), late=late)))
+                          partial(Sources.blocks, start=low, end=high, clients=(1, 2), late=late),
+                          (("beacon_blocks", high),)))
         if k == STALL_UNTIL_STEP:
-            steps.append(Step(k * STEP_S, f"transactions catch up: [{head}, {high}) in one batch",
-                              partial(Sources.transactions, start=head, end=high)))
+            steps.append(Step(k * STEP_S, f"transactions catch up: [{TRANSACTIONS_BACKLOG_END}, {high}) in one batch",
+                              partial(Sources.transactions, start=TRANSACTIONS_BACKLOG_END, end=high),
+                              (("raw_transactions", high),)))
         elif k > STALL_UNTIL_STEP:
             steps.append(Step(k * STEP_S, f"transactions [{low}, {high})",
-                              partial(Sources.transactions, start=low, end=high)))
+                              partial(Sources.transactions, start=low, end=high), (("raw_transactions", high),)))
     last = head + (GROWTH_STEPS - 1) * STEP_S
     steps.append(Step((GROWTH_STEPS + 1) * STEP_S, f"late client 3 of [{last}, {HEAD_END})",
                       lambda s: s.blocks(last, HEAD_END, (3,))))
@@ -139,6 +149,8 @@ class DataDriver:
     sources: Sources
     started: float
     done: list[dict[str, float | str]] = field(default_factory=list)
+    landed: list[tuple[int, str, int]] = field(default_factory=list)
+    """Each write that took a source further: when it landed (unix ms), the source, the end it then holds."""
     error: BaseException | None = None
     _thread: threading.Thread | None = None
 
@@ -164,5 +176,6 @@ class DataDriver:
                 step.write(self.sources)
                 self.done.append({"at_s": round(began - self.started, 1), "what": step.what,
                                   "write_s": round(time.monotonic() - began, 2)})
+                self.landed.extend((time.time_ns() // 1_000_000, source, end) for source, end in step.writes)
         except BaseException as e:  # reported by the bench, which then stops waiting
             self.error = e
