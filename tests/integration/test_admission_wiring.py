@@ -91,6 +91,32 @@ def test_a_worker_s_waiting_tasks_take_permits_freshness_first(sessions: Session
     assert order == ["an.forward:0:60", "an.scheduled:@1700000000", "an.rerun:0:60", "an.backfilled:0:60"]
 
 
+def test_a_task_whose_model_has_dependents_below_goes_ahead_of_a_leaf_queued_just_before(
+        sessions: SessionPool) -> None:
+    store = RecordingStore()
+    worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
+    leaf, chain = replace(inc("an.leaf", imax=60), sql="SELECT 1"), replace(inc("an.chain", imax=60), sql="SELECT 1")
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=4, admission=worker,
+                             levels_below={chain.id: 1, leaf.id: 0})
+    sessions.session(leaf.id)
+    sessions.session(chain.id)
+
+    async def scenario() -> None:
+        async with other.held("admin", "busy"):
+            running = [asyncio.create_task(executor.run(leaf, task(leaf)))]
+            while store.status().waiting < 1:
+                await asyncio.sleep(0.005)
+            running.append(asyncio.create_task(executor.run(chain, task(chain))))
+            while store.status().waiting < 2:
+                await asyncio.sleep(0.005)
+        await asyncio.gather(*running)
+
+    asyncio.run(scenario())
+    worker.close()
+    other.close()
+    assert [m.split("/", 2)[2] for m in store.granted if m.startswith("worker/")] == ["an.chain:0:60", "an.leaf:0:60"]
+
+
 def test_every_admin_table_statement_holds_a_permit(spark: SparkSession, spark_database: str) -> None:
     entered: list[int] = []
 

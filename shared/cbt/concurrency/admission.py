@@ -103,10 +103,12 @@ class SparkAdmission:
 
     # -- one request, step by step (the context managers below are built from these) ------------------------------
 
-    def enqueue(self, priority: PriorityClass, what: str) -> Ticket:
-        """A new request; it enters the queue on its first ``try_acquire``."""
+    def enqueue(self, priority: PriorityClass, what: str, levels_below: int = 0) -> Ticket:
+        """A new request (``levels_below``: of dependents below its model); it enters the queue on its first
+        ``try_acquire``."""
         member = f"{self.owner}/{next(self._sequence):010d}/{what}"  # (ties of one millisecond: in order)
-        return Ticket(member, priority, order_score(priority, time.time_ns() // 1_000_000), time.monotonic())
+        score = order_score(priority, time.time_ns() // 1_000_000, levels_below)
+        return Ticket(member, priority, score, time.monotonic())
 
     def try_acquire(self, ticket: Ticket) -> tuple[bool, int]:
         """One poll: ``(True, 0)`` once the ticket holds a permit (renewed by this process until released), else
@@ -137,11 +139,11 @@ class SparkAdmission:
     # -- context managers -------------------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def held(self, priority: PriorityClass, what: str) -> AsyncIterator[None]:
+    async def held(self, priority: PriorityClass, what: str, levels_below: int = 0) -> AsyncIterator[None]:
         """Hold a permit for the body (waiting for it without blocking the event loop)."""
         if self._limit is None:
             await asyncio.to_thread(self.limit)
-        ticket = self.enqueue(priority, what)
+        ticket = self.enqueue(priority, what, levels_below)
         labels = {"priority": priority}
         metrics.admission_waiting.add(1, labels)
         try:
@@ -156,10 +158,10 @@ class SparkAdmission:
             yield
 
     @contextlib.contextmanager
-    def held_sync(self, priority: PriorityClass, what: str) -> Iterator[None]:
+    def held_sync(self, priority: PriorityClass, what: str, levels_below: int = 0) -> Iterator[None]:
         """Hold a permit for the body, from a thread (the admin record's calls)."""
         self.limit()  # (measuring it may fail: the caller's call fails with it)
-        ticket = self.enqueue(priority, what)
+        ticket = self.enqueue(priority, what, levels_below)
         labels = {"priority": priority}
         metrics.admission_waiting.add(1, labels)
         try:

@@ -36,6 +36,7 @@ class ModelSet:
     _dependents: dict[ModelId, tuple[ModelId, ...]] = field(default_factory=dict, repr=False, compare=False)
     _order: list[ModelId] = field(default_factory=list, repr=False, compare=False)
     _rank: dict[ModelId, int] = field(default_factory=dict, repr=False, compare=False)
+    _levels_below: dict[ModelId, int] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """The graph queries' indexes, built once per load in O(N + E) (a tick or an invalidation only reads them)."""
@@ -47,6 +48,8 @@ class ModelSet:
         self._dependents.update({k: tuple(v) for k, v in dependents.items()})
         self._order.extend(topological_order({m: self.dependencies(m) for m in self.models}))
         self._rank.update({model_id: rank for rank, model_id in enumerate(self._order)})
+        for node in reversed(self._order):  # (dependents first)
+            self._levels_below[node] = max((self._levels_below[d] + 1 for d in self._dependents[node]), default=0)
 
     def __contains__(self, model_id: object) -> bool:
         return model_id in self.models
@@ -89,6 +92,13 @@ class ModelSet:
     def descendants(self, model_id: ModelId) -> tuple[ModelId, ...]:
         """Every model downstream of ``model_id`` (not itself), parents before children."""
         return self._in_order(_reach(model_id, self.dependents))
+
+    def levels_below(self, model_id: ModelId) -> int:
+        """The longest chain of dependents below ``model_id`` (0 for a model nothing depends on)."""
+        try:
+            return self._levels_below[model_id]
+        except KeyError:
+            raise UnknownModel(f"no model {model_id!r}") from None
 
     def ancestors(self, model_id: ModelId) -> tuple[ModelId, ...]:
         """Every model upstream of ``model_id`` (not itself), parents before children."""

@@ -5,7 +5,10 @@ Every process that runs statements on a Spark cluster (workers' tasks, the admin
 ordered by ``order_score``: the admin record first, then the rest by the time each entered the queue, a re-run
 ``HANDICAP_MS`` and backfill more behind forward fill (FIFO within a class, so a model's tasks keep the order they
 reached the queue in). Freshness comes first, and history is never starved: a backfill that has waited longer than
-its handicap goes ahead of forward work that arrived after that.
+its handicap goes ahead of forward work that arrived after that. Within a class, a task of a model with dependents
+waiting on it queues ``CRITICAL_PATH_LEAD_MS`` ahead per level of models below it (its longest chain of dependents):
+new rows reach the end of a chain before the leaves beside it take the permits, and a leaf still waits at most that
+lead per level.
 
 Priority classes, most urgent first:
 
@@ -38,6 +41,10 @@ HANDICAP_MS: dict[PriorityClass, int] = {"admin": 0, "forward": 0, "rerun": 10_0
 """How far behind forward fill each class queues: a waiter goes ahead of forward work that entered the queue more
 than its handicap after it (so a steady stream of forward tasks or bounds scans delays backfill by at most 30 s
 per permit, never forever)."""
+CRITICAL_PATH_LEAD_MS = 5_000
+"""How far ahead a task queues per level of dependents below its model (``order_score``'s ``levels_below``)."""
+MAX_LEAD_LEVELS = 6
+"""Levels beyond this many lead no further (a long chain cannot push leaves back without bound)."""
 DEFAULT_PORT = 15002
 """Spark Connect's port when a remote names none."""
 
@@ -61,12 +68,13 @@ def task_priority(direction: str, is_scheduled: bool) -> PriorityClass:
     return "rerun" if direction == "rerun" else "backfill"
 
 
-def order_score(priority: PriorityClass, enqueued_ms: int) -> int:
+def order_score(priority: PriorityClass, enqueued_ms: int, levels_below: int = 0) -> int:
     """The queue's sort key: the admin record's band first; then the time the waiter entered the queue plus its
-    class's handicap (``HANDICAP_MS``)."""
+    class's handicap (``HANDICAP_MS``), less ``CRITICAL_PATH_LEAD_MS`` per level of dependents below its model."""
     if priority == "admin":
         return enqueued_ms
-    return PRIORITY_SPAN_MS + enqueued_ms + HANDICAP_MS[priority]
+    lead = min(max(levels_below, 0), MAX_LEAD_LEVELS) * CRITICAL_PATH_LEAD_MS
+    return PRIORITY_SPAN_MS + enqueued_ms + HANDICAP_MS[priority] - lead
 
 
 def cluster_of(remote: str) -> str:
@@ -170,9 +178,9 @@ class Admission(Protocol):
     """The port: hold one of the cluster's permits while statements run (``async with admission.held(...)``, or
     ``with admission.held_sync(...)`` from a thread)."""
 
-    def held(self, priority: PriorityClass, what: str) -> AbstractAsyncContextManager[None]:
+    def held(self, priority: PriorityClass, what: str, levels_below: int = 0) -> AbstractAsyncContextManager[None]:
         ...
 
-    def held_sync(self, priority: PriorityClass, what: str) -> AbstractContextManager[None]:
+    def held_sync(self, priority: PriorityClass, what: str, levels_below: int = 0) -> AbstractContextManager[None]:
         ...
 

@@ -162,6 +162,7 @@ def test_model_set_graph_queries(project_with_blocks: Project) -> None:
     assert models.dependents("analytics.a") == ("analytics.b", "analytics.c")
     assert models.descendants("ethereum.blocks") == ("analytics.a", "analytics.b", "analytics.c", "analytics.s")
     assert models.ancestors("analytics.c") == ("ethereum.blocks", "analytics.a", "analytics.b")
+    assert [models.levels_below(m) for m in models.topological_order()] == [4, 3, 2, 1, 0], "its longest chain below"
     assert models.resolve("b") == "analytics.b"
     assert models.resolve("{{transformation}}.c") == "analytics.c"
     with pytest.raises(UnknownModel):

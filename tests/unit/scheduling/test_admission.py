@@ -39,6 +39,19 @@ def test_history_waits_behind_fresher_work_for_a_bounded_time_only() -> None:
     assert rules.order_score("admin", t + 10**9) < rules.order_score("forward", t), "the admin record never waits"
 
 
+def test_a_task_with_dependents_below_goes_ahead_of_leaves_by_a_bounded_lead_per_level() -> None:
+    """Bench (h): a chain's second level waited for the permits behind leaf models fed by the same source write."""
+    t, lead = 1_000_000_000_000, rules.CRITICAL_PATH_LEAD_MS
+    leaf = rules.order_score("forward", t)
+    assert rules.order_score("forward", t + lead - 1, levels_below=1) < leaf
+    assert leaf < rules.order_score("forward", t + lead + 1, levels_below=1), "a leaf waits one lead per level at most"
+    assert rules.order_score("forward", t + 2 * lead - 1, levels_below=2) < leaf
+    deepest = rules.order_score("forward", t, levels_below=rules.MAX_LEAD_LEVELS)
+    assert rules.order_score("forward", t, levels_below=rules.MAX_LEAD_LEVELS + 50) == deepest, "the lead is capped"
+    assert rules.order_score("admin", t + 10**9) < deepest, "the admin record still never waits"
+    assert rules.order_score("forward", t, levels_below=1) < rules.order_score("backfill", t, levels_below=1)
+
+
 @pytest.mark.parametrize(("remote", "cluster"), [
     pytest.param("sc://127.0.0.1:15002", "127.0.0.1:15002", id="plain"),
     pytest.param("sc://Spark.Example.com", "spark.example.com:15002", id="default-port-and-case"),

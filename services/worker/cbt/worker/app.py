@@ -155,7 +155,7 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
         ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, clients.publisher, recorder),
         executor=SparkExecutor(clients.sessions, RenderSettings.from_config(config), config.worker.task_timeout_s,
                                str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency,
-                               clients.admission),
+                               clients.admission, levels_below={m.id: models.levels_below(m.id) for m in models}),
         topics=clients.topics, worker_id=clients.owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
         pools=("default", *config.worker.pools), max_batch_intervals=config.scheduler.batch.max_intervals,

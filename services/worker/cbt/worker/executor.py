@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass, field, replace
 
@@ -24,7 +24,7 @@ from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_t
 from cbt.base.errors import CbtError
 from cbt.concurrency.slots import PrioritySlots
 from cbt.models.render import command_argv, exec_environment
-from cbt.models.spec import IncrementalModel, Transformation, is_whole_hour_zone
+from cbt.models.spec import IncrementalModel, ModelId, Transformation, is_whole_hour_zone
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
 from cbt.scheduling.admission import PRIORITIES, Admission, PriorityClass, task_priority
@@ -61,7 +61,7 @@ class SparkExecutor:
     scheduled runs, then re-runs, then backfill; first come first served within a class). With ``admission``
     (``spark.max_concurrent_statements``), a task with a slot then holds one of the Spark cluster's permits — shared
     by every worker — while its statements run, in order (an exec model's script counts as one), at the same
-    priority. A permit is taken only by a task that has its slot, so no permit sits idle in a process whose slots
+    priority, queued ahead by its model's chain of dependents (``levels_below``). A permit is taken only by a task that has its slot, so no permit sits idle in a process whose slots
     are full; a forward task arriving then waits for one local task to end at most.
     """
 
@@ -75,6 +75,9 @@ class SparkExecutor:
     on the server."""
     slots: int = 4
     admission: Admission | None = None
+    levels_below: Mapping[ModelId, int] = field(default_factory=dict)
+    """Per model, its longest chain of dependents: its tasks queue that far ahead for a permit
+    (``cbt.scheduling.admission.order_score``)."""
     _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     _session_keys: dict[str, str] = field(default_factory=dict)
     _zones: dict[int, bool] = field(default_factory=dict)
@@ -107,7 +110,7 @@ class SparkExecutor:
     def _admitted(self, task: TaskContext) -> AbstractAsyncContextManager[object]:
         if self.admission is None:
             return nullcontext()
-        return self.admission.held(_priority(task), task.task_id)
+        return self.admission.held(_priority(task), task.task_id, self.levels_below.get(task.model_id, 0))
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
