@@ -81,6 +81,9 @@ class SparkAdmission:
         """Guards ``_held`` (and orders a restore of expired permits before a release)."""
         self._measuring = threading.Lock()
         self._held: dict[str, PriorityClass] = {}
+        self._handing_off: dict[Ticket, asyncio.TimerHandle] = {}
+        """Permits kept a moment after their body ended (``held``'s ``hand_off_s``), with the timer that gives them
+        back."""
         self._beating: threading.Thread | None = None
         self._stop = threading.Event()
         self._sequence = itertools.count()
@@ -133,14 +136,21 @@ class SparkAdmission:
                         extra={"member": ticket.member, "error": str(e)[:300]})
 
     def close(self) -> None:
-        """Stop renewing (held permits then expire, as a crashed process's would)."""
+        """Give back the permits being handed off, and stop renewing (held permits then expire, as a crashed
+        process's would)."""
+        for ticket, timer in list(self._handing_off.items()):
+            timer.cancel()
+            self._give_back(ticket)
         self._stop.set()
 
     # -- context managers -------------------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def held(self, priority: PriorityClass, what: str, levels_below: int = 0) -> AsyncIterator[None]:
-        """Hold a permit for the body (waiting for it without blocking the event loop)."""
+    async def held(self, priority: PriorityClass, what: str, levels_below: int = 0,
+                   hand_off_s: float = 0.0) -> AsyncIterator[None]:
+        """Hold a permit for the body (waiting for it without blocking the event loop). With ``hand_off_s``, a body
+        that ended well keeps the permit that long before giving it back, while the caller goes on: time for a task
+        it unblocks to join the queue, which then takes the permit if it ranks first."""
         if self._limit is None:
             await asyncio.to_thread(self.limit)
         ticket = self.enqueue(priority, what, levels_below)
@@ -154,8 +164,17 @@ class SparkAdmission:
             raise
         finally:
             metrics.admission_waiting.add(-1, labels)
-        with self._holding(ticket):
+        if hand_off_s <= 0:
+            with self._holding(ticket):
+                yield
+            return
+        self._granted(ticket)
+        try:
             yield
+        except BaseException:
+            self._give_back(ticket)
+            raise
+        self._handing_off[ticket] = asyncio.get_running_loop().call_later(hand_off_s, self._give_back, ticket)
 
     @contextlib.contextmanager
     def held_sync(self, priority: PriorityClass, what: str, levels_below: int = 0) -> Iterator[None]:
@@ -181,14 +200,22 @@ class SparkAdmission:
 
     @contextlib.contextmanager
     def _holding(self, ticket: Ticket) -> Iterator[None]:
-        labels = {"priority": ticket.priority}
-        metrics.admission_wait.record(time.monotonic() - ticket.began, labels)
-        metrics.admission_permits.add(1, labels)
+        self._granted(ticket)
         try:
             yield
         finally:
-            metrics.admission_permits.add(-1, labels)
-            self.release(ticket)
+            self._give_back(ticket)
+
+    def _granted(self, ticket: Ticket) -> None:
+        labels = {"priority": ticket.priority}
+        metrics.admission_wait.record(time.monotonic() - ticket.began, labels)
+        metrics.admission_permits.add(1, labels)
+
+    def _give_back(self, ticket: Ticket) -> None:
+        if self._handing_off.pop(ticket, None) is None and ticket.member not in self._held:
+            return  # (already given back: ``close`` ran before the hand-off's timer)
+        metrics.admission_permits.add(-1, {"priority": ticket.priority})
+        self.release(ticket)
 
     def _poll(self, ticket: Ticket) -> float | None:
         """``None`` once granted, else how long to wait before polling again."""

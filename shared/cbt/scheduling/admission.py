@@ -8,7 +8,8 @@ reached the queue in). Freshness comes first, and history is never starved: a ba
 its handicap goes ahead of forward work that arrived after that. Within a class, a task of a model with dependents
 waiting on it queues ``CRITICAL_PATH_LEAD_MS`` ahead per level of models below it (its longest chain of dependents):
 new rows reach the end of a chain before the leaves beside it take the permits, and a leaf still waits at most that
-lead per level.
+lead per level. Such a task keeps its permit ``HAND_OFF_S`` after its statements end, so the dependent task it
+unblocks is in the queue when the permit is given back.
 
 Priority classes, most urgent first:
 
@@ -43,6 +44,10 @@ than its handicap after it (so a steady stream of forward tasks or bounds scans 
 per permit, never forever)."""
 CRITICAL_PATH_LEAD_MS = 5_000
 """How far ahead a task queues per level of dependents below its model (``order_score``'s ``levels_below``)."""
+HAND_OFF_S = 0.3
+"""How long a task of a model with dependents keeps its permit after its statements end: its completion is recorded
+and published meanwhile, and the dependent task it unblocks joins the queue (tens of milliseconds) and, ahead by its
+lead, takes the permit instead of a leaf that was already waiting."""
 MAX_LEAD_LEVELS = 6
 """Levels beyond this many lead no further (a long chain cannot push leaves back without bound)."""
 DEFAULT_PORT = 15002
@@ -178,7 +183,8 @@ class Admission(Protocol):
     """The port: hold one of the cluster's permits while statements run (``async with admission.held(...)``, or
     ``with admission.held_sync(...)`` from a thread)."""
 
-    def held(self, priority: PriorityClass, what: str, levels_below: int = 0) -> AbstractAsyncContextManager[None]:
+    def held(self, priority: PriorityClass, what: str, levels_below: int = 0,
+             hand_off_s: float = 0.0) -> AbstractAsyncContextManager[None]:
         ...
 
     def held_sync(self, priority: PriorityClass, what: str, levels_below: int = 0) -> AbstractContextManager[None]:

@@ -27,7 +27,7 @@ from cbt.models.render import command_argv, exec_environment
 from cbt.models.spec import IncrementalModel, ModelId, Transformation, is_whole_hour_zone
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
-from cbt.scheduling.admission import PRIORITIES, Admission, PriorityClass, task_priority
+from cbt.scheduling.admission import HAND_OFF_S, PRIORITIES, Admission, PriorityClass, task_priority
 
 CONFLICT_RETRIES = 20
 log = logging.getLogger("cbt.worker")
@@ -61,8 +61,10 @@ class SparkExecutor:
     scheduled runs, then re-runs, then backfill; first come first served within a class). With ``admission``
     (``spark.max_concurrent_statements``), a task with a slot then holds one of the Spark cluster's permits — shared
     by every worker — while its statements run, in order (an exec model's script counts as one), at the same
-    priority, queued ahead by its model's chain of dependents (``levels_below``). A permit is taken only by a task that has its slot, so no permit sits idle in a process whose slots
-    are full; a forward task arriving then waits for one local task to end at most.
+    priority, queued ahead by its model's chain of dependents (``levels_below``); such a task hands its permit on
+    ``HAND_OFF_S`` after its statements end, to the dependent it unblocks when that one ranks first. A permit is
+    taken only by a task that has its slot, so no permit sits idle in a process whose slots are full; a forward task
+    arriving then waits for one local task to end at most.
     """
 
     sessions: SessionPool
@@ -110,7 +112,8 @@ class SparkExecutor:
     def _admitted(self, task: TaskContext) -> AbstractAsyncContextManager[object]:
         if self.admission is None:
             return nullcontext()
-        return self.admission.held(_priority(task), task.task_id, self.levels_below.get(task.model_id, 0))
+        levels = self.levels_below.get(task.model_id, 0)
+        return self.admission.held(_priority(task), task.task_id, levels, HAND_OFF_S if levels else 0.0)
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
