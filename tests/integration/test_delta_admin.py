@@ -17,6 +17,7 @@ from cbt.adapters.admin_tables.session import AdminSession
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
+from cbt.models.deployment import DeployedVersion, VersionRecord
 from cbt.planning import hot_index
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece, subtract
@@ -24,7 +25,7 @@ from cbt.scheduling.task_runs import TaskRun, compress
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
 from cbt.state.ports import DurableRecord
 from tests.conftest import Endpoints
-from tests.twins.memory_record import MemoryRecord
+from tests.twins.memory_record import MemoryRecord, MemoryVersions
 from tests.twins.memory_state import MemoryCoverage
 
 M = "an.hourly"
@@ -567,3 +568,32 @@ def test_services_creating_the_same_tables_at_once_share_one_table(tmp_path: Pat
         list(pool.map(lambda w: admins[w].record_completed([done(w * 10, w * 10 + 10)]), range(4)))
 
     assert files_alone(tmp_path).coverage([M]) == {M: ((0, 40),)}
+
+
+@pytest.fixture(params=[pytest.param("memory", id="memory"),
+                        pytest.param("files-alone", id="delta-files-alone"),
+                        pytest.param("spark", id="delta-spark", marks=pytest.mark.integration),
+                        pytest.param("files", id="delta-files", marks=pytest.mark.integration)])
+def versions(request: pytest.FixtureRequest, tmp_path: Path) -> VersionRecord:
+    if request.param == "memory":
+        return MemoryVersions()
+    if request.param == "files-alone":
+        return files_alone(tmp_path).versions_record()
+    spark, database = request.getfixturevalue("spark"), request.getfixturevalue("spark_database")
+    return open_admin(spark, database, request.param).versions_record()
+
+
+def deployed(model: str, version: int, at_ms: int, category: str = "new") -> DeployedVersion:
+    return DeployedVersion(model, version, f"data-{version}", "meta", {"sql": [f"SELECT {version} AS `v`"]},
+                           category, (f"reason {version}",), at_ms)
+
+
+def test_the_latest_version_of_each_model_is_the_deployed_one_and_keeps_its_definition(
+        versions: VersionRecord) -> None:
+    assert versions.deployed_versions() == {}
+    versions.record_versions([deployed(M, 1, 1_000), deployed(OTHER, 1, 1_000)])
+    versions.record_versions([deployed(M, 2, 2_000, "breaking")])
+
+    found = versions.deployed_versions()
+    assert found == {M: deployed(M, 2, 2_000, "breaking"), OTHER: deployed(OTHER, 1, 1_000)}
+    assert found[M].definition == {"sql": ["SELECT 2 AS `v`"]}

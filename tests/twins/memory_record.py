@@ -10,6 +10,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Collection, Iterable
 
+from cbt.models.deployment import DeployedVersion
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling import protocol
@@ -137,3 +138,21 @@ def _step(row: CompletedInterval) -> int | None:
     if row.task_interval is None and row.direction == CONSOLIDATED:
         return UNKNOWN_STEP
     return row.task_interval
+
+
+class MemoryVersions:
+    """``cbt.models.deployment.VersionRecord`` in memory: every version appended, the latest per model deployed."""
+
+    def __init__(self) -> None:
+        self.rows: list[DeployedVersion] = []
+
+    def record_versions(self, versions: list[DeployedVersion]) -> None:
+        self.rows.extend(versions)
+
+    def deployed_versions(self) -> dict[ModelId, DeployedVersion]:
+        out: dict[ModelId, DeployedVersion] = {}
+        for version in self.rows:
+            seen = out.get(version.model)
+            if seen is None or (version.deployed_ms, version.version) >= (seen.deployed_ms, seen.version):
+                out[version.model] = version
+        return out

@@ -44,6 +44,7 @@ from cbt.adapters.admin_tables.file_tables import (
     OverridesFiles,
     RetriesFiles,
     ScheduledFiles,
+    VersionsFiles,
 )
 from cbt.adapters.admin_tables.files import FileTable
 from cbt.adapters.admin_tables.invalidations import INVALIDATIONS, InvalidationsTable
@@ -58,6 +59,7 @@ from cbt.adapters.admin_tables.session import (
     is_conflict,
     qualified,
 )
+from cbt.adapters.admin_tables.versions import VERSIONS, VERSIONS_TABLE, VersionsTable
 from cbt.adapters.spark import connect, quote_identifier
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskFailed
@@ -191,6 +193,8 @@ class AdminTables:
     retries: RetriesTable | RetriesFiles
     overrides: OverridesTable | OverridesFiles
     """``cbt_config_overrides``, beside ``cbt_incremental`` (created when first used: ``ensure_overrides``)."""
+    versions: VersionsTable | VersionsFiles
+    """``cbt_model_versions``, beside ``cbt_incremental`` (created when first used: ``ensure_versions``)."""
     registrations: Registrations | None = None
     """Tables created as files, being registered in the catalog (files with Spark)."""
 
@@ -237,7 +241,8 @@ class AdminTables:
         invalidation_files = InvalidationsFiles(files(2, INVALIDATIONS))
         return cls(session, CompletionsFiles(files(0, COMPLETIONS), invalidation_files),
                    ScheduledFiles(files(1, SCHEDULED)), invalidation_files, FailuresFiles(files(3, FAILURES)),
-                   RetriesFiles(files(4, RETRIES)), OverridesFiles(files(5, OVERRIDES)), registrations)
+                   RetriesFiles(files(4, RETRIES)), OverridesFiles(files(5, OVERRIDES)),
+                   VersionsFiles(files(6, VERSIONS)), registrations)
 
     def ensure_overrides(self) -> OverridesTable | OverridesFiles:
         """The live config overrides' table, created when missing (read when Redis lost the overrides)."""
@@ -247,6 +252,15 @@ class AdminTables:
                                 f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self.overrides.database)}")
         self.overrides.ensure()
         return self.overrides
+
+    def ensure_versions(self) -> VersionsTable | VersionsFiles:
+        """The deployed model versions' table, created when missing."""
+        if isinstance(self.versions, VersionsTable):
+            assert self.session is not None
+            self.session.create("create database",
+                                f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self.versions.database)}")
+        self.versions.ensure()
+        return self.versions
 
     def ensure(self) -> None:
         """Create the databases and tables when missing, and check existing ones have the columns this code uses.
@@ -298,6 +312,10 @@ class DeltaAdmin:
     def overrides_record(self) -> OverridesTable | OverridesFiles:
         """The live config overrides' table beside the others, created when missing."""
         return self.tables.ensure_overrides()
+
+    def versions_record(self) -> VersionsTable | VersionsFiles:
+        """The deployed model versions' table beside the others, created when missing."""
+        return self.tables.ensure_versions()
 
     def ensure_tables(self) -> None:
         self.tables.ensure()
@@ -372,23 +390,25 @@ class DeltaAdmin:
         return self.tables.retries.retries(model_ids, limit)
 
 
-Names = tuple[TableName, TableName, TableName, TableName, TableName, TableName]
-"""Completions, scheduled runs, invalidations, failures, retries and overrides."""
+Names = tuple[TableName, TableName, TableName, TableName, TableName, TableName, TableName]
+"""Completions, scheduled runs, invalidations, failures, retries, overrides and model versions."""
 
 
 def _table_names(incremental: TableName, scheduled: TableName, invalidations: TableName, failures: TableName | None,
                  retries: TableName | None) -> Names:
-    """Failures, retries and overrides default to the incremental table's database."""
+    """Failures, retries, overrides and versions default to the incremental table's database."""
     return (incremental, scheduled, invalidations, failures or (incremental[0], "cbt_failures"),
-            retries or (incremental[0], "cbt_retries"), (incremental[0], OVERRIDES_TABLE))
+            retries or (incremental[0], "cbt_retries"), (incremental[0], OVERRIDES_TABLE),
+            (incremental[0], VERSIONS_TABLE))
 
 
 def _spark_tables(session: AdminSession, names: Names) -> tuple[
-        CompletionsTable, ScheduledRunsTable, InvalidationsTable, FailuresTable, RetriesTable, OverridesTable]:
-    incremental, scheduled, invalidations, failures, retries, overrides = names
+        CompletionsTable, ScheduledRunsTable, InvalidationsTable, FailuresTable, RetriesTable, OverridesTable,
+        VersionsTable]:
+    incremental, scheduled, invalidations, failures, retries, overrides, versions = names
     return (CompletionsTable(session, incremental, invalidations), ScheduledRunsTable(session, scheduled),
             InvalidationsTable(session, invalidations), FailuresTable(session, failures),
-            RetriesTable(session, retries), OverridesTable(session, overrides))
+            RetriesTable(session, retries), OverridesTable(session, overrides), VersionsTable(session, versions))
 
 
 def tables_from_config(spark: SparkSession, config: Config, *, permit: Permit | None = None) -> AdminTables:

@@ -76,12 +76,19 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
+    from cbt.cli import model_changes
     from cbt.scheduling.plan import plan_all
 
     config, model_set, state = _inputs(args)
     concurrency = args.concurrency if args.concurrency is not None else config.worker.model_concurrency
     plans = [p for p in plan_all(model_set.models, state, concurrency=concurrency) if _selected(args, p.model_id)]
-    print(json.dumps(plans_to_json(plans), indent=2) if args.json else render_plans(plans))
+    changes = None if args.state else model_changes.compare(config, model_set, state.coverage)
+    if args.json:
+        document = plans_to_json(plans)
+        print(json.dumps(document if changes is None else {**document, "model_changes": model_changes.to_json(
+            changes)}, indent=2))
+    else:
+        print(render_plans(plans) + ("" if changes is None else f"\n\n{model_changes.render(changes)}"))
     return 0
 
 

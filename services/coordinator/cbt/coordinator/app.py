@@ -24,10 +24,13 @@ from cbt.adapters.redis_state import RedisState
 from cbt.base.cron import next_fire
 from cbt.base.errors import InfraError
 from cbt.config.settings import Config
-from cbt.contract.messages import BoundsUpdated, IntervalCompleted, TaskFailed, decode, describe, rejected
+from cbt.contract.messages import BoundsUpdated, IntervalCompleted, Invalidation, TaskFailed, decode, describe, rejected
+from cbt.coordinator import deploy
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
+from cbt.models.deployment import VersionRecord
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
+from cbt.models.templates import RenderSettings
 from cbt.observability import metrics, model_state
 from cbt.observability.metrics import Labels
 from cbt.planning import hot_index
@@ -65,6 +68,10 @@ class Coordinator:
     paused: frozenset[ModelId] = frozenset()
     milestone: Callable[[str], None] = lambda _: None
     """Records a start-up milestone (``leader``, ``index ready``, ``first plan``: ``cbt.service.startup``)."""
+    versions: Callable[[], VersionRecord] | None = None
+    """The deployed model versions' record (``None``: versions are not compared, as in tests of other parts)."""
+    is_deployed: bool = False
+    """Whether this process compared the loaded files with the deployed versions and acted on the changes."""
     leadership: LeaseHolder = field(init=False)
 
     def __post_init__(self) -> None:
@@ -136,6 +143,8 @@ class Coordinator:
                 await self._rebuild_hot_index(now)
             self.tracker = None
         self.milestone("index ready")
+        if not self.is_deployed:
+            await self._deploy_versions()
         if self.tracker is None:
             tracker = DueTracker.for_models([m for m in self.models.incrementals if m.id not in self.paused],
                                             [m for m in self.models.scheduled if m.id not in self.paused], now)
@@ -147,6 +156,30 @@ class Coordinator:
         self.milestone("first plan")
         metrics.schedule_broken.replace(self.tracker.broken_series())
         await self._consolidate_when_due(now)
+
+    async def _deploy_versions(self) -> None:
+        """Once per process as leader: compare the loaded files with the deployed versions, re-run what the changes
+        reach, record the new versions (``cbt.coordinator.deploy``). A failure is logged and tried again next tick;
+        planning goes on meanwhile."""
+        if self.versions is None:
+            self.is_deployed = True
+            return
+        record = self.versions
+        prints = await asyncio.to_thread(deploy.fingerprints, self.models, RenderSettings.from_config(self.config),
+                                         self.config.base_dir)
+        topic = self.planner.topics.invalidation
+
+        async def publish(event: Invalidation) -> None:
+            await self.planner.publisher.publish(topic, event, key=event.model)
+
+        try:
+            async with self._leadership_kept():
+                await deploy.deploy(self.models, prints, await asyncio.to_thread(record), self.state.coverage.coverages,
+                                    publish, int(time.time() * 1000))
+        except Exception:
+            log.exception("model versions: comparing the files with the deployed versions failed; trying again")
+            return
+        self.is_deployed = True
 
     async def _refresh_overrides(self) -> None:
         """Take up changed live overrides. After a Redis flush the first reader restores them from the admin table
@@ -322,7 +355,7 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
     admin = functools.cache(lambda: _admin(clients))
     view = ModelView(models, LiveOverrides(state.overrides, functools.cache(lambda: _override_record(admin()))))
     return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view,
-                       milestone=clients.startup.reached)
+                       milestone=clients.startup.reached, versions=lambda: admin().versions_record())
 
 
 def _override_record(admin: DeltaAdmin) -> OverrideRecord:

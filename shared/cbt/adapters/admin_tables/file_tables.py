@@ -22,7 +22,9 @@ from cbt.adapters.admin_tables.overrides import override_row
 from cbt.adapters.admin_tables.retries import retried_from, retry_row
 from cbt.adapters.admin_tables.scheduled import scheduled_row, scheduled_run_from
 from cbt.adapters.admin_tables.session import AdminTableError, is_conflict
+from cbt.adapters.admin_tables.versions import latest, version_row
 from cbt.contract.messages import TaskFailed
+from cbt.models.deployment import DeployedVersion
 from cbt.models.spec import ModelId
 from cbt.scheduling import protocol
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
@@ -305,3 +307,13 @@ class OverridesFiles(_OnFiles):
                 out[model] = fields
         return out
 
+
+
+class VersionsFiles(_OnFiles):
+    """``cbt_model_versions`` over its files (implements ``cbt.models.deployment.VersionRecord``)."""
+
+    def record_versions(self, versions: list[DeployedVersion]) -> None:
+        self.files.append([version_row(v) for v in versions])
+
+    def deployed_versions(self) -> dict[ModelId, DeployedVersion]:
+        return latest(self.files.read())

@@ -1,0 +1,78 @@
+"""The coordinator's side of a deployment: once per process, as leader, compare the loaded model files with the
+deployed versions (``cbt.models.deployment``), re-run what a change affects, and record the new versions.
+
+Each model a change recomputes gets one invalidation of its covered range, without cascade (which descendants
+recompute is the deployment's decision, from column lineage) — the invalidator records it and the re-runs follow
+the coverage protocol like any other. The invalidation's id is derived from the versions deployed, so a leader that
+dies before recording them publishes the same ids again on the next start, and they change nothing twice. Until the
+build-and-switch mode lands, a changed model is recomputed in place: its intervals are replaced one by one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+from collections.abc import Awaitable, Callable, Collection, Mapping
+from pathlib import Path
+
+from cbt.contract.messages import Invalidation
+from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeploymentPlan, VersionRecord, plan_deployment, transformations
+from cbt.models.spec import IncrementalModel, ModelId
+from cbt.models.templates import RenderSettings
+from cbt.models.versions import Fingerprint, fingerprint
+from cbt.scheduling.coverage import Coverage
+
+log = logging.getLogger("cbt.coordinator.deploy")
+SOURCE = "cbt deploy"
+REASON_LIMIT = 200
+
+
+def fingerprints(models: ModelSet, settings: RenderSettings, base_dir: Path) -> dict[ModelId, Fingerprint]:
+    """Every transformation's version as the files define it; a model that cannot be fingerprinted (its SQL does not
+    parse) is left out — it keeps its deployed version — and logged."""
+    out = {}
+    for model in transformations(models):
+        try:
+            out[model.id] = fingerprint(model, settings, base_dir)
+        except Exception as e:
+            log.warning("model version: cannot fingerprint the model; its deployed version stays",
+                        extra={"model": model.id, "error": str(e)[:300]})
+    return out
+
+
+def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[ModelId, Coverage]) -> list[Invalidation]:
+    """One invalidation per recomputed incremental model with coverage, over its covered range."""
+    deployment = hashlib.sha256("".join(sorted(f"{v.model}={v.data_hash};" for v in plan.new_versions))
+                                .encode()).hexdigest()[:16]
+    out = []
+    for model_id, reasons in plan.recompute.items():
+        model = models.models.get(model_id)
+        ranges = covered.get(model_id, ())
+        if not isinstance(model, IncrementalModel) or not ranges:
+            continue
+        reason = f"model change: {'; '.join(reasons)}"
+        out.append(Invalidation(id=f"deploy:{deployment}:{model_id}"[:200], model=model_id, start=ranges[0][0],
+                                end=ranges[-1][1], reason=reason[:REASON_LIMIT], source=SOURCE, cascade=False,
+                                metadata={"deployment": deployment}))
+    return out
+
+
+async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record: VersionRecord,
+                 coverage: Callable[[Collection[ModelId]], Mapping[ModelId, Coverage]],
+                 publish: Callable[[Invalidation], Awaitable[None]], at_ms: int) -> DeploymentPlan:
+    """Classify, re-run what the changes reach, then record the versions (a failure before that repeats the same
+    invalidations at the next attempt, which change nothing twice)."""
+    deployed = await asyncio.to_thread(record.deployed_versions)
+    plan = plan_deployment(models, prints, deployed, at_ms)
+    for model_id, change in plan.changes.items():
+        if change.category != "new" or deployed:
+            log.info("model version: %s", change.category, extra={"model": model_id, "reasons": list(change.reasons)})
+    events = invalidations(plan, models, coverage(list(plan.recompute)))
+    for event in events:
+        log.info("model version: recomputing", extra={"model": event.model, "range": [event.start, event.end],
+                                                      "reason": event.reason})
+        await publish(event)
+    await asyncio.to_thread(record.record_versions, plan.new_versions)
+    return plan

@@ -1,0 +1,113 @@
+"""``cbt plan``'s model changes: the files compared with the deployed versions (``cbt.models.deployment``) — per
+changed model its category and why, and every model a deployment of these files would recompute, over which range.
+
+The deployed versions are read from their admin table's files (``spark.warehouse``), never through Spark; without
+``spark.warehouse`` the comparison is skipped and ``cbt plan`` says so.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from cbt.config.settings import Config
+from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion, DeploymentPlan, plan_deployment, transformations
+from cbt.models.spec import ModelId
+from cbt.models.templates import RenderSettings
+from cbt.models.versions import Fingerprint, NotFingerprintable, fingerprint
+from cbt.scheduling.coverage import Coverage
+
+NOTHING_COVERED = "nothing covered (a scheduled model: at its next run)"
+
+
+@dataclass(frozen=True)
+class ModelChanges:
+    plan: DeploymentPlan | None
+    """``None``: not compared (``skipped`` says why)."""
+    covered: Mapping[ModelId, Coverage]
+    skipped: str = ""
+    unversioned: Mapping[ModelId, str] | None = None
+    """Models whose version could not be computed, with why (they keep their deployed version)."""
+    first_deployment: bool = False
+    """Nothing was deployed since versions are recorded: every model becomes version 1 as it is."""
+
+
+def compare(config: Config, models: ModelSet, covered: Mapping[ModelId, Coverage]) -> ModelChanges:
+    deployed = read_deployed(config)
+    if deployed is None:
+        return ModelChanges(None, covered, "spark.warehouse is not set: the deployed versions are read from their "
+                                           "admin table's files")
+    prints, unversioned = files_versions(config, models)
+    return ModelChanges(plan_deployment(models, prints, deployed, int(time.time() * 1000)), covered,
+                        unversioned=unversioned, first_deployment=not deployed)
+
+
+def files_versions(config: Config, models: ModelSet) -> tuple[dict[ModelId, Fingerprint], dict[ModelId, str]]:
+    settings = RenderSettings.from_config(config)
+    prints, problems = {}, {}
+    for model in transformations(models):
+        try:
+            prints[model.id] = fingerprint(model, settings, config.base_dir)
+        except (NotFingerprintable, ValueError) as e:
+            problems[model.id] = str(e)
+    return prints, problems
+
+
+def read_deployed(config: Config) -> dict[ModelId, DeployedVersion] | None:
+    """The deployed versions from their table's files; ``{}`` when none were recorded; ``None`` without
+    ``spark.warehouse``."""
+    warehouse = config.warehouse()
+    if warehouse is None:
+        return None
+    from cbt.adapters.admin_tables.session import AdminTableError
+    from cbt.adapters.delta_admin import DeltaAdmin
+
+    names = config.admin
+    admin = DeltaAdmin(None, (names.incremental.database, names.incremental.table),
+                       (names.scheduled.database, names.scheduled.table),
+                       (names.invalidations.database, names.invalidations.table),
+                       files=(warehouse, dict(config.spark.storage_options)))
+    try:
+        return admin.tables.versions.deployed_versions()
+    except AdminTableError:  # (no table yet: nothing deployed since versions were recorded)
+        return {}
+
+
+def to_json(changes: ModelChanges) -> dict[str, Any]:
+    if changes.plan is None:
+        return {"compared": False, "why_not": changes.skipped}
+    plan = changes.plan
+    return {
+        "compared": True,
+        "first_deployment": changes.first_deployment,
+        "changed": [{"id": m, "category": c.category, "reasons": list(c.reasons)} for m, c in plan.changes.items()
+                    if not changes.first_deployment],
+        "recompute": [{"id": m, "why": list(why), "ranges": [list(r) for r in changes.covered.get(m, ())]}
+                      for m, why in plan.recompute.items()],
+        "unaffected": [{"id": m, "why": why} for m, why in plan.impact.unaffected.items()],
+        "not_versioned": [{"id": m, "why": why} for m, why in (changes.unversioned or {}).items()],
+    }
+
+
+def render(changes: ModelChanges) -> str:
+    if changes.plan is None:
+        return f"model changes: not compared ({changes.skipped})"
+    document = to_json(changes)
+    if changes.first_deployment:
+        return "model changes: none recorded yet (the next start records every model as version 1, as it is)"
+    if not document["changed"] and not document["not_versioned"]:
+        return "model changes: none (the files are the deployed versions)"
+    lines = ["model changes (the files against the deployed versions):"]
+    lines += [f"  {c['id']}  {c['category']}: {'; '.join(c['reasons'])}" for c in document["changed"]]
+    if document["recompute"]:
+        lines.append("a deployment recomputes:")
+        for r in document["recompute"]:
+            ranges = ", ".join(f"[{s}, {e})" for s, e in r["ranges"]) or NOTHING_COVERED
+            lines.append(f"  {r['id']}  {ranges}  ({'; '.join(r['why'])})")
+    lines += [f"  {u['id']}  kept: {u['why']}" for u in document["unaffected"]]
+    lines += [f"  {u['id']}  no version: {u['why']}" for u in document["not_versioned"]]
+    return "\n".join(lines)
+

@@ -1,0 +1,113 @@
+"""A model changed on a running pipeline (issue 36): the middle model of the propagation chain gets a new formula for
+one column, the services are restarted with the edited files — all a user does — and exactly what the change
+reaches is recomputed: the model and the descendant that reads that column, over everything they covered; their
+parent and the models beside them compute nothing again. ``cbt plan`` says so before the restart, and afterwards
+every table equals SQL written here for the new definitions."""
+
+from __future__ import annotations
+
+import shutil
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from bench.events import EventRecorder
+from cbt.cli import model_changes
+from cbt.config.settings import load_config
+from cbt.contract.messages import IntervalCompleted
+from cbt.contract.topics import Topics
+from cbt.models.loader import load_models
+from tests.conftest import Endpoints
+from tests.e2e import oracle as o
+from tests.e2e.cluster import SparkBackend
+from tests.e2e.harness import CONFIG, PROJECT, T0, Deployment, isolated_deployment
+from tests.e2e.test_pipeline import LAST_SLOT_END, SOURCE_END
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
+MIDDLE = "block_propagation_two_minute"
+OLD_CLASS, NEW_CLASS = "WHEN avg_propagation_ms < 2000 THEN 'fast'", "WHEN avg_propagation_ms < 2500 THEN 'fast'"
+SERVICES = ("coordinator", "worker", "bounds-cache", "invalidator")
+
+
+def two_minute_v2(src: str, out: str, span: o.Range) -> str:
+    return o.two_minute(src, out, span).replace("avg_propagation_ms < 2000", "avg_propagation_ms < 2500")
+
+
+def five_minute_v2(src: str, out: str, span: o.Range) -> str:
+    return o.five_minute(src, out, span).replace("avg_propagation_ms < 2000", "avg_propagation_ms < 2500")
+
+
+EDITED = o.Pipeline(o.EXAMPLE.externals, {
+    **o.EXAMPLE_MODELS,
+    MIDDLE: o.Expected(two_minute_v2, o.Interval(120, 120), all_of=("block_propagation_minute",)),
+    "block_propagation_five_minute": o.Expected(five_minute_v2, o.Interval(300, 120), all_of=(MIDDLE,)),
+}, {})
+
+
+def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_only(
+        endpoints: Endpoints, spark_backend: SparkBackend, tmp_path: Path) -> None:
+    files = tmp_path / "transformations"
+    shutil.copytree(PROJECT / "models" / "transformations", files)
+    tag = f"tm{uuid.uuid4().hex[:8]}"
+    paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{files}]"}
+    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.session,
+                             spark_backend.remote, tag, paths) as dep:
+        dep.create_tables()
+        dep.write_entities()
+        dep.write_sources(T0, SOURCE_END)
+        dep.start(*SERVICES)
+        dep.wait_quiet(LAST_SLOT_END)
+        dep.stop()
+
+        middle = files / f"{MIDDLE}.sql"
+        middle.write_text(middle.read_text().replace(OLD_CLASS, NEW_CLASS))
+        assert_plan_says_what_a_deployment_recomputes(dep)
+
+        events = EventRecorder(endpoints.kafka_bootstrap, [Topics(f"{tag}.").interval_completed], f"{tag}.test")
+        events.start()
+        restarted_ms = int(time.time() * 1000)
+        try:
+            dep.start(*SERVICES)
+            wait_for_reruns(dep, events, ("block_propagation_five_minute",), restarted_ms)
+            dep.wait_quiet(LAST_SLOT_END)
+            time.sleep(1.0)  # (the last completions reach the recorder)
+        finally:
+            events.stop()
+
+        verdict = o.IndependentOracle(dep.spark, dep.source_db, dep.output_db, EDITED).verdict(
+            {m.table: dep.coverage(m.id) for m in dep.healthy_incrementals()})
+        assert verdict["holds"], verdict["problems"]
+        after = done_since(events, restarted_ms)
+        assert {c.model.split(".")[1] for c in after if c.direction == "rerun"} == {
+            MIDDLE, "block_propagation_five_minute"}
+        others = {c.task_id for c in after if c.direction != "rerun" and c.position is not None}
+        assert not others, f"intervals other than the change's re-runs ran after the restart: {sorted(others)}"
+
+
+def assert_plan_says_what_a_deployment_recomputes(dep: Deployment) -> None:
+    config = load_config(CONFIG, environ={**dep.overrides})
+    models = load_models(config)
+    changes = model_changes.to_json(model_changes.compare(
+        config, models, {m.id: dep.coverage(m.id) for m in models.incrementals}))
+    middle = f"{dep.output_db}.{MIDDLE}"
+    assert changes["changed"] == [{"id": middle, "category": "breaking",
+                                   "reasons": ["column propagation_class: expression changed"]}]
+    assert [r["id"].split(".")[1] for r in changes["recompute"]] == [
+        MIDDLE, "block_propagation_five_minute", "entity_leaderboard"], "the scheduled reader: at its next run"
+
+
+def wait_for_reruns(dep: Deployment, events: EventRecorder, models: tuple[str, ...], since_ms: int,
+                    timeout_s: float = 300.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not all(any(c.model.endswith(f".{m}") and c.direction == "rerun" for c in done_since(events, since_ms))
+                  for m in models):
+        assert not dep.procs.exited(), f"services exited: {dep.procs.exited()}; logs in {dep.log_dir}"
+        assert time.monotonic() < deadline, f"no re-run of {models} after the restart; logs in {dep.log_dir}"
+        time.sleep(0.5)
+
+
+def done_since(events: EventRecorder, since_ms: int) -> list[IntervalCompleted]:
+    return [s.message for s in list(events.completed)
+            if isinstance(s.message, IntervalCompleted) and s.message.completed_at_ms >= since_ms]
