@@ -2,7 +2,8 @@
 one column, the services are restarted with the edited files — all a user does — and exactly what the change
 reaches is recomputed: the model and the descendant that reads that column, over everything they covered; their
 parent and the models beside them compute nothing again. ``cbt plan`` says so before the restart, and afterwards
-every table equals SQL written here for the new definitions."""
+every table equals SQL written here for the new definitions. A model added with the same deploy has no DDL: the
+product creates its table from its query."""
 
 from __future__ import annotations
 
@@ -39,10 +40,39 @@ def five_minute_v2(src: str, out: str, span: o.Range) -> str:
     return o.five_minute(src, out, span).replace("avg_propagation_ms < 2000", "avg_propagation_ms < 2500")
 
 
+ADDED = "block_rows_minute"
+ADDED_FILE = """---
+# Added with the change; no DDL file: the product creates its table from this query.
+type: incremental
+table: block_rows_minute
+interval: {max: 60, min: 60, type: timestamp}
+schedules: {forwardfill: "@every 5s", backfill: "@every 5s"}
+dependencies:
+  - "{{external}}.beacon_blocks"
+write:
+  strategy: replace
+  replace_where: >-
+    slot_start_date_time >= timestamp_seconds({{ bounds.start }})
+    AND slot_start_date_time < timestamp_seconds({{ bounds.end }})
+---
+SELECT slot, slot_start_date_time, count(*) AS client_rows
+FROM {{ dep["{{external}}"].beacon_blocks.from }}
+WHERE slot_start_date_time >= timestamp_seconds({{ bounds.start }})
+  AND slot_start_date_time < timestamp_seconds({{ bounds.end }})
+GROUP BY slot, slot_start_date_time
+"""
+
+
+def rows_minute(src: str, _out: str, span: o.Range) -> str:
+    return f"""SELECT slot, slot_start_date_time, count(*) AS client_rows FROM {o.q(src, 'beacon_blocks')}
+               WHERE {o.between('slot_start_date_time', span)} GROUP BY slot, slot_start_date_time"""
+
+
 EDITED = o.Pipeline(o.EXAMPLE.externals, {
     **o.EXAMPLE_MODELS,
     MIDDLE: o.Expected(two_minute_v2, o.Interval(120, 120), all_of=("block_propagation_minute",)),
     "block_propagation_five_minute": o.Expected(five_minute_v2, o.Interval(300, 120), all_of=(MIDDLE,)),
+    ADDED: o.Expected(rows_minute, o.Interval(60, 60), all_of=("beacon_blocks",)),
 }, {})
 
 
@@ -64,6 +94,8 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
         middle = files / f"{MIDDLE}.sql"
         middle.write_text(middle.read_text().replace(OLD_CLASS, NEW_CLASS))
         assert_plan_says_what_a_deployment_recomputes(dep)
+        (files / f"{ADDED}.sql").write_text(ADDED_FILE)
+        assert not dep.spark.catalog.tableExists(f"{dep.output_db}.{ADDED}")
 
         events = EventRecorder(endpoints.kafka_bootstrap, [Topics(f"{tag}.").interval_completed], f"{tag}.test")
         events.start()
@@ -71,18 +103,21 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
         try:
             dep.start(*SERVICES)
             wait_for_reruns(dep, events, ("block_propagation_five_minute",), restarted_ms)
+            dep.models = load_models(load_config(CONFIG, environ={**dep.overrides}))  # (the added model too)
             dep.wait_quiet(LAST_SLOT_END)
             time.sleep(1.0)  # (the last completions reach the recorder)
         finally:
             events.stop()
 
+        incrementals = [m.id for m in load_models(load_config(CONFIG, environ={**dep.overrides})).incrementals]
         verdict = o.IndependentOracle(dep.spark, dep.source_db, dep.output_db, EDITED).verdict(
-            {m.table: dep.coverage(m.id) for m in dep.healthy_incrementals()})
+            {m.split(".")[1]: dep.coverage(m) for m in incrementals})
         assert verdict["holds"], verdict["problems"]
         after = done_since(events, restarted_ms)
         assert {c.model.split(".")[1] for c in after if c.direction == "rerun"} == {
             MIDDLE, "block_propagation_five_minute"}
-        others = {c.task_id for c in after if c.direction != "rerun" and c.position is not None}
+        others = {c.task_id for c in after if c.direction != "rerun" and c.position is not None
+                  and not c.model.endswith(f".{ADDED}")}
         assert not others, f"intervals other than the change's re-runs ran after the restart: {sorted(others)}"
 
 

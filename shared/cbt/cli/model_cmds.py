@@ -1,4 +1,4 @@
-"""``cbt validate``, ``cbt dag`` and ``cbt render``: the model files as the user sees them."""
+"""``cbt validate``, ``cbt dag``, ``cbt render`` and ``cbt ddl``: the model files as the user sees them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from cbt.base.errors import CbtError, Problem
 from cbt.models.dag import ModelSet
 from cbt.models.dagformat import FORMATS, format_dag
-from cbt.models.spec import ExternalModel, IncrementalModel, Transformation, model_kind
+from cbt.models.spec import ExternalModel, IncrementalModel, Model, Transformation, model_kind
 
 # Config, loader and templates (pydantic, jinja2) are imported by the command that runs, not to build the parser.
 if TYPE_CHECKING:
@@ -52,6 +52,13 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--previous-max", type=int, help="external models: previously known max (incremental scan)")
     p.add_argument("--show-secrets", action="store_true", help="exec models: print secret-looking values")
     p.set_defaults(func=cmd_render)
+
+
+    p = sub.add_parser("ddl", help="print the statements that make each model's table fit its query (the product "
+                                   "runs them before a model's first task); asks Spark to analyse the queries")
+    _config_arg(p)
+    p.add_argument("model", metavar="MODEL", nargs="?", help="database.table (or a unique table name); default: all")
+    p.set_defaults(func=cmd_ddl)
 
 
 def _config_arg(p: argparse.ArgumentParser) -> None:
@@ -127,6 +134,49 @@ def _bounds_methods(config: Config, models: ModelSet) -> list[str]:
         lines.append(f"bounds of {model.id}: a Spark scan: {plan.reason}" if isinstance(plan, SparkOnly)
                      else f"bounds of {model.id}: from the Delta log ({plan.column}'s file statistics)")
     return lines
+
+
+def cmd_ddl(args: argparse.Namespace) -> int:
+    """Per transformation: the table's creation, the columns to add, nothing (it fits), or that its author's own
+    statements create it (``models/ddl``)."""
+    from cbt.adapters.spark import connect
+    from cbt.adapters.target_tables import statements_for
+    from cbt.models.target_tables import SchemaConflict, owns_table
+    from cbt.models.templates import RenderSettings
+
+    loaded = _load(args)
+    if loaded is None:
+        return 1
+    config, models = loaded
+    chosen = [models.get(models.resolve(args.model))] if args.model else [*models.incrementals, *models.scheduled]
+    if any(isinstance(m, ExternalModel) for m in chosen):
+        raise UsageError(f"{args.model} is an external model: its table is not the product's")
+    if not config.spark.remote:
+        raise CbtError("cbt ddl asks Spark to analyse each query: set spark.remote (cbt dev up starts one)")
+    spark = connect(config.spark.remote)
+    settings = RenderSettings.from_config(config)
+    problems = 0
+    for model in chosen:
+        if not isinstance(model, IncrementalModel) or not owns_table(model):
+            print(f"-- {model.id}: created by its author's statements (models/ddl): {_why_not_owned(model)}")
+            continue
+        try:
+            statements = statements_for(spark, model, settings)
+        except SchemaConflict as e:
+            print(f"-- {e}")
+            problems += 1
+            continue
+        if not statements:
+            print(f"-- {model.id}: its table fits its query")
+        for statement in statements:
+            print(f"{statement};")
+    return 1 if problems else 0
+
+
+def _why_not_owned(model: Model) -> str:
+    if model.exec is not None:
+        return "an exec model"
+    return "write.strategy sql" if isinstance(model, IncrementalModel) else "a scheduled model"
 
 
 def cmd_dag(args: argparse.Namespace) -> int:

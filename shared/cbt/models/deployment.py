@@ -10,12 +10,12 @@ changes together says which models recompute and why. ``DeploymentPlan.new_versi
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from cbt.models.changes import Change, Impact, classify, impact
 from cbt.models.dag import ModelSet
-from cbt.models.spec import ModelId, Transformation
+from cbt.models.spec import IncrementalModel, ModelId, Transformation
 from cbt.models.versions import Fingerprint
 
 
@@ -49,6 +49,9 @@ class DeploymentPlan:
     """Every model whose version or metadata changed, or that is new."""
     impact: Impact = field(default_factory=Impact)
     new_versions: list[DeployedVersion] = field(default_factory=list)
+    starts: dict[ModelId, int] = field(default_factory=dict)
+    """A recomputed model recomputes from this position on (``change.mode: forward_only`` with
+    ``effective_from``, and the descendants it reaches); absent: all it covered."""
 
     @property
     def recompute(self) -> dict[ModelId, tuple[str, ...]]:
@@ -60,7 +63,9 @@ def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint
     """``fingerprints``: the files' version of each transformation (its definition's normalised SQL gives the
     column lineage)."""
     changes: dict[ModelId, Change] = {}
+    for_impact: dict[ModelId, Change] = {}
     new_versions: list[DeployedVersion] = []
+    own_starts: dict[ModelId, int] = {}
     for model_id, print_ in fingerprints.items():
         before = deployed.get(model_id)
         metadata_changed = before is not None and before.metadata_hash != print_.metadata
@@ -68,15 +73,54 @@ def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint
                           metadata_changed=metadata_changed)
         if change.category == "unchanged":
             continue
+        model = models.models.get(model_id)
+        change, applied, start = _with_policy(change, model) if isinstance(model, IncrementalModel) else (
+            change, change, None)
         changes[model_id] = change
+        for_impact[model_id] = applied
+        if start is not None:
+            own_starts[model_id] = start
         version = 1 if before is None else before.version + (0 if change.category == "metadata" else 1)
         new_versions.append(DeployedVersion(model_id, version, print_.data, print_.metadata, print_.definition,
                                             change.category, change.reasons, at_ms))
     parents = {m.id: list(models.dependencies(m.id)) for m in models}
     tables = {m.id: m.id for m in models}
     statements = {model_id: print_.definition.get("sql") for model_id, print_ in fingerprints.items()}
-    reached = impact(changes, models.topological_order(), parents, statements, tables)
-    return DeploymentPlan(changes, reached, new_versions)
+    reached = impact(for_impact, models.topological_order(), parents, statements, tables)
+    return DeploymentPlan(changes, reached, new_versions, _starts(reached, own_starts, parents))
+
+
+def _with_policy(change: Change, model: IncrementalModel) -> tuple[Change, Change, int | None]:
+    """The change as reported, as it acts, and the position it recomputes from, under the model's ``change:``."""
+    policy = model.change
+    if not change.recomputes and change.category != "metadata":
+        return change, change, None  # (new or unchanged: nothing to decide)
+    if policy.category is not None:
+        columns: frozenset[str] | None = None if policy.category == "breaking" else frozenset()
+        change = replace(change, category=policy.category, changed_columns=columns,
+                         reasons=(*change.reasons, f"category {policy.category} set by change.category"))
+    if policy.mode != "forward_only" or not change.recomputes:
+        return change, change, None
+    if policy.effective_from is None:
+        kept = replace(change, reasons=(*change.reasons, "forward_only: history kept, new intervals only"))
+        return kept, replace(kept, category="metadata", changed_columns=frozenset()), None
+    change = replace(change, reasons=(*change.reasons, f"forward_only from {policy.effective_from}"))
+    return change, change, policy.effective_from
+
+
+def _starts(reached: Impact, own: Mapping[ModelId, int], parents: Mapping[ModelId, list[ModelId]]) -> dict[
+        ModelId, int]:
+    """Where each recomputed model starts: its own ``effective_from``, or — reached through recomputed parents that
+    all start somewhere — the lowest of their starts."""
+    starts: dict[ModelId, int | None] = {}
+    for model_id in reached.recompute:  # (dependency order)
+        if model_id in own:
+            starts[model_id] = own[model_id]
+            continue
+        upstream = [starts[p] for p in parents.get(model_id, ()) if p in starts]
+        bounded = [s for s in upstream if s is not None]
+        starts[model_id] = min(bounded) if upstream and len(bounded) == len(upstream) else None
+    return {m: s for m, s in starts.items() if s is not None}
 
 
 def transformations(models: ModelSet) -> list[Transformation]:

@@ -19,6 +19,7 @@ from cbt.models.schema import ExecFields, ExposeFields, ExternalFields, Fields, 
 from cbt.models.spec import (
     Batch,
     Cache,
+    ChangePolicy,
     Dependency,
     ExecOptions,
     Expose,
@@ -170,6 +171,7 @@ def _to_model(
         timeout_s=fields.timeout,
         batch=Batch(fields.batch.mode, fields.batch.max_intervals),
         expose=_exposure(fields.expose, write.unique_key),
+        change=ChangePolicy(fields.change.mode, fields.change.effective_from, fields.change.category),
     )
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from cbt.base.cron import parse_duration_s, parse_schedule
 
@@ -151,6 +151,18 @@ class BatchFields(Strict):
     max_intervals: int | None = Field(default=None, gt=0)
 
 
+class ChangeFields(Strict):
+    mode: Literal["recompute", "forward_only"] = "recompute"
+    effective_from: Position | None = None
+    category: Literal["breaking", "non-breaking", "metadata"] | None = None
+
+    @model_validator(mode="after")
+    def _effective_from_is_forward_only(self) -> ChangeFields:
+        if self.effective_from is not None and self.mode != "forward_only":
+            raise ValueError("effective_from applies to mode forward_only (set change.mode: forward_only)")
+        return self
+
+
 class ExposeFields(Strict):
     key: Annotated[list[Text], BeforeValidator(_one_or_many)] | None = None
     position: Text | None = None
@@ -182,6 +194,7 @@ class IncrementalFields(Strict):
     timeout: DurationS | None = None
     batch: BatchFields = BatchFields()
     expose: Exposure = None
+    change: ChangeFields = ChangeFields()
 
 
 class ScheduledFields(Strict):

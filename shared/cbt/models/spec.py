@@ -96,6 +96,26 @@ _READS_SELF = re.compile(r"\{\{[^}]*\bself\b")
 """A template expression that names the model's own table (``{{ self.from }}``, ``{{ self.table }}``…)."""
 
 
+ChangeMode = Literal["recompute", "forward_only"]
+ChangeCategory = Literal["breaking", "non-breaking", "metadata"]
+
+
+@dataclass(frozen=True)
+class ChangePolicy:
+    """What a change of the model's version recomputes (docs/changing-models.md#forward-only-and-forced-categories).
+
+    - ``mode: recompute`` (the default): what the change's category says;
+    - ``mode: forward_only``: history is kept; the new definition computes from ``effective_from`` on (re-running
+      what was covered from there), or — without it — only intervals not computed yet;
+    - ``category``: take this category instead of the classified one (e.g. ``metadata`` for a change known not to
+      alter any row, ``breaking`` to recompute every descendant).
+    """
+
+    mode: ChangeMode = "recompute"
+    effective_from: int | None = None
+    category: ChangeCategory | None = None
+
+
 @dataclass(frozen=True)
 class Batch:
     """How a backlog of ready intervals may run as one job and one commit (docs/design/scheduling.md#batched-runs).
@@ -229,6 +249,7 @@ class IncrementalModel:
     expose: Expose | None = None
     """Served by the read API; ``None``: not served."""
     exec_options: ExecOptions = ExecOptions()
+    change: ChangePolicy = ChangePolicy()
 
     @property
     def id(self) -> ModelId:

@@ -31,7 +31,8 @@ from cbt.models.templates import RenderSettings, TaskContext
 DATA_FIELDS = frozenset({"sql", "exec", "exec_options", "env", "interval", "dependencies", "write"})
 """Fields of a transformation that change the rows an interval gets (``env``: an exec model's; a template's
 reads show in its rendered SQL)."""
-METADATA_FIELDS = frozenset({"schedules", "schedule", "limits", "fill", "tags", "timeout_s", "batch", "expose"})
+METADATA_FIELDS = frozenset({"schedules", "schedule", "limits", "fill", "tags", "timeout_s", "batch", "expose",
+                             "change"})
 """Fields that change when or how a model runs, or who reads it, never an interval's rows."""
 IDENTITY_FIELDS = frozenset({"database", "table", "source"})
 """What names the model and where its file is: a model renamed is another model."""

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from conftest import DROP, Project
 
-from cbt.models.spec import Batch
+from cbt.models.spec import Batch, IncrementalModel
 
 INCREMENTAL_CASES = [
     pytest.param({"type": DROP}, "type: required field is missing", id="type-missing"),
@@ -282,9 +282,24 @@ def test_every_problem_of_one_file_is_reported_at_its_own_line(project_with_bloc
         "models/transformations/many.sql:13: limits.min: limits.min (5) must be <= limits.max (2)",
         "models/transformations/many.sql:14: write.unique_key: write strategy append requires unique_key (the "
         "columns identifying a row, so a re-run does not insert it twice)",
-        "models/transformations/many.sql:15: colour: unknown field; expected one of: batch, database, dependencies, "
-        "env, exec, expose, fill, interval, limits, schedules, table, tags, timeout, type, write",
+        "models/transformations/many.sql:15: colour: unknown field; expected one of: batch, change, database, "
+        "dependencies, env, exec, expose, fill, interval, limits, schedules, table, tags, timeout, type, write",
     ]
+
+
+def test_a_change_policy_is_read_and_effective_from_needs_forward_only(project_with_blocks: Project) -> None:
+    project_with_blocks.incremental("kept", change={"mode": "forward_only", "effective_from": 1_000})
+    project_with_blocks.incremental("forced", change={"category": "metadata"})
+    models = project_with_blocks.load()
+    kept, forced = models.get("analytics.kept"), models.get("analytics.forced")
+    assert isinstance(kept, IncrementalModel) and isinstance(forced, IncrementalModel)
+    assert (kept.change.mode, kept.change.effective_from) == ("forward_only", 1_000)
+    assert forced.change.category == "metadata"
+
+    path = project_with_blocks.incremental("odd", change={"effective_from": 5})
+    [problem] = project_with_blocks.problems()
+    assert problem.startswith(f"{path.relative_to(project_with_blocks.root)}:")
+    assert "change: effective_from applies to mode forward_only" in problem
 
 
 def test_valid_models_build_the_spec_values(project_with_blocks: Project) -> None:

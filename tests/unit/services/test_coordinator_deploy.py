@@ -12,6 +12,7 @@ from cbt.contract.messages import Invalidation
 from cbt.coordinator import deploy
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeploymentPlan
+from cbt.models.spec import ChangePolicy, IncrementalModel
 from cbt.models.templates import RenderSettings
 from cbt.scheduling.coverage import Coverage
 from tests.twins.memory_record import MemoryVersions
@@ -79,3 +80,37 @@ def test_a_leader_that_died_before_recording_publishes_the_same_ids_again() -> N
     _, once = deployed(edited, first, 2_000)
     _, twice = deployed(edited, second, 2_500)
     assert [e.id for e in once] == [e.id for e in twice]
+
+
+def edited_with(policy: ChangePolicy) -> ModelSet:
+    edited = pipeline(PARENT.replace("sum(v)", "round(sum(v), 2)"))
+    parent = edited.models["an.parent"]
+    assert isinstance(parent, IncrementalModel)
+    return ModelSet({**edited.models, "an.parent": replace(parent, change=policy)})
+
+
+def test_forward_only_keeps_history_or_recomputes_from_its_effective_position() -> None:
+    record = MemoryVersions()
+    deployed(pipeline(), record, 1_000)
+    plan, published = deployed(edited_with(ChangePolicy("forward_only")), record, 2_000)
+    assert published == [], "history kept"
+    assert "forward_only: history kept, new intervals only" in plan.changes["an.parent"].reasons
+    assert record.deployed_versions()["an.parent"].version == 2
+
+    record = MemoryVersions()
+    deployed(pipeline(), record, 1_000)
+    _, published = deployed(edited_with(ChangePolicy("forward_only", effective_from=50)), record, 2_000)
+    assert [(e.model, e.start, e.end) for e in published] == [("an.parent", 50, 300), ("an.reads_total", 50, 100)]
+
+
+def test_a_forced_category_replaces_the_classified_one() -> None:
+    record = MemoryVersions()
+    deployed(pipeline(), record, 1_000)
+    plan, published = deployed(edited_with(ChangePolicy(category="metadata")), record, 2_000)
+    assert published == []
+    assert plan.changes["an.parent"].category == "metadata"
+
+    record = MemoryVersions()
+    deployed(pipeline(), record, 1_000)
+    _, published = deployed(edited_with(ChangePolicy(category="breaking")), record, 2_000)
+    assert sorted(e.model for e in published) == ["an.parent", "an.reads_n", "an.reads_total"], "every reader"

@@ -52,9 +52,12 @@ def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[Model
         ranges = covered.get(model_id, ())
         if not isinstance(model, IncrementalModel) or not ranges:
             continue
+        start, end = max(ranges[0][0], plan.starts.get(model_id, ranges[0][0])), ranges[-1][1]
+        if start >= end:
+            continue
         reason = f"model change: {'; '.join(reasons)}"
-        out.append(Invalidation(id=f"deploy:{deployment}:{model_id}"[:200], model=model_id, start=ranges[0][0],
-                                end=ranges[-1][1], reason=reason[:REASON_LIMIT], source=SOURCE, cascade=False,
+        out.append(Invalidation(id=f"deploy:{deployment}:{model_id}"[:200], model=model_id, start=start, end=end,
+                                reason=reason[:REASON_LIMIT], source=SOURCE, cascade=False,
                                 metadata={"deployment": deployment}))
     return out
 

@@ -21,10 +21,12 @@ from pyspark.sql import SparkSession
 from cbt.adapters.delta_admin import is_conflict
 from cbt.adapters.scripts import ScriptError, run_script
 from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_tagged
+from cbt.adapters.target_tables import TargetTables
 from cbt.base.errors import CbtError
 from cbt.concurrency.slots import PrioritySlots
 from cbt.models.render import command_argv, exec_environment
 from cbt.models.spec import IncrementalModel, ModelId, Transformation, is_whole_hour_zone
+from cbt.models.target_tables import SchemaConflict, owns_table
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
 from cbt.scheduling.admission import HAND_OFF_S, PRIORITIES, Admission, PriorityClass, task_priority
@@ -83,6 +85,8 @@ class SparkExecutor:
     _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     _session_keys: dict[str, str] = field(default_factory=dict)
     _zones: dict[int, bool] = field(default_factory=dict)
+    targets: TargetTables = field(default_factory=TargetTables)
+    """The target tables made sure of (created, or given added columns) in this process."""
     """Per session (by identity): whether its time zone is whole hours from UTC."""
     _slots: PrioritySlots = field(init=False)
 
@@ -130,7 +134,23 @@ class SparkExecutor:
             settings = self.settings
             if isinstance(model, IncrementalModel) and task.is_batch and model.batch_choice.needs_whole_hour_zone:
                 settings = replace(settings, is_whole_hour_zone=await self._is_whole_hour_zone(key))
+            await self._ensure_table(model, key)
             await self._run_sql(model, key, task_statements(model, task, settings))
+
+    async def _ensure_table(self, model: Transformation, session_key: str) -> None:
+        """Before the model's first task here: its table created from its query, or given the columns a non-breaking
+        change added (``cbt.adapters.target_tables``)."""
+        if not owns_table(model):
+            return
+        spark = await asyncio.to_thread(self.sessions.session, session_key)
+        try:
+            done = await asyncio.to_thread(self.targets.ensure, spark, model, self.settings)
+        except SchemaConflict as e:
+            raise TaskExecutionError(str(e)) from e
+        except Exception as e:  # Spark Connect raises many exception types; keep the server's message
+            raise TaskExecutionError(f"preparing {model.id}'s table: {type(e).__name__}: {_first_lines(str(e))}") from e
+        for statement in done:
+            log.info("target table: %s", statement.split("(")[0].strip(), extra={"model": model.id})
 
     async def _is_whole_hour_zone(self, session_key: str) -> bool:
         """Whether the session's time zone is whole hours from UTC (asked once per session): a batch proven over
