@@ -104,6 +104,8 @@ def test_every_read_endpoint_answers_with_the_contracts_shape(api: ApiStack) -> 
     assert {"from": api.source("raw_transactions"), "to": api.model("transactions"), "or_group": 0} in dag["edges"]
     assert call(f"{api.base}/api/v1/failures")[2] == {"failures": []}
     assert "invalidations" in call(f"{api.base}/api/v1/invalidations")[2]
+    changes = call(f"{api.base}/api/v1/model-changes")[2]  # (the coordinator recorded the versions at its start)
+    assert (changes["compared"], changes["first_deployment"], changes["changed"]) == (True, False, []), changes
 
 
 @pytest.mark.parametrize(("path", "status", "field"), [

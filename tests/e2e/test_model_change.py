@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from bench.events import EventRecorder
-from cbt.cli import model_changes
 from cbt.config.settings import load_config
 from cbt.contract.messages import IntervalCompleted
 from cbt.contract.topics import Topics
 from cbt.models.loader import load_models
+from cbt.service import model_changes
 from tests.conftest import Endpoints
 from tests.e2e import oracle as o
 from tests.e2e.cluster import SparkBackend

@@ -76,8 +76,8 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run_plan(args: argparse.Namespace) -> int:
-    from cbt.cli import model_changes
     from cbt.scheduling.plan import plan_all
+    from cbt.service import model_changes
 
     config, model_set, state = _inputs(args)
     concurrency = args.concurrency if args.concurrency is not None else config.worker.model_concurrency

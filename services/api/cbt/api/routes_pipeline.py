@@ -27,6 +27,7 @@ from cbt.api.schemas import (
     FailureList,
     IntervalTypeList,
     InvalidationList,
+    ModelChangesBody,
     ScheduledList,
     ScheduledRunItem,
     ScheduleItem,
@@ -38,6 +39,7 @@ from cbt.contract.messages import MAX_POSITION
 from cbt.models.spec import model_kind
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.next_run import next_run
+from cbt.service import model_changes
 
 if TYPE_CHECKING:
     from cbt.state.admin_records import ScheduledRun
@@ -65,6 +67,15 @@ async def get_invalidations(ctx: Ctx, model: str | None = None, limit: Limit = 1
     records = await blocking(ctx.admin.invalidations, limit)
     chosen = [r for r in records if wanted is None or r.model == wanted or wanted in r.affected]
     return InvalidationList(invalidations=[invalidation_item(r) for r in chosen])
+
+
+@router.get("/model-changes", response_model=ModelChangesBody,
+            summary="The loaded model files against the deployed versions: what changed, why, and what a deployment "
+                    "of these files recomputes (docs/changing-models.md)")
+async def get_model_changes(ctx: Ctx) -> ModelChangesBody:
+    covered = await blocking(ctx.hot.coverage.coverages, [m.id for m in ctx.config_models.incrementals])
+    changes = await blocking(model_changes.compare, ctx.config, ctx.config_models, covered)
+    return ModelChangesBody.model_validate(model_changes.to_json(changes))
 
 
 @router.get("/bounds", response_model=BoundsList, summary="Every external model's scanned bounds")

@@ -253,6 +253,34 @@ class DagBody(Body):
     edges: list[DagEdge]
 
 
+class ModelChangeItem(Body):
+    id: str
+    category: str = Field(description="new, breaking, non-breaking or metadata")
+    reasons: list[str] = Field(description="why, e.g. 'column total: expression changed'")
+
+
+class RecomputeItem(Body):
+    id: str
+    why: list[str]
+    ranges: list[list[int]] = Field(description="the covered ranges a deployment recomputes, [start, end) each; "
+                                                "none for a scheduled model (it recomputes at its next run)")
+
+
+class KeptItem(Body):
+    id: str
+    why: str
+
+
+class ModelChangesBody(Body):
+    compared: bool = Field(description="false when the deployed versions cannot be read (spark.warehouse unset)")
+    why_not: str | None = None
+    first_deployment: bool = False
+    changed: list[ModelChangeItem] = []
+    recompute: list[RecomputeItem] = []
+    unaffected: list[KeptItem] = []
+    not_versioned: list[KeptItem] = []
+
+
 class AuditItem(Body):
     at_ms: int
     who: str
