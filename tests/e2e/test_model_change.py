@@ -114,6 +114,11 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
             {m.split(".")[1]: dep.coverage(m) for m in incrementals})
         assert verdict["holds"], verdict["problems"]
         after = done_since(events, restarted_ms)
+        before = [c for c in done_since(events, 0) if c.completed_at_ms < restarted_ms]
+        versions = ({c.version for c in before if c.model.endswith(f".{MIDDLE}")},
+                    {c.version for c in after if c.model.endswith(f".{MIDDLE}")})
+        assert len(versions[0]) == len(versions[1]) == 1 and versions[0] != versions[1] and None not in versions[1], \
+            f"every completion says which version computed it: {versions}"
         assert {c.model.split(".")[1] for c in after if c.direction == "rerun"} == {
             MIDDLE, "block_propagation_five_minute"}
         others = {c.task_id for c in after if c.direction != "rerun" and c.position is not None

@@ -89,6 +89,9 @@ class IntervalCompleted(Message):
     worker: str = ""
     step: Length | None = None
     """The task's ``step`` (a batch of ``interval / step`` intervals), else ``None``."""
+    version: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """The version of the model that computed it: its data fingerprint as the worker loaded it
+    (``cbt.models.versions``, docs/changing-models.md); ``None`` from a worker that could not fingerprint it."""
 
 
 class TaskFailed(Message):

@@ -115,6 +115,17 @@ def test_a_ready_task_runs_records_then_publishes_completion() -> None:
     assert state.ledger.in_flight([MODEL], 0)[MODEL] == ()
 
 
+def test_a_completion_says_which_version_of_the_model_computed_it() -> None:
+    state, executor = ready_state(), Executor()
+    runner, published, _ = make_runner(executor, state)
+    runner.versions = {MODEL: "3f9a0c1d2e4b"}
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+
+    assert handle(runner, task()) == "completed"
+    [(_, completed)] = published.messages
+    assert isinstance(completed, IntervalCompleted) and completed.version == "3f9a0c1d2e4b"
+
+
 def test_a_duplicate_of_a_covered_interval_is_acknowledged_without_running() -> None:
     state, executor = ready_state(), Executor()
     runner, published, _ = make_runner(executor, state)

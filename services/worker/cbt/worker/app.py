@@ -37,6 +37,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.templates import RenderSettings
 from cbt.observability import metrics
 from cbt.service import skeleton
+from cbt.service.model_changes import files_versions
 from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Work
 from cbt.worker.consumer import IN_FLIGHT, Delivered, PipelinedConsumer, Reject
@@ -160,4 +161,5 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
         pools=("default", *config.worker.pools), max_batch_intervals=config.scheduler.batch.max_intervals,
         milestone=clients.startup.reached,
+        versions={model_id: print_.short for model_id, print_ in files_versions(config, models)[0].items()},
     )

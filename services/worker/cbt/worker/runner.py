@@ -25,14 +25,14 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from cbt.contract.messages import IntervalCompleted, TaskFailed, TaskRequested, now_ms
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
-from cbt.models.spec import IncrementalModel, ScheduledModel, Transformation
+from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel, Transformation
 from cbt.models.templates import TaskContext
 from cbt.observability import metrics, tracing
 from cbt.planning.live import LiveStateReader
@@ -142,6 +142,8 @@ class TaskRunner:
     """``scheduler.batch.max_intervals``: no batch the planner makes is longer."""
     milestone: Callable[[str], None] = lambda _: None
     """Records a start-up milestone (``first task started``, ``first completion``: ``cbt.service.startup``)."""
+    versions: Mapping[ModelId, str] = field(default_factory=dict)
+    """Each loaded model's version (``Fingerprint.short``): every completion says which computed it."""
 
     def why_unusable(self, task: TaskRequested) -> str | None:
         """Why ``task`` cannot be a task the planner made for a loaded model (``cbt.scheduling.message_checks``):
@@ -263,6 +265,7 @@ class TaskRunner:
             task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
             scheduled_unix=task.scheduled_unix, direction=task.direction, duration_ms=duration_ms,
             enqueued_at_ms=task.enqueued_at_ms, worker=self.worker_id, step=task.step,
+            version=self.versions.get(model.id),
         ), key=task.model)
         self.ports.ledger.release(model.id, task.task_id)
         self.milestone("first completion")
