@@ -50,6 +50,9 @@ class TaskRequested(Message):
     step: Length | None = None
     """A batch (docs/design/scheduling.md#batched-runs): ``[position, position + interval)`` is ``interval / step``
     intervals of ``step``, run as one job and recorded per interval; ``None``: one interval."""
+    version: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    """The model's version the coordinator planned it with (``cbt.models.versions``): a worker whose files define
+    another version hands the task back or drops it (docs/changing-models.md); ``None``: any version."""
 
     @model_validator(mode="after")
     def _one_shape(self) -> TaskRequested:

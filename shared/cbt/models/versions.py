@@ -36,6 +36,7 @@ METADATA_FIELDS = frozenset({"schedules", "schedule", "limits", "fill", "tags", 
 """Fields that change when or how a model runs, or who reads it, never an interval's rows."""
 IDENTITY_FIELDS = frozenset({"database", "table", "source"})
 """What names the model and where its file is: a model renamed is another model."""
+SHORT_LENGTH = 12
 VERSION_TASK_START = 0
 """The task a model's SQL is rendered for when fingerprinted (its bounds are ``[0, interval.max)``)."""
 
@@ -51,7 +52,13 @@ class Fingerprint:
 
     @property
     def short(self) -> str:
-        return self.data[:12]
+        """The version as tasks and completions carry it."""
+        return short_version(self.data)
+
+
+def short_version(data_hash: str) -> str:
+    """A data hash as tasks and completions carry it (its first 12 hex digits)."""
+    return data_hash[:SHORT_LENGTH]
 
 
 class NotFingerprintable(ValueError):

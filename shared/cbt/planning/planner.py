@@ -11,7 +11,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from cbt.base.tasks import FILL_DIRECTIONS, FillDirection, scheduled_task_id
@@ -49,6 +49,8 @@ class Planner:
     """Each model's batch size (how many intervals of a backlog one task holds), from its measured runs."""
     paused: frozenset[ModelId] = frozenset()
     """Models a live override disabled (``enabled: false``): never planned until it is cleared."""
+    versions: Mapping[ModelId, str] = field(default_factory=dict)
+    """Each loaded model's version (``Fingerprint.short``), set on its tasks."""
     _upstream: dict[ModelId, tuple[ModelId, ...]] = field(default_factory=dict)
     """Per planned model, the ids ``_with_upstream`` adds (the models never change in a process's life)."""
 
@@ -129,7 +131,8 @@ class Planner:
     async def run_scheduled(self, model: ScheduledModel, fire_unix: int) -> bool:
         """Enqueue one scheduled run for ``fire_unix`` unless that run is already in flight."""
         request = TaskRequested(task_id=scheduled_task_id(model.id, fire_unix), model=model.id,
-                                scheduled_unix=fire_unix, pool=self.pool_for(model.tags))
+                                scheduled_unix=fire_unix, pool=self.pool_for(model.tags),
+                                version=self.versions.get(model.id))
         return len(await self._claim_and_publish([(model.id, request)])) == 1
 
     def observe_run(self, model_id: ModelId, intervals: int, duration_ms: int) -> None:
@@ -146,7 +149,8 @@ class Planner:
 
     def _request(self, model: IncrementalModel, task: Task) -> TaskRequested:
         return TaskRequested(task_id=task.id, model=model.id, position=task.position, interval=task.interval,
-                             direction=task.direction, pool=self.pool_for(model.tags), step=task.step)
+                             direction=task.direction, pool=self.pool_for(model.tags), step=task.step,
+                             version=self.versions.get(model.id))
 
     async def _claim_and_publish(self, requests: list[Published]) -> list[Published]:
         """Claim every task in the ledger (one call), publish the claimed ones, then extend their claims to the

@@ -11,9 +11,10 @@ from pathlib import Path
 from cbt.contract.messages import Invalidation
 from cbt.coordinator import deploy
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeploymentPlan
+from cbt.models.deployment import DeploymentPlan, transformations
 from cbt.models.spec import ChangePolicy, IncrementalModel
 from cbt.models.templates import RenderSettings
+from cbt.models.versions import fingerprint
 from cbt.scheduling.coverage import Coverage
 from tests.twins.memory_record import MemoryVersions
 from tests.unit.scheduling.factories import ext, inc, models_of
@@ -38,7 +39,7 @@ def deployed(models: ModelSet, record: MemoryVersions, at_ms: int) -> tuple[Depl
     async def publish(event: Invalidation) -> None:
         published.append(event)
 
-    prints = deploy.fingerprints(models, SETTINGS, Path("."))
+    prints = {m.id: fingerprint(m, SETTINGS, Path(".")) for m in transformations(models)}
     plan = asyncio.run(deploy.deploy(models, prints, record, lambda ids: {m: COVERED.get(m, ()) for m in ids},
                                      publish, at_ms))
     return plan, published

@@ -126,6 +126,29 @@ def test_a_completion_says_which_version_of_the_model_computed_it() -> None:
     assert isinstance(completed, IntervalCompleted) and completed.version == "3f9a0c1d2e4b"
 
 
+def test_a_task_of_another_version_never_runs_with_this_worker_s_definition() -> None:
+    """A rolling update: the task was planned with version "new". A worker still on "old" hands it back while "new"
+    is deployed; a worker on "new" drops a task planned with "old" once "new" is deployed (its claim released, so the
+    coordinator plans it again with the deployed version)."""
+    state, executor = ready_state(), Executor()
+    runner, published, _ = make_runner(executor, state)
+    runner.versions, runner.hand_back_pause_s = {MODEL: "old"}, 0.0
+    runner.deployed_version = lambda _: "new"
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+
+    assert handle(runner, task().model_copy(update={"version": "new"})) == "handed-back"
+    [(topic, again)] = published.messages
+    assert topic == "t.task-requested.default" and isinstance(again, TaskRequested) and again.version == "new"
+    assert state.ledger.in_flight([MODEL], 0)[MODEL] != (), "its claim stays for the worker that runs it"
+
+    runner.versions = {MODEL: "new"}
+    assert handle(runner, task().model_copy(update={"version": "old"})) == "stale-version"
+    assert state.ledger.in_flight([MODEL], 0)[MODEL] == ()
+    assert executor.runs == [], "neither ran"
+
+    assert handle(runner, task().model_copy(update={"version": "new"})) == "completed"
+
+
 def test_a_duplicate_of_a_covered_interval_is_acknowledged_without_running() -> None:
     state, executor = ready_state(), Executor()
     runner, published, _ = make_runner(executor, state)

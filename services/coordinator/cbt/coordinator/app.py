@@ -7,7 +7,7 @@ import contextlib
 import functools
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from faststream import AckPolicy
@@ -30,7 +30,7 @@ from cbt.coordinator.ticker import DueTracker, Fill, missed_run
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import VersionRecord
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
-from cbt.models.templates import RenderSettings
+from cbt.models.versions import Fingerprint
 from cbt.observability import metrics, model_state
 from cbt.observability.metrics import Labels
 from cbt.planning import hot_index
@@ -70,6 +70,8 @@ class Coordinator:
     """Records a start-up milestone (``leader``, ``index ready``, ``first plan``: ``cbt.service.startup``)."""
     versions: Callable[[], VersionRecord] | None = None
     """The deployed model versions' record (``None``: versions are not compared, as in tests of other parts)."""
+    prints: Mapping[ModelId, Fingerprint] = field(default_factory=dict)
+    """The loaded models' versions (``cbt.coordinator.deploy.fingerprints``)."""
     is_deployed: bool = False
     """Whether this process compared the loaded files with the deployed versions and acted on the changes."""
     leadership: LeaseHolder = field(init=False)
@@ -165,8 +167,6 @@ class Coordinator:
             self.is_deployed = True
             return
         record = self.versions
-        prints = await asyncio.to_thread(deploy.fingerprints, self.models, RenderSettings.from_config(self.config),
-                                         self.config.base_dir)
         topic = self.planner.topics.invalidation
 
         async def publish(event: Invalidation) -> None:
@@ -174,8 +174,8 @@ class Coordinator:
 
         try:
             async with self._leadership_kept():
-                await deploy.deploy(self.models, prints, await asyncio.to_thread(record), self.state.coverage.coverages,
-                                    publish, int(time.time() * 1000))
+                await deploy.deploy(self.models, self.prints, await asyncio.to_thread(record),
+                                    self.state.coverage.coverages, publish, int(time.time() * 1000))
         except Exception:
             log.exception("model versions: comparing the files with the deployed versions failed; trying again")
             return
@@ -354,8 +354,10 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
     marks = RedisMarks(clients.redis, config.redis.key_prefix)
     admin = functools.cache(lambda: _admin(clients))
     view = ModelView(models, LiveOverrides(state.overrides, functools.cache(lambda: _override_record(admin()))))
+    prints = deploy.fingerprints(config, models)
+    planner.versions = {model_id: print_.short for model_id, print_ in prints.items()}
     return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view,
-                       milestone=clients.startup.reached, versions=lambda: admin().versions_record())
+                       milestone=clients.startup.reached, versions=lambda: admin().versions_record(), prints=prints)
 
 
 def _override_record(admin: DeltaAdmin) -> OverrideRecord:

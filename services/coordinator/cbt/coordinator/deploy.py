@@ -14,32 +14,29 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
-from pathlib import Path
 
+from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeploymentPlan, VersionRecord, plan_deployment, transformations
+from cbt.models.deployment import DeploymentPlan, VersionRecord, plan_deployment
 from cbt.models.spec import IncrementalModel, ModelId
-from cbt.models.templates import RenderSettings
-from cbt.models.versions import Fingerprint, fingerprint
+from cbt.models.versions import Fingerprint
 from cbt.scheduling.coverage import Coverage
+from cbt.service.model_changes import files_versions
 
 log = logging.getLogger("cbt.coordinator.deploy")
 SOURCE = "cbt deploy"
 REASON_LIMIT = 200
 
 
-def fingerprints(models: ModelSet, settings: RenderSettings, base_dir: Path) -> dict[ModelId, Fingerprint]:
+def fingerprints(config: Config, models: ModelSet) -> dict[ModelId, Fingerprint]:
     """Every transformation's version as the files define it; a model that cannot be fingerprinted (its SQL does not
-    parse) is left out — it keeps its deployed version — and logged."""
-    out = {}
-    for model in transformations(models):
-        try:
-            out[model.id] = fingerprint(model, settings, base_dir)
-        except Exception as e:
-            log.warning("model version: cannot fingerprint the model; its deployed version stays",
-                        extra={"model": model.id, "error": str(e)[:300]})
-    return out
+    parse) is left out — it keeps its deployed version, its tasks carry none — and logged."""
+    prints, problems = files_versions(config, models)
+    for model_id, problem in problems.items():
+        log.warning("model version: cannot fingerprint the model; its deployed version stays",
+                    extra={"model": model_id, "error": problem[:300]})
+    return prints
 
 
 def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[ModelId, Coverage]) -> list[Invalidation]:

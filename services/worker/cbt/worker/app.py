@@ -15,6 +15,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+import math
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
@@ -34,7 +36,10 @@ from cbt.config.settings import Config
 from cbt.contract.messages import TaskRequested, rejected
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion, VersionRecord
+from cbt.models.spec import ModelId
 from cbt.models.templates import RenderSettings
+from cbt.models.versions import short_version
 from cbt.observability import metrics
 from cbt.service import skeleton
 from cbt.service.model_changes import files_versions
@@ -162,4 +167,22 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
         pools=("default", *config.worker.pools), max_batch_intervals=config.scheduler.batch.max_intervals,
         milestone=clients.startup.reached,
         versions={model_id: print_.short for model_id, print_ in files_versions(config, models)[0].items()},
+        deployed_version=DeployedVersions(recorder.admin.versions_record).short,
     )
+
+
+class DeployedVersions:
+    """The deployed versions as the versions record holds them, read again at most every ``max_age_s`` (asked only
+    when a task's version is not this worker's)."""
+
+    def __init__(self, record: Callable[[], VersionRecord], max_age_s: float = 5.0) -> None:
+        self._record, self._max_age_s = record, max_age_s
+        self._read_at = -math.inf
+        self._known: dict[ModelId, DeployedVersion] = {}
+
+    def short(self, model_id: ModelId) -> str | None:
+        if time.monotonic() - self._read_at > self._max_age_s:
+            self._known = self._record().deployed_versions()
+            self._read_at = time.monotonic()
+        deployed = self._known.get(model_id)
+        return None if deployed is None else short_version(deployed.data_hash)

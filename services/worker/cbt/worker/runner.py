@@ -47,7 +47,10 @@ from cbt.state.ports import BoundsStore, HotIndex, Leases, Publisher, TaskLedger
 log = logging.getLogger("cbt.worker")
 
 Outcome = Literal["completed", "already-covered", "not-ready", "superseded", "busy", "failed", "unknown-model",
-                  "lease-lost"]
+                  "lease-lost", "handed-back", "stale-version"]
+HAND_BACK_PAUSE_S = 2.0
+"""How long a worker whose files are not the deployed version waits before handing a task back (so, in a rolling
+update, the task goes round the workers at that pace until one has the deployed files)."""
 
 
 def task_range(task: TaskRequested) -> Range | None:
@@ -144,6 +147,9 @@ class TaskRunner:
     """Records a start-up milestone (``first task started``, ``first completion``: ``cbt.service.startup``)."""
     versions: Mapping[ModelId, str] = field(default_factory=dict)
     """Each loaded model's version (``Fingerprint.short``): every completion says which computed it."""
+    deployed_version: Callable[[ModelId], str | None] = lambda _: None
+    """The model's deployed version (``Fingerprint.short``), read from the versions record; ``None``: unknown."""
+    hand_back_pause_s: float = HAND_BACK_PAUSE_S
 
     def why_unusable(self, task: TaskRequested) -> str | None:
         """Why ``task`` cannot be a task the planner made for a loaded model (``cbt.scheduling.message_checks``):
@@ -178,6 +184,9 @@ class TaskRunner:
         if not isinstance(model, IncrementalModel | ScheduledModel):
             await self._fail(task, 0, f"no transformation {task.model!r} in the loaded models")
             return _finished("unknown-model")
+        other_version = await self._other_version(model, task)
+        if other_version is not None:
+            return _finished(other_version)
         await self._wait_for_index()
         if self._is_covered(model, task):
             self.ports.ledger.release(task.model, task.task_id)
@@ -293,6 +302,27 @@ class TaskRunner:
         log.warning("task lease lost and not taken over; task requeued", extra={"task_id": task.task_id})
         await self._requeue(task)
         return "lease-lost"
+
+    async def _other_version(self, model: Transformation, task: TaskRequested) -> Outcome | None:
+        """A task planned with another version of the model than this worker's files define (a rolling update): when
+        this worker's version is the deployed one, the task was planned from files no longer deployed — it is
+        dropped and its claim released, so the coordinator plans it again; otherwise this worker's files are not
+        (yet) the deployed ones, and the task is handed back for a worker that has them. Never run with the wrong
+        definition."""
+        mine, planned = self.versions.get(model.id), task.version
+        if mine is None or planned is None or mine == planned:
+            return None
+        deployed = await asyncio.to_thread(self.deployed_version, model.id)
+        if deployed == mine:
+            log.info("task planned with a version no longer deployed; dropped",
+                     extra={"task_id": task.task_id, "planned": planned, "deployed": deployed})
+            self.ports.ledger.release(model.id, task.task_id)
+            return "stale-version"
+        log.info("task of another version than this worker's files; handed back",
+                 extra={"task_id": task.task_id, "planned": planned, "mine": mine, "deployed": deployed})
+        await asyncio.sleep(self.hand_back_pause_s)
+        await self._requeue(task)
+        return "handed-back"
 
     async def _requeue(self, task: TaskRequested) -> None:
         """Publish the task again (its ledger claim stays, so the coordinator does not enqueue a second copy)."""
