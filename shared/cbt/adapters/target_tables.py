@@ -10,7 +10,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
 from cbt.models.spec import IncrementalModel, ModelId, Transformation
-from cbt.models.target_tables import Columns, create_statements, migration, owns_table, probe_statements
+from cbt.models.target_tables import Columns, Migration, create_statements, migration, owns_table, probe_statements
 from cbt.models.templates import RenderSettings
 
 
@@ -34,11 +34,16 @@ def table_columns(spark: SparkSession, model: Transformation) -> Columns | None:
     return columns_of(spark.table(f"`{model.database}`.`{model.table}`").schema)
 
 
-def statements_for(spark: SparkSession, model: IncrementalModel, settings: RenderSettings) -> list[str]:
-    """What makes the table fit the query now: its creation, the columns to add, or nothing."""
+def statements_for(spark: SparkSession, model: IncrementalModel,
+                   settings: RenderSettings) -> tuple[list[str], tuple[str, ...]]:
+    """What makes the table fit the query now — its creation, the columns to add, or nothing — and how else the
+    table's columns differ from the query's (``Migration.differences``)."""
     query = query_columns(spark, model, settings)
     table = table_columns(spark, model)
-    return create_statements(model, query) if table is None else migration(model, table, query).statements(model)
+    if table is None:
+        return create_statements(model, query), ()
+    needed: Migration = migration(table, query)
+    return needed.statements(model), needed.differences
 
 
 class TargetTables:
@@ -48,22 +53,23 @@ class TargetTables:
         self._ready: set[ModelId] = set()
         self._lock = threading.Lock()
 
-    def ensure(self, spark: SparkSession, model: Transformation, settings: RenderSettings) -> list[str]:
-        """Create the model's table or add the columns its query added, once per process; returns what was run.
-        Raises ``SchemaConflict`` when the query no longer fits the table."""
+    def ensure(self, spark: SparkSession, model: Transformation,
+               settings: RenderSettings) -> tuple[list[str], tuple[str, ...]]:
+        """Create the model's table or add the columns its query added, once per process; returns what was run and
+        how else the table differs from the query (reported, not altered)."""
         if not owns_table(model) or not isinstance(model, IncrementalModel):
-            return []
+            return [], ()
         with self._lock:
             if model.id in self._ready:
-                return []
-        statements = statements_for(spark, model, settings)
+                return [], ()
+        statements, differences = statements_for(spark, model, settings)
         try:
             for statement in statements:
                 spark.sql(statement).collect()
         except Exception:  # another worker created or migrated it at the same moment: what is left to do now?
-            statements = statements_for(spark, model, settings)
+            statements, differences = statements_for(spark, model, settings)
             for statement in statements:
                 spark.sql(statement).collect()
         with self._lock:
             self._ready.add(model.id)
-        return statements
+        return statements, differences

@@ -1,5 +1,6 @@
 """Target tables the product owns: created from the model's query before its first task, and given the columns a
-non-breaking change adds (docs/changing-models.md#tables-the-product-owns).
+non-breaking change adds (docs/changing-models.md#tables-the-product-owns); how else its columns differ from the
+query's is reported, never altered.
 
 A model whose rows come from a SELECT the worker wraps (``write.strategy`` ``replace`` or ``append``) owns its table:
 its columns are the SELECT's, as Spark analyses it for a probe task (``probe_task``). The author's own statements
@@ -18,10 +19,6 @@ from cbt.models.templates import RenderSettings, TaskContext, quote_part
 
 Columns = Sequence[tuple[str, str]]
 """``(name, Spark SQL type)`` in order, e.g. ``("slot", "BIGINT")``."""
-
-
-class SchemaConflict(ValueError):
-    """The query's columns cannot be written into the existing table without losing data."""
 
 
 def owns_table(model: Transformation) -> bool:
@@ -53,6 +50,11 @@ def create_statements(model: Transformation, columns: Columns) -> list[str]:
 @dataclass(frozen=True)
 class Migration:
     added: tuple[tuple[str, str], ...] = ()
+    """Columns the query adds at its end: added to the table."""
+    differences: tuple[str, ...] = ()
+    """How else the query's columns differ from the table's. Nothing is altered for them: rows are written by
+    position, and Spark accepts or refuses them as before (a table created by hand may name or type its columns
+    its own way)."""
 
     def statements(self, model: Transformation) -> list[str]:
         if not self.added:
@@ -61,20 +63,18 @@ class Migration:
         return [f"ALTER TABLE {target_name(model)} ADD COLUMNS ({listed})"]
 
 
-def migration(model: Transformation, table: Columns, query: Columns) -> Migration:
-    """What the existing ``table`` needs for the query's rows: the columns the query adds at its end. A column the
-    query dropped, renamed, moved or retyped is a ``SchemaConflict`` (a breaking change needs a new table, never an
-    ``ALTER`` that loses data); rows are written by position."""
-    have = [(n.lower(), t.upper()) for n, t in table]
-    want = [(n.lower(), t.upper()) for n, t in query]
-    if want[:len(have)] == have:
-        return Migration(tuple(query[len(have):]))
-    problems = []
-    for i, (name, kind) in enumerate(have):
-        if i >= len(want):
-            problems.append(f"column {name}: not in the query")
-        elif want[i][0] != name:
-            problems.append(f"column {i + 1}: the table has {name}, the query {want[i][0]}")
-        elif want[i][1] != kind:
-            problems.append(f"column {name}: the table has {kind}, the query {want[i][1]}")
-    raise SchemaConflict(f"{model.id}: the query's columns do not fit its table: {'; '.join(problems)}")
+def migration(table: Columns, query: Columns) -> Migration:
+    """What the existing ``table`` gets for the query's rows: the columns the query adds at its end, when every
+    column before them has the table's name there. A column dropped, renamed, moved or retyped is never altered
+    (a breaking change needs a table of its own, never an ``ALTER`` that loses data): it is reported."""
+    have = [(n.lower(), t.lower()) for n, t in table]
+    want = [(n.lower(), t.lower()) for n, t in query]
+    differences = [f"column {name}: not in the query" for name, _ in have[len(want):]]
+    for i, ((name, kind), (wanted, wanted_kind)) in enumerate(zip(have, want, strict=False)):
+        if wanted != name:
+            differences.append(f"column {i + 1}: the table has {name}, the query {wanted}")
+        elif wanted_kind != kind:
+            differences.append(f"column {name}: the table has {kind}, the query {wanted_kind}")
+    names_fit = len(want) >= len(have) and all(w[0] == h[0] for w, h in zip(want, have, strict=False))
+    added = tuple(query[len(have):]) if names_fit else ()
+    return Migration(added, tuple(differences))

@@ -26,7 +26,7 @@ from cbt.base.errors import CbtError
 from cbt.concurrency.slots import PrioritySlots
 from cbt.models.render import command_argv, exec_environment
 from cbt.models.spec import IncrementalModel, ModelId, Transformation, is_whole_hour_zone
-from cbt.models.target_tables import SchemaConflict, owns_table
+from cbt.models.target_tables import owns_table
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
 from cbt.scheduling.admission import HAND_OFF_S, PRIORITIES, Admission, PriorityClass, task_priority
@@ -144,13 +144,14 @@ class SparkExecutor:
             return
         spark = await asyncio.to_thread(self.sessions.session, session_key)
         try:
-            done = await asyncio.to_thread(self.targets.ensure, spark, model, self.settings)
-        except SchemaConflict as e:
-            raise TaskExecutionError(str(e)) from e
+            done, differences = await asyncio.to_thread(self.targets.ensure, spark, model, self.settings)
         except Exception as e:  # Spark Connect raises many exception types; keep the server's message
             raise TaskExecutionError(f"preparing {model.id}'s table: {type(e).__name__}: {_first_lines(str(e))}") from e
         for statement in done:
             log.info("target table: %s", statement.split("(")[0].strip(), extra={"model": model.id})
+        if differences:
+            log.warning("target table: its columns differ from the query's (rows are written by position; nothing "
+                        "altered)", extra={"model": model.id, "differences": list(differences)})
 
     async def _is_whole_hour_zone(self, session_key: str) -> bool:
         """Whether the session's time zone is whole hours from UTC (asked once per session): a batch proven over
