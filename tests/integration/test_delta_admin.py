@@ -580,7 +580,10 @@ def versions(request: pytest.FixtureRequest, tmp_path: Path) -> VersionRecord:
     if request.param == "files-alone":
         return files_alone(tmp_path).versions_record()
     spark, database = request.getfixturevalue("spark"), request.getfixturevalue("spark_database")
-    return open_admin(spark, database, request.param).versions_record()
+    admin = open_admin(spark, database, request.param)
+    record = admin.versions_record()
+    admin.wait_registered()  # (before the database is dropped: a late registration would create it again)
+    return record
 
 
 def deployed(model: str, version: int, at_ms: int, category: str = "new") -> DeployedVersion:
