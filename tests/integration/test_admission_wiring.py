@@ -91,13 +91,13 @@ def test_a_worker_s_waiting_tasks_take_permits_freshness_first(sessions: Session
     assert order == ["an.forward:0:60", "an.scheduled:@1700000000", "an.rerun:0:60", "an.backfilled:0:60"]
 
 
-def test_a_task_whose_model_has_dependents_below_goes_ahead_of_a_leaf_queued_just_before(
+def test_a_task_of_a_model_in_a_chain_goes_ahead_of_a_leaf_queued_just_before(
         sessions: SessionPool) -> None:
     store = RecordingStore()
     worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
     leaf, chain = replace(inc("an.leaf", imax=60), sql="SELECT 1"), replace(inc("an.chain", imax=60), sql="SELECT 1")
     executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=4, admission=worker,
-                             levels_below={chain.id: 1, leaf.id: 0})
+                             lead_levels={chain.id: 1, leaf.id: 0}, feeding=frozenset({chain.id}))
     sessions.session(leaf.id)
     sessions.session(chain.id)
 

@@ -106,11 +106,11 @@ class SparkAdmission:
 
     # -- one request, step by step (the context managers below are built from these) ------------------------------
 
-    def enqueue(self, priority: PriorityClass, what: str, levels_below: int = 0) -> Ticket:
-        """A new request (``levels_below``: of dependents below its model); it enters the queue on its first
+    def enqueue(self, priority: PriorityClass, what: str, lead_levels: int = 0) -> Ticket:
+        """A new request (``lead_levels``: its model's chain length); it enters the queue on its first
         ``try_acquire``."""
         member = f"{self.owner}/{next(self._sequence):010d}/{what}"  # (ties of one millisecond: in order)
-        score = order_score(priority, time.time_ns() // 1_000_000, levels_below)
+        score = order_score(priority, time.time_ns() // 1_000_000, lead_levels)
         return Ticket(member, priority, score, time.monotonic())
 
     def try_acquire(self, ticket: Ticket) -> tuple[bool, int]:
@@ -146,14 +146,14 @@ class SparkAdmission:
     # -- context managers -------------------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def held(self, priority: PriorityClass, what: str, levels_below: int = 0,
+    async def held(self, priority: PriorityClass, what: str, lead_levels: int = 0,
                    hand_off_s: float = 0.0) -> AsyncIterator[None]:
         """Hold a permit for the body (waiting for it without blocking the event loop). With ``hand_off_s``, a body
         that ended well keeps the permit that long before giving it back, while the caller goes on: time for a task
         it unblocks to join the queue, which then takes the permit if it ranks first."""
         if self._limit is None:
             await asyncio.to_thread(self.limit)
-        ticket = self.enqueue(priority, what, levels_below)
+        ticket = self.enqueue(priority, what, lead_levels)
         labels = {"priority": priority}
         metrics.admission_waiting.add(1, labels)
         try:
@@ -177,10 +177,10 @@ class SparkAdmission:
         self._handing_off[ticket] = asyncio.get_running_loop().call_later(hand_off_s, self._give_back, ticket)
 
     @contextlib.contextmanager
-    def held_sync(self, priority: PriorityClass, what: str, levels_below: int = 0) -> Iterator[None]:
+    def held_sync(self, priority: PriorityClass, what: str, lead_levels: int = 0) -> Iterator[None]:
         """Hold a permit for the body, from a thread (the admin record's calls)."""
         self.limit()  # (measuring it may fail: the caller's call fails with it)
-        ticket = self.enqueue(priority, what, levels_below)
+        ticket = self.enqueue(priority, what, lead_levels)
         labels = {"priority": priority}
         metrics.admission_waiting.add(1, labels)
         try:

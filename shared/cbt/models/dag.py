@@ -37,6 +37,7 @@ class ModelSet:
     _order: list[ModelId] = field(default_factory=list, repr=False, compare=False)
     _rank: dict[ModelId, int] = field(default_factory=dict, repr=False, compare=False)
     _levels_below: dict[ModelId, int] = field(default_factory=dict, repr=False, compare=False)
+    _levels_above: dict[ModelId, int] = field(default_factory=dict, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         """The graph queries' indexes, built once per load in O(N + E) (a tick or an invalidation only reads them)."""
@@ -50,6 +51,9 @@ class ModelSet:
         self._rank.update({model_id: rank for rank, model_id in enumerate(self._order)})
         for node in reversed(self._order):  # (dependents first)
             self._levels_below[node] = max((self._levels_below[d] + 1 for d in self._dependents[node]), default=0)
+        for node in self._order:  # (dependencies first; an external is no level of a chain)
+            self._levels_above[node] = max((self._levels_above[d] + 1 for d in self.dependencies(node)
+                                            if not isinstance(self.models[d], ExternalModel)), default=0)
 
     def __contains__(self, model_id: object) -> bool:
         return model_id in self.models
@@ -97,6 +101,14 @@ class ModelSet:
         """The longest chain of dependents below ``model_id`` (0 for a model nothing depends on)."""
         try:
             return self._levels_below[model_id]
+        except KeyError:
+            raise UnknownModel(f"no model {model_id!r}") from None
+
+    def chain_length(self, model_id: ModelId) -> int:
+        """Of a transformation: the levels in the longest chain of transformations through it, less one — 0 when no
+        other transformation depends on it or feeds it, 2 for each of three that feed one another in a line."""
+        try:
+            return self._levels_above[model_id] + self._levels_below[model_id]
         except KeyError:
             raise UnknownModel(f"no model {model_id!r}") from None
 

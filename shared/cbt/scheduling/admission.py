@@ -5,11 +5,12 @@ Every process that runs statements on a Spark cluster (workers' tasks, the admin
 ordered by ``order_score``: the admin record first, then the rest by the time each entered the queue, a re-run
 ``HANDICAP_MS`` and backfill more behind forward fill (FIFO within a class, so a model's tasks keep the order they
 reached the queue in). Freshness comes first, and history is never starved: a backfill that has waited longer than
-its handicap goes ahead of forward work that arrived after that. Within a class, a task of a model with dependents
-waiting on it queues ``CRITICAL_PATH_LEAD_MS`` ahead per level of models below it (its longest chain of dependents):
-new rows reach the end of a chain before the leaves beside it take the permits, and a leaf still waits at most that
-lead per level. Such a task keeps its permit ``HAND_OFF_S`` after its statements end, so the dependent task it
-unblocks is in the queue when the permit is given back.
+its handicap goes ahead of forward work that arrived after that. Within a class, a task of a model in a chain of
+transformations queues ``CRITICAL_PATH_LEAD_MS`` ahead per level of its longest chain (``ModelSet.chain_length``,
+every level alike, the last one too): new rows reach the end of a chain before the leaves beside it take the
+permits, and a leaf still waits at most that lead per level. A forward task of a model with dependents keeps its
+permit ``HAND_OFF_S`` after its statements end, so the dependent task it unblocks is in the queue when the permit
+is given back.
 
 Priority classes, most urgent first:
 
@@ -43,11 +44,11 @@ HANDICAP_MS: dict[PriorityClass, int] = {"admin": 0, "forward": 0, "rerun": 10_0
 than its handicap after it (so a steady stream of forward tasks or bounds scans delays backfill by at most 30 s
 per permit, never forever)."""
 CRITICAL_PATH_LEAD_MS = 5_000
-"""How far ahead a task queues per level of dependents below its model (``order_score``'s ``levels_below``)."""
+"""How far ahead a task queues per level of its model's longest chain (``order_score``'s ``lead_levels``)."""
 HAND_OFF_S = 0.3
-"""How long a task of a model with dependents keeps its permit after its statements end: its completion is recorded
-and published meanwhile, and the dependent task it unblocks joins the queue (tens of milliseconds) and, ahead by its
-lead, takes the permit instead of a leaf that was already waiting."""
+"""How long a forward task of a model with dependents keeps its permit after its statements end: its completion is
+recorded and published meanwhile, and the dependent task it unblocks joins the queue (tens of milliseconds) and,
+ahead by its lead, takes the permit instead of a leaf that was already waiting (``hand_off_s``)."""
 MAX_LEAD_LEVELS = 6
 """Levels beyond this many lead no further (a long chain cannot push leaves back without bound)."""
 DEFAULT_PORT = 15002
@@ -73,13 +74,20 @@ def task_priority(direction: str, is_scheduled: bool) -> PriorityClass:
     return "rerun" if direction == "rerun" else "backfill"
 
 
-def order_score(priority: PriorityClass, enqueued_ms: int, levels_below: int = 0) -> int:
+def order_score(priority: PriorityClass, enqueued_ms: int, lead_levels: int = 0) -> int:
     """The queue's sort key: the admin record's band first; then the time the waiter entered the queue plus its
-    class's handicap (``HANDICAP_MS``), less ``CRITICAL_PATH_LEAD_MS`` per level of dependents below its model."""
+    class's handicap (``HANDICAP_MS``), less ``CRITICAL_PATH_LEAD_MS`` per lead level (its model's chain length)."""
     if priority == "admin":
         return enqueued_ms
-    lead = min(max(levels_below, 0), MAX_LEAD_LEVELS) * CRITICAL_PATH_LEAD_MS
+    lead = min(max(lead_levels, 0), MAX_LEAD_LEVELS) * CRITICAL_PATH_LEAD_MS
     return PRIORITY_SPAN_MS + enqueued_ms + HANDICAP_MS[priority] - lead
+
+
+def hand_off_s(priority: PriorityClass, feeds_others: bool) -> float:
+    """How long a task keeps its permit after its statements end: ``HAND_OFF_S`` for forward work of a model others
+    depend on (the freshness of its chain), nothing otherwise (a backfill or re-run gives its permit straight back:
+    throughput, not latency, is what history needs)."""
+    return HAND_OFF_S if priority == "forward" and feeds_others else 0.0
 
 
 def cluster_of(remote: str) -> str:
@@ -183,10 +191,10 @@ class Admission(Protocol):
     """The port: hold one of the cluster's permits while statements run (``async with admission.held(...)``, or
     ``with admission.held_sync(...)`` from a thread)."""
 
-    def held(self, priority: PriorityClass, what: str, levels_below: int = 0,
+    def held(self, priority: PriorityClass, what: str, lead_levels: int = 0,
              hand_off_s: float = 0.0) -> AbstractAsyncContextManager[None]:
         ...
 
-    def held_sync(self, priority: PriorityClass, what: str, levels_below: int = 0) -> AbstractContextManager[None]:
+    def held_sync(self, priority: PriorityClass, what: str, lead_levels: int = 0) -> AbstractContextManager[None]:
         ...
 

@@ -163,10 +163,21 @@ def test_model_set_graph_queries(project_with_blocks: Project) -> None:
     assert models.descendants("ethereum.blocks") == ("analytics.a", "analytics.b", "analytics.c", "analytics.s")
     assert models.ancestors("analytics.c") == ("ethereum.blocks", "analytics.a", "analytics.b")
     assert [models.levels_below(m) for m in models.topological_order()] == [4, 3, 2, 1, 0], "its longest chain below"
+    assert [models.chain_length(m) for m in models.topological_order()[1:]] == [3, 3, 3, 3], "the external is no level"
     assert models.resolve("b") == "analytics.b"
     assert models.resolve("{{transformation}}.c") == "analytics.c"
     with pytest.raises(UnknownModel):
         models.resolve("nope")
+
+
+def test_chain_length_ranks_every_level_of_a_chain_above_a_leaf_beside_it(project_with_blocks: Project) -> None:
+    project_with_blocks.incremental("first")
+    project_with_blocks.incremental("second", dependencies=["analytics.first"])
+    project_with_blocks.incremental("last", dependencies=["analytics.second"])
+    project_with_blocks.incremental("leaf")
+    models = project_with_blocks.load()
+    assert {m: models.chain_length(m) for m in models.topological_order()[1:]} == {
+        "analytics.first": 2, "analytics.second": 2, "analytics.last": 2, "analytics.leaf": 0}
 
 
 def test_graph_helpers() -> None:

@@ -39,17 +39,29 @@ def test_history_waits_behind_fresher_work_for_a_bounded_time_only() -> None:
     assert rules.order_score("admin", t + 10**9) < rules.order_score("forward", t), "the admin record never waits"
 
 
-def test_a_task_with_dependents_below_goes_ahead_of_leaves_by_a_bounded_lead_per_level() -> None:
+def test_a_task_in_a_chain_goes_ahead_of_leaves_by_a_bounded_lead_per_level() -> None:
     """Bench (h): a chain's second level waited for the permits behind leaf models fed by the same source write."""
     t, lead = 1_000_000_000_000, rules.CRITICAL_PATH_LEAD_MS
     leaf = rules.order_score("forward", t)
-    assert rules.order_score("forward", t + lead - 1, levels_below=1) < leaf
-    assert leaf < rules.order_score("forward", t + lead + 1, levels_below=1), "a leaf waits one lead per level at most"
-    assert rules.order_score("forward", t + 2 * lead - 1, levels_below=2) < leaf
-    deepest = rules.order_score("forward", t, levels_below=rules.MAX_LEAD_LEVELS)
-    assert rules.order_score("forward", t, levels_below=rules.MAX_LEAD_LEVELS + 50) == deepest, "the lead is capped"
+    assert rules.order_score("forward", t + lead - 1, lead_levels=1) < leaf
+    assert leaf < rules.order_score("forward", t + lead + 1, lead_levels=1), "a leaf waits one lead per level at most"
+    assert rules.order_score("forward", t + 2 * lead - 1, lead_levels=2) < leaf
+    deepest = rules.order_score("forward", t, lead_levels=rules.MAX_LEAD_LEVELS)
+    assert rules.order_score("forward", t, lead_levels=rules.MAX_LEAD_LEVELS + 50) == deepest, "the lead is capped"
     assert rules.order_score("admin", t + 10**9) < deepest, "the admin record still never waits"
-    assert rules.order_score("forward", t, levels_below=1) < rules.order_score("backfill", t, levels_below=1)
+    assert rules.order_score("forward", t, lead_levels=1) < rules.order_score("backfill", t, lead_levels=1)
+
+
+@pytest.mark.parametrize(("priority", "feeds_others", "hand_off"), [
+    pytest.param("forward", True, rules.HAND_OFF_S, id="forward-feeding"),
+    pytest.param("forward", False, 0.0, id="forward-leaf"),
+    pytest.param("backfill", True, 0.0, id="backfill-feeding"),
+    pytest.param("rerun", True, 0.0, id="rerun-feeding"),
+])
+def test_only_forward_work_that_feeds_others_hands_its_permit_on(priority: PriorityClass, feeds_others: bool,
+                                                                 hand_off: float) -> None:
+    """Bench (j): a permit idle 0.3 s after every task of a model with dependents slowed a backlog's catch-up."""
+    assert rules.hand_off_s(priority, feeds_others) == hand_off
 
 
 @pytest.mark.parametrize(("remote", "cluster"), [

@@ -29,7 +29,7 @@ from cbt.models.spec import IncrementalModel, ModelId, Transformation, is_whole_
 from cbt.models.target_tables import owns_table
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
-from cbt.scheduling.admission import HAND_OFF_S, PRIORITIES, Admission, PriorityClass, task_priority
+from cbt.scheduling.admission import PRIORITIES, Admission, PriorityClass, hand_off_s, task_priority
 
 CONFLICT_RETRIES = 20
 log = logging.getLogger("cbt.worker")
@@ -63,8 +63,9 @@ class SparkExecutor:
     scheduled runs, then re-runs, then backfill; first come first served within a class). With ``admission``
     (``spark.max_concurrent_statements``), a task with a slot then holds one of the Spark cluster's permits — shared
     by every worker — while its statements run, in order (an exec model's script counts as one), at the same
-    priority, queued ahead by its model's chain of dependents (``levels_below``); such a task hands its permit on
-    ``HAND_OFF_S`` after its statements end, to the dependent it unblocks when that one ranks first. A permit is
+    priority, queued ahead by its model's chain of transformations (``lead_levels``); a forward task of a model with
+    dependents (``feeding``) hands its permit on ``HAND_OFF_S`` after its statements end, to the dependent it
+    unblocks when that one ranks first. A permit is
     taken only by a task that has its slot, so no permit sits idle in a process whose slots are full; a forward task
     arriving then waits for one local task to end at most.
     """
@@ -79,9 +80,11 @@ class SparkExecutor:
     on the server."""
     slots: int = 4
     admission: Admission | None = None
-    levels_below: Mapping[ModelId, int] = field(default_factory=dict)
-    """Per model, its longest chain of dependents: its tasks queue that far ahead for a permit
-    (``cbt.scheduling.admission.order_score``)."""
+    lead_levels: Mapping[ModelId, int] = field(default_factory=dict)
+    """Per model, its longest chain of transformations (``ModelSet.chain_length``): its tasks queue that far ahead
+    for a permit (``cbt.scheduling.admission.order_score``)."""
+    feeding: frozenset[ModelId] = frozenset()
+    """The models other models depend on: their forward tasks hand their permit on (``HAND_OFF_S``)."""
     _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
     _session_keys: dict[str, str] = field(default_factory=dict)
     _zones: dict[int, bool] = field(default_factory=dict)
@@ -116,8 +119,9 @@ class SparkExecutor:
     def _admitted(self, task: TaskContext) -> AbstractAsyncContextManager[object]:
         if self.admission is None:
             return nullcontext()
-        levels = self.levels_below.get(task.model_id, 0)
-        return self.admission.held(_priority(task), task.task_id, levels, HAND_OFF_S if levels else 0.0)
+        priority = _priority(task)
+        return self.admission.held(priority, task.task_id, self.lead_levels.get(task.model_id, 0),
+                                   hand_off_s(priority, task.model_id in self.feeding))
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
