@@ -6,6 +6,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +15,7 @@ from pyspark.sql import SparkSession
 
 from cbt.adapters.admin_tables.completions import COMPLETIONS
 from cbt.adapters.admin_tables.session import AdminSession
+from cbt.adapters.admin_tables.versions import ADDED_COLUMNS, VERSIONS
 from cbt.adapters.delta_admin import AdminTableError, DeltaAdmin
 from cbt.adapters.spark import connect
 from cbt.contract.messages import TaskFailed
@@ -600,3 +602,28 @@ def test_the_latest_version_of_each_model_is_the_deployed_one_and_keeps_its_defi
     found = versions.deployed_versions()
     assert found == {M: deployed(M, 2, 2_000, "breaking"), OTHER: deployed(OTHER, 1, 1_000)}
     assert found[M].definition == {"sql": ["SELECT 2 AS `v`"]}
+
+
+def test_a_version_keeps_its_whole_model_its_state_and_its_build_table(versions: VersionRecord) -> None:
+    spec = {"kind": "incremental", "model": {"database": "an", "table": "hourly", "sql": "SELECT 1"}}
+    building = replace(deployed(M, 2, 2_000, "breaking"), spec=spec, state="building",
+                       build_table="an.hourly__cbt_v2")
+    versions.record_versions([deployed(M, 1, 1_000), building])
+    assert versions.deployed_versions() == {M: building}
+
+
+@pytest.mark.integration
+def test_a_versions_table_of_an_earlier_release_gains_the_new_columns_and_its_rows_read_as_live(
+        spark: SparkSession, spark_database: str) -> None:
+    """The release that recorded versions first wrote tables without ``spec``, ``state`` and ``build_table``."""
+    earlier = [c for c in VERSIONS.columns if c.name not in ADDED_COLUMNS]
+    table = f"{spark_database}.cbt_model_versions"
+    spark.sql(f"CREATE TABLE {table} ({', '.join(c.ddl() for c in earlier)}) USING DELTA")
+    spark.sql(f"""INSERT INTO {table} VALUES (timestamp_millis(1000), 'an', 'hourly', 1, 'data-1', 'meta', 'new',
+                  '["reason 1"]', '{{"sql": ["SELECT 1 AS `v`"]}}')""")
+    for backend in ("spark", "files"):
+        admin = open_admin(spark, spark_database, backend)
+        record = admin.versions_record()
+        admin.wait_registered()
+        assert record.deployed_versions() == {M: deployed(M, 1, 1_000)}, backend
+    assert set(spark.table(table).columns) >= set(ADDED_COLUMNS)

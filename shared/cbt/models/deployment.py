@@ -11,17 +11,24 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from cbt.models.changes import Change, Impact, classify, impact
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, ModelId, Transformation
+from cbt.models.stored import definition_document
 from cbt.models.versions import Fingerprint
+
+VersionState = Literal["live", "building", "retired", "superseded"]
+"""``live``: what the model's name serves. ``building``: being built into its ``build_table`` while the live one
+keeps serving. ``retired``: was live until a switch replaced it (``cbt rollback`` can switch back to it).
+``superseded``: a build that a newer deployment replaced before it switched."""
 
 
 @dataclass(frozen=True)
 class DeployedVersion:
-    """One version of one model as recorded when it was deployed."""
+    """One version of one model as recorded when it was deployed, or when its state changed (the latest row of a
+    version is its state)."""
 
     model: ModelId
     version: int
@@ -31,6 +38,12 @@ class DeployedVersion:
     category: str = "new"
     reasons: tuple[str, ...] = ()
     deployed_ms: int = 0
+    spec: Mapping[str, Any] | None = None
+    """The whole model (``cbt.models.stored``), so this version runs without its files; None for versions recorded
+    before it was kept."""
+    state: VersionState = "live"
+    build_table: str | None = None
+    """Where a ``building`` version is built (``database.table``); None when it is built in place."""
 
 
 class VersionRecord(Protocol):
@@ -82,7 +95,8 @@ def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint
             own_starts[model_id] = start
         version = 1 if before is None else before.version + (0 if change.category == "metadata" else 1)
         new_versions.append(DeployedVersion(model_id, version, print_.data, print_.metadata, print_.definition,
-                                            change.category, change.reasons, at_ms))
+                                            change.category, change.reasons, at_ms,
+                                            definition_document(model) if isinstance(model, Transformation) else None))
     parents = {m.id: list(models.dependencies(m.id)) for m in models}
     tables = {m.id: m.id for m in models}
     statements = {model_id: print_.definition.get("sql") for model_id, print_ in fingerprints.items()}

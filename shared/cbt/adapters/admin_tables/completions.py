@@ -10,13 +10,11 @@ Delta refuse it.
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Callable, Collection, Iterable
 
 from cbt.adapters.admin_tables import protocol_sql as q
 from cbt.adapters.admin_tables.columns import Column, TableSpec, model_filter, timestamp
 from cbt.adapters.admin_tables.session import (
-    CREATE_ATTEMPTS,
     AdminSession,
     AdminTableError,
     TableName,
@@ -64,23 +62,10 @@ class CompletionsTable:
         self._inv = qualified(invalidations)
 
     def ensure(self) -> None:
-        self._session.ensure(self.name, COMPLETIONS, self._add_task_interval)
-
-    def _add_task_interval(self) -> None:
-        """Tables created before task boundaries were kept get the ``task_interval`` column (nullable: old rows
-        read as one task each, or unknown boundaries for consolidated ones). Another service may add it at once."""
-        for attempt in range(CREATE_ATTEMPTS):
-            if "task_interval" in self._session.columns(self.name):
-                return
-            log.info("admin tables: adding column task_interval to %s", self.name)
-            try:
-                self._session.sql(f"add task_interval to {self.name}",
-                                  f"ALTER TABLE {self.name} ADD COLUMNS ({COMPLETIONS.column('task_interval').ddl()})")
-                return
-            except AdminTableError:
-                if attempt == CREATE_ATTEMPTS - 1:
-                    raise
-            time.sleep(0.5 * (attempt + 1))
+        # (tables created before task boundaries were kept: old rows read as one task each, or unknown boundaries
+        # for consolidated ones)
+        self._session.ensure(self.name, COMPLETIONS,
+                             lambda: self._session.add_columns(self.name, COMPLETIONS, ["task_interval"]))
 
     def record_completed(self, rows: Iterable[CompletedInterval]) -> None:
         """Append completed intervals, any number of models, in one Delta commit (the worker's group commit)."""

@@ -110,6 +110,23 @@ class AdminSession:
         before_check()
         self.check_columns(table, spec.names)
 
+    def add_columns(self, table: str, spec: TableSpec, names: Sequence[str]) -> None:
+        """Give a table created by an older version the nullable columns ``names`` of ``spec`` it lacks (old rows
+        read them as null). Another service may add them at once."""
+        for attempt in range(CREATE_ATTEMPTS):
+            missing = [name for name in names if name not in self.columns(table)]
+            if not missing:
+                return
+            log.info("admin tables: adding columns %s to %s", ", ".join(missing), table)
+            try:
+                self.sql(f"add {', '.join(missing)} to {table}",
+                         f"ALTER TABLE {table} ADD COLUMNS ({', '.join(spec.column(n).ddl() for n in missing)})")
+                return
+            except AdminTableError:
+                if attempt == CREATE_ATTEMPTS - 1:
+                    raise
+            time.sleep(0.5 * (attempt + 1))
+
     def check_columns(self, table: str, expected: list[str]) -> None:
         present = self.columns(table)
         missing = [name for name in expected if name not in present]

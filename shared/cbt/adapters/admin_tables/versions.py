@@ -25,9 +25,15 @@ VERSIONS = TableSpec(
         Column("category", "STRING", "new, breaking, non-breaking or metadata"),
         Column("reasons", "STRING", "JSON array: why, e.g. column total: expression changed"),
         Column("definition", "STRING", "JSON: the normalised SQL or exec command and the fields that change rows"),
+        Column("spec", "STRING", "JSON: the whole model, so this version runs without its files (cbt.models.stored)"),
+        Column("state", "STRING", "live, building, retired or superseded; the latest row of a version is its state"),
+        Column("build_table", "STRING", "where a building version is built (database.table)"),
     ),
     comment="cbt: every version of every model as deployed (the latest row per model is deployed)",
 )
+
+ADDED_COLUMNS = ("spec", "state", "build_table")
+"""Columns a table recorded by an earlier version lacks: their rows read as live versions without a spec."""
 
 
 class VersionsTable:
@@ -40,7 +46,8 @@ class VersionsTable:
         self.name_parts = name
 
     def ensure(self) -> None:
-        self._session.ensure(self.name, VERSIONS)
+        self._session.ensure(self.name, VERSIONS,
+                             lambda: self._session.add_columns(self.name, VERSIONS, list(ADDED_COLUMNS)))
 
     def record_versions(self, versions: list[DeployedVersion]) -> None:
         if versions:
@@ -60,14 +67,18 @@ def version_row(version: DeployedVersion) -> dict[str, object]:
     return {"deployed_date_time": timestamp(version.deployed_ms), "database": database, "table": table,
             "version": version.version, "data_hash": version.data_hash, "metadata_hash": version.metadata_hash,
             "category": version.category, "reasons": json.dumps(list(version.reasons)),
-            "definition": json.dumps(dict(version.definition), sort_keys=True)}
+            "definition": json.dumps(dict(version.definition), sort_keys=True),
+            "spec": None if version.spec is None else json.dumps(dict(version.spec), sort_keys=True),
+            "state": version.state, "build_table": version.build_table}
 
 
 def version_from(row: ReadRow) -> DeployedVersion:
     return DeployedVersion(
         model=f"{row['database']}.{row['table']}", version=int(row["version"]), data_hash=row["data_hash"],
         metadata_hash=row["metadata_hash"], definition=json.loads(row["definition"]), category=row["category"],
-        reasons=tuple(json.loads(row["reasons"] or "[]")), deployed_ms=int(row["deployed_ms"] or 0))
+        reasons=tuple(json.loads(row["reasons"] or "[]")), deployed_ms=int(row["deployed_ms"] or 0),
+        spec=json.loads(row["spec"]) if row["spec"] else None, state=row["state"] or "live",
+        build_table=row["build_table"])
 
 
 def latest(rows: Iterable[ReadRow]) -> dict[ModelId, DeployedVersion]:
