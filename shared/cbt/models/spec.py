@@ -250,6 +250,9 @@ class IncrementalModel:
     """Served by the read API; ``None``: not served."""
     exec_options: ExecOptions = ExecOptions()
     change: ChangePolicy = ChangePolicy()
+    reads: dict[ModelId, ModelId] = field(default_factory=dict)
+    """Set on a build only (``cbt.models.builds``), never from a file: for a dependency being rebuilt too, the
+    build table its ``ref()`` and ``dep`` read instead (its dependencies already name that build)."""
 
     @property
     def id(self) -> ModelId:

@@ -278,12 +278,12 @@ class RefError(CbtError, ValueError):
     """``ref()`` was given something that is not ``db.table``."""
 
 
-def _ref_function(settings: RenderSettings) -> Any:
+def _ref_function(settings: RenderSettings, reads: Mapping[str, str]) -> Any:
     def ref(name: str) -> str:
         resolved = _resolve_placeholder(str(name), settings)
         if resolved.count(".") != 1 or not all(resolved.split(".")):
             raise RefError(f"ref() expects 'database.table', got {name!r}")
-        return quote_id(resolved)
+        return quote_id(reads.get(resolved, resolved))
 
     return ref
 
@@ -298,11 +298,16 @@ def _resolve_placeholder(name: str, settings: RenderSettings) -> str:
     return name
 
 
+def _reads(model: Model) -> Mapping[str, str]:
+    return model.reads if isinstance(model, IncrementalModel) else {}
+
+
 def dep_namespace(model: Model, settings: RenderSettings) -> Namespace:
     """``dep[db][table]`` for every dependency (OR-group members too), also under the placeholder keys."""
     by_db: dict[str, dict[str, Namespace]] = {}
+    built_from = {build: name for name, build in _reads(model).items()}
     for dep_id in all_dependency_ids(model):
-        dep_db, dep_table = dep_id.split(".", 1)
+        dep_db, dep_table = built_from.get(dep_id, dep_id).split(".", 1)  # (a build's parent build: by its name)
         from_clause = quote_id(dep_id)
         entry = {"database": dep_db, "table": dep_table, "from": from_clause, "helpers": {"from": from_clause}}
         by_db.setdefault(dep_db, {})[dep_table] = Namespace(f'dep["{dep_db}"]["{dep_table}"]', entry)
@@ -347,7 +352,7 @@ def build_context(
             "spark",
             {"remote": settings.spark_remote, "master": settings.spark_master, "conf": dict(settings.spark_conf)},
         ),
-        "ref": _ref_function(settings),
+        "ref": _ref_function(settings, _reads(model)),
     }
     if isinstance(model, ExternalModel):
         scan = scan or ScanContext()

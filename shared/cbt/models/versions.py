@@ -34,8 +34,9 @@ reads show in its rendered SQL)."""
 METADATA_FIELDS = frozenset({"schedules", "schedule", "limits", "fill", "tags", "timeout_s", "batch", "expose",
                              "change"})
 """Fields that change when or how a model runs, or who reads it, never an interval's rows."""
-IDENTITY_FIELDS = frozenset({"database", "table", "source"})
-"""What names the model and where its file is: a model renamed is another model."""
+IDENTITY_FIELDS = frozenset({"database", "table", "source", "reads"})
+"""What names the model, where its file is and which tables a build of it reads: a model renamed is another
+model, and a build computes the version it builds."""
 SHORT_LENGTH = 12
 VERSION_TASK_START = 0
 """The task a model's SQL is rendered for when fingerprinted (its bounds are ``[0, interval.max)``)."""
