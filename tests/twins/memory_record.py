@@ -10,7 +10,7 @@ import dataclasses
 import threading
 from collections.abc import Callable, Collection, Iterable
 
-from cbt.models.deployment import DeployedVersion
+from cbt.models.deployment import DeployedVersion, current_states
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling import protocol
@@ -148,6 +148,9 @@ class MemoryVersions:
 
     def record_versions(self, versions: list[DeployedVersion]) -> None:
         self.rows.extend(versions)
+
+    def all_versions(self) -> list[DeployedVersion]:
+        return current_states(self.rows)
 
     def deployed_versions(self) -> dict[ModelId, DeployedVersion]:
         out: dict[ModelId, DeployedVersion] = {}

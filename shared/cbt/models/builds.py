@@ -18,11 +18,14 @@ the live definitions then become the files' and the builds leave the set.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion, live_versions
 from cbt.models.spec import Dependency, IncrementalModel, ModelId, Transformation, dependency_ids
+from cbt.models.stored import model_from_document
+from cbt.models.target_tables import owns_table
 
 BUILD_MARK = "__cbt_v"
 _BUILD_ID = re.compile(rf"^(?P<database>[^.]+)\.(?P<table>.+){BUILD_MARK}(?P<version>[0-9]+)$")
@@ -30,11 +33,14 @@ _BUILD_ID = re.compile(rf"^(?P<database>[^.]+)\.(?P<table>.+){BUILD_MARK}(?P<ver
 
 @dataclass(frozen=True)
 class Build:
-    """One model's version being built: ``live`` is the definition its name serves until the switch."""
+    """One model's version being built: ``live`` is the definition its name serves until the switch, ``new`` the
+    one being built (both as the versions record keeps them, so a worker whose files are older or newer runs the
+    same definitions)."""
 
     model: ModelId
     version: int
     live: Transformation
+    new: IncrementalModel
 
     @property
     def table(self) -> ModelId:
@@ -53,27 +59,47 @@ def built_model(model_id: ModelId) -> tuple[ModelId, int] | None:
 
 
 def is_buildable(model: Transformation) -> bool:
-    """Only an incremental SQL model is built beside its live version; a scheduled model recomputes at its next run
-    anyway, and an exec model's scripts are not kept with its version, so both change in place."""
-    return isinstance(model, IncrementalModel) and model.sql is not None
+    """Only a model whose table the product owns (an incremental SELECT, written ``replace`` or ``append``:
+    ``cbt.models.target_tables.owns_table``) is built beside its live version. A scheduled model recomputes at its
+    next run anyway; an exec model's scripts are not kept with its version; a ``sql`` write strategy's statements
+    name their own tables: they change in place."""
+    return owns_table(model)
+
+
+def builds_from(versions: Iterable[DeployedVersion]) -> dict[ModelId, Build]:
+    """The builds in progress, from every version's current state (``VersionRecord.all_versions``): a model with a
+    ``building`` version and a live one, both with their definitions kept."""
+    states = list(versions)
+    live = live_versions(states)
+    out: dict[ModelId, Build] = {}
+    for version in states:
+        serving = live.get(version.model)
+        if version.state != "building" or version.spec is None or serving is None or serving.spec is None:
+            continue
+        new = model_from_document(version.spec)
+        if isinstance(new, IncrementalModel):
+            out[version.model] = Build(version.model, version.version, model_from_document(serving.spec), new)
+    return out
 
 
 def with_builds(models: ModelSet, builds: Mapping[ModelId, Build]) -> ModelSet:
     """The set to plan and run while ``builds`` are in progress: each built model's name with its live definition,
-    plus one build per model with the files' definition (``models`` holds the files' definitions)."""
+    plus one build per model with its new definition (a build of a model no longer loaded is left out)."""
+    builds = {model_id: build for model_id, build in builds.items() if model_id in models}
     if not builds:
         return models
     out = dict(models.models)
     for model_id, build in builds.items():
-        files = models.get(model_id)
-        if not isinstance(files, IncrementalModel):
-            raise ValueError(f"{model_id}: only an incremental model is built beside its live version")
         out[model_id] = build.live
-        reads = {parent: builds[parent].table for parent in models.dependencies(model_id) if parent in builds}
-        out[build.table] = replace(files, table=files.table + BUILD_MARK + str(build.version), reads=reads,
-                                   dependencies=tuple(_renamed(dep, reads) for dep in files.dependencies),
+        reads = {parent: builds[parent].table for parent in _parents(build.new) if parent in builds}
+        out[build.table] = replace(build.new, table=build.new.table + BUILD_MARK + str(build.version), reads=reads,
+                                   dependencies=tuple(_renamed(dep, reads) for dep in build.new.dependencies),
                                    expose=None)
     return ModelSet(out, models.external_database, models.transformation_database, models.warnings)
+
+
+def _parents(model: IncrementalModel) -> tuple[ModelId, ...]:
+    return tuple(dict.fromkeys(member for dep in model.dependencies for member in dependency_ids(dep)))
 
 
 def _renamed(dep: Dependency, reads: Mapping[ModelId, ModelId]) -> Dependency:

@@ -9,7 +9,7 @@ changes together says which models recompute and why. ``DeploymentPlan.new_versi
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
@@ -54,6 +54,29 @@ class VersionRecord(Protocol):
     def deployed_versions(self) -> dict[ModelId, DeployedVersion]:
         """Each model's latest deployed version."""
         ...
+
+    def all_versions(self) -> list[DeployedVersion]:
+        """Every version of every model in its latest state (``current_states``)."""
+        ...
+
+
+def current_states(rows: Iterable[DeployedVersion]) -> list[DeployedVersion]:
+    """Each (model, version)'s latest row: its state now."""
+    out: dict[tuple[ModelId, int], DeployedVersion] = {}
+    for row in rows:
+        key = (row.model, row.version)
+        if key not in out or row.deployed_ms >= out[key].deployed_ms:
+            out[key] = row
+    return sorted(out.values(), key=lambda v: (v.model, v.version))
+
+
+def live_versions(versions: Iterable[DeployedVersion]) -> dict[ModelId, DeployedVersion]:
+    """Each model's live version among ``versions`` (current states): the newest one in state ``live``."""
+    out: dict[ModelId, DeployedVersion] = {}
+    for version in versions:
+        if version.state == "live" and (version.model not in out or version.version > out[version.model].version):
+            out[version.model] = version
+    return out
 
 
 @dataclass(frozen=True)

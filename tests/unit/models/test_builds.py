@@ -6,10 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from cbt.models.builds import Build, build_id, built_model, is_buildable, with_builds
+from cbt.models.builds import Build, build_id, builds_from, built_model, is_buildable, with_builds
 from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion, VersionState, current_states
 from cbt.models.render import render_statements
-from cbt.models.spec import IncrementalModel
+from cbt.models.spec import IncrementalModel, Write
+from cbt.models.stored import definition_document
 from cbt.models.templates import RenderSettings, TaskContext
 from tests.unit.models.conftest import Project
 
@@ -27,9 +29,13 @@ def chain(project_with_blocks: Project) -> ModelSet:
 
 
 def live(models: ModelSet, model_id: str) -> IncrementalModel:
+    return replace(files(models, model_id), sql="SELECT 'the live definition' AS v")
+
+
+def files(models: ModelSet, model_id: str) -> IncrementalModel:
     model = models.get(model_id)
     assert isinstance(model, IncrementalModel)
-    return replace(model, sql="SELECT 'the live definition' AS v")
+    return model
 
 
 def rendered(model: object) -> str:
@@ -40,7 +46,7 @@ def rendered(model: object) -> str:
 
 def test_the_name_keeps_its_live_definition_and_the_build_reads_the_builds_of_its_rebuilt_parents(
         chain: ModelSet) -> None:
-    builds = {m: Build(m, 2, live(chain, m)) for m in ("analytics.second", "analytics.third")}
+    builds = {m: Build(m, 2, live(chain, m), files(chain, m)) for m in ("analytics.second", "analytics.third")}
     running = with_builds(chain, builds)
 
     assert set(running.models) == {*chain.models, "analytics.second__cbt_v2", "analytics.third__cbt_v2"}
@@ -54,7 +60,7 @@ def test_the_name_keeps_its_live_definition_and_the_build_reads_the_builds_of_it
 
 
 def test_ref_to_a_rebuilt_parent_reads_its_build(chain: ModelSet) -> None:
-    builds = {m: Build(m, 3, live(chain, m)) for m in ("analytics.first", "analytics.second")}
+    builds = {m: Build(m, 3, live(chain, m), files(chain, m)) for m in ("analytics.first", "analytics.second")}
     build = with_builds(chain, builds).get("analytics.second__cbt_v3")
     assert "`analytics`.`first__cbt_v3`" in rendered(build)
     assert "the live definition" not in rendered(build), "a build runs the files' definition"
@@ -72,7 +78,25 @@ def test_a_build_table_names_its_model_and_version() -> None:
 
 
 def test_only_incremental_sql_models_are_built_beside_their_live_version(chain: ModelSet) -> None:
-    model = chain.get("analytics.first")
-    assert isinstance(model, IncrementalModel)
+    model = replace(files(chain, "analytics.first"), write=Write("append"))
     assert is_buildable(model)
-    assert not is_buildable(replace(model, sql=None, exec="python run.py"))
+    assert not is_buildable(replace(model, write=Write("sql"))), "its own statements name their tables"
+    assert not is_buildable(replace(model, sql=None, exec="python run.py")), "its scripts are not kept"
+
+
+def version(model: IncrementalModel, number: int, state: VersionState, at_ms: int) -> DeployedVersion:
+    return DeployedVersion(model.id, number, f"data-{number}", "meta", {}, deployed_ms=at_ms,
+                           spec=definition_document(model), state=state,
+                           build_table=build_id(model.id, number) if state == "building" else None)
+
+
+def test_the_builds_in_progress_come_from_the_record_with_both_definitions(chain: ModelSet) -> None:
+    second, old = files(chain, "analytics.second"), live(chain, "analytics.second")
+    first = files(chain, "analytics.first")
+    record = [version(old, 1, "live", 1_000), version(second, 2, "building", 2_000),
+              version(first, 1, "live", 1_000), version(first, 2, "building", 2_000),
+              version(first, 2, "superseded", 3_000), version(first, 3, "live", 3_000)]
+    builds = builds_from(current_states(record))
+    assert builds == {"analytics.second": Build("analytics.second", 2, old, second)}, "a superseded build is over"
+    unkept = replace(version(old, 1, "live", 1_000), spec=None)
+    assert builds_from([unkept, version(second, 2, "building", 2_000)]) == {}, "no live definition to keep serving"

@@ -22,9 +22,9 @@ from cbt.adapters.admin_tables.overrides import override_row
 from cbt.adapters.admin_tables.retries import retried_from, retry_row
 from cbt.adapters.admin_tables.scheduled import scheduled_row, scheduled_run_from
 from cbt.adapters.admin_tables.session import AdminTableError, is_conflict
-from cbt.adapters.admin_tables.versions import latest, version_row
+from cbt.adapters.admin_tables.versions import latest, version_from, version_row
 from cbt.contract.messages import TaskFailed
-from cbt.models.deployment import DeployedVersion
+from cbt.models.deployment import DeployedVersion, current_states
 from cbt.models.spec import ModelId
 from cbt.scheduling import protocol
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
@@ -317,3 +317,6 @@ class VersionsFiles(_OnFiles):
 
     def deployed_versions(self) -> dict[ModelId, DeployedVersion]:
         return latest(self.files.read())
+
+    def all_versions(self) -> list[DeployedVersion]:
+        return current_states(map(version_from, self.files.read()))

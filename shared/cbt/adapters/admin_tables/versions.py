@@ -9,7 +9,7 @@ from collections.abc import Iterable
 
 from cbt.adapters.admin_tables.columns import Column, ReadRow, TableSpec, timestamp
 from cbt.adapters.admin_tables.session import AdminSession, TableName, qualified
-from cbt.models.deployment import DeployedVersion
+from cbt.models.deployment import DeployedVersion, current_states
 from cbt.models.spec import ModelId
 from cbt.state.admin_records import split_model_id
 
@@ -60,6 +60,10 @@ class VersionsTable:
   FROM {self.name}
 ) WHERE rn = 1"""
         return latest(self._session.sql("read model versions", statement))
+
+    def all_versions(self) -> list[DeployedVersion]:
+        return current_states(map(version_from, self._session.sql(
+            "read every model version", f"SELECT {VERSIONS.select()} FROM {self.name}")))
 
 
 def version_row(version: DeployedVersion) -> dict[str, object]:
