@@ -1,13 +1,19 @@
 """A model changed on a running pipeline (issue 36): the middle model of the propagation chain gets a new formula for
 one column, the services are restarted with the edited files — all a user does — and exactly what the change
 reaches is recomputed: the model and the descendant that reads that column, over everything they covered; their
-parent and the models beside them compute nothing again. ``cbt plan`` says so before the restart, and afterwards
-every table equals SQL written here for the new definitions. A model added with the same deploy has no DDL: the
-product creates its table from its query."""
+parent and the models beside them compute nothing again. ``cbt plan`` says so before the restart.
+
+The middle model's table is the product's (a SELECT written ``replace``), so its new version is built beside it
+(``…__cbt_v2``) while readers keep the old one: a reader sampling it through SQL the whole time never sees the two
+definitions at once. At the switch the table takes the build's rows in one commit, and the descendant — written by
+its own statements (strategy ``sql``), so recomputed in place — re-runs from the new rows. Afterwards every table
+equals SQL written here for the new definitions. A model added with the same deploy has no DDL: the product creates
+its table from its query."""
 
 from __future__ import annotations
 
 import shutil
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -99,6 +105,9 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
 
         events = EventRecorder(endpoints.kafka_bootstrap, [Topics(f"{tag}.").interval_completed], f"{tag}.test")
         events.start()
+        reader = VersionSampler(dep, f"{dep.output_db}.{MIDDLE}")
+        assert reader.sample() == "old", "the band of rows the change reclassifies holds old rows before the deploy"
+        reader.start()
         restarted_ms = int(time.time() * 1000)
         try:
             dep.start(*SERVICES)
@@ -108,6 +117,12 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
             time.sleep(1.0)  # (the last completions reach the recorder)
         finally:
             events.stop()
+            reader.stop()
+
+        assert reader.samples and set(reader.samples) <= {"old", "new"}, f"a reader saw both versions at once: " \
+            f"{[s for s in reader.samples if s not in ('old', 'new')][:5]}"
+        assert reader.samples[0] == "old" and reader.samples[-1] == "new", reader.samples
+        assert not dep.spark.catalog.tableExists(f"{dep.output_db}.{MIDDLE}__cbt_v2"), "the build is dropped"
 
         incrementals = [m.id for m in load_models(load_config(CONFIG, environ={**dep.overrides})).incrementals]
         verdict = o.IndependentOracle(dep.spark, dep.source_db, dep.output_db, EDITED).verdict(
@@ -116,14 +131,44 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
         after = done_since(events, restarted_ms)
         before = [c for c in done_since(events, 0) if c.completed_at_ms < restarted_ms]
         versions = ({c.version for c in before if c.model.endswith(f".{MIDDLE}")},
-                    {c.version for c in after if c.model.endswith(f".{MIDDLE}")})
+                    {c.version for c in after if c.model.endswith(f".{MIDDLE}__cbt_v2")})
         assert len(versions[0]) == len(versions[1]) == 1 and versions[0] != versions[1] and None not in versions[1], \
             f"every completion says which version computed it: {versions}"
-        assert {c.model.split(".")[1] for c in after if c.direction == "rerun"} == {
-            MIDDLE, "block_propagation_five_minute"}
+        assert {c.model.split(".")[1] for c in after if c.direction == "rerun"} == {"block_propagation_five_minute"}
         others = {c.task_id for c in after if c.direction != "rerun" and c.position is not None
-                  and not c.model.endswith(f".{ADDED}")}
-        assert not others, f"intervals other than the change's re-runs ran after the restart: {sorted(others)}"
+                  and not c.model.endswith((f".{ADDED}", f".{MIDDLE}__cbt_v2"))}
+        assert not others, f"intervals other than the change's build and re-runs ran after the restart: " \
+                           f"{sorted(others)}"
+
+
+class VersionSampler:
+    """Reads the middle model's table through Spark SQL over and over: the rows whose average lies where the two
+    definitions disagree ([2000, 2500) ms) are all ``fast`` under the new one and none under the old one; a sample
+    with some of each saw both versions at once."""
+
+    def __init__(self, dep: Deployment, table: str) -> None:
+        self.dep, self.table = dep, table
+        self.samples: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def sample(self) -> str:
+        row = self.dep.spark.sql(f"""SELECT count(*) AS band, count_if(propagation_class = 'fast') AS fast
+            FROM {self.table} WHERE avg_propagation_ms >= 2000 AND avg_propagation_ms < 2500""").first()
+        assert row is not None and row["band"] >= 2, f"too few rows where the definitions disagree: {row}"
+        return {0: "old", row["band"]: "new"}.get(row["fast"], f"{row['fast']} of {row['band']} new")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=30)
+        self.samples.append(self.sample())
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            self.samples.append(self.sample())
 
 
 def assert_plan_says_what_a_deployment_recomputes(dep: Deployment) -> None:

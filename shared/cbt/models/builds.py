@@ -26,6 +26,7 @@ from cbt.models.deployment import DeployedVersion, live_versions
 from cbt.models.spec import Dependency, IncrementalModel, ModelId, Transformation, dependency_ids
 from cbt.models.stored import model_from_document
 from cbt.models.target_tables import owns_table
+from cbt.models.versions import short_version
 
 BUILD_MARK = "__cbt_v"
 _BUILD_ID = re.compile(rf"^(?P<database>[^.]+)\.(?P<table>.+){BUILD_MARK}(?P<version>[0-9]+)$")
@@ -41,6 +42,9 @@ class Build:
     version: int
     live: Transformation
     new: IncrementalModel
+    live_version: str = ""
+    """The live version as tasks carry it (``short_version``)."""
+    new_version: str = ""
 
     @property
     def table(self) -> ModelId:
@@ -78,7 +82,17 @@ def builds_from(versions: Iterable[DeployedVersion]) -> dict[ModelId, Build]:
             continue
         new = model_from_document(version.spec)
         if isinstance(new, IncrementalModel):
-            out[version.model] = Build(version.model, version.version, model_from_document(serving.spec), new)
+            out[version.model] = Build(version.model, version.version, model_from_document(serving.spec), new,
+                                       short_version(serving.data_hash), short_version(version.data_hash))
+    return out
+
+
+def running_versions(files: Mapping[ModelId, str], builds: Mapping[ModelId, Build]) -> dict[ModelId, str]:
+    """The version each model of ``with_builds`` runs (tasks carry it): a built model's name its live version, its
+    build the new one, every other model its files' (``files``)."""
+    out = dict(files)
+    for model_id, build in builds.items():
+        out[model_id], out[build.table] = build.live_version, build.new_version
     return out
 
 

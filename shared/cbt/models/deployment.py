@@ -44,6 +44,11 @@ class DeployedVersion:
     state: VersionState = "live"
     build_table: str | None = None
     """Where a ``building`` version is built (``database.table``); None when it is built in place."""
+    table_version: int | None = None
+    """A ``retired`` version: the Delta version of the model's table it last served (``cbt rollback`` restores it)."""
+    covered_end: int | None = None
+    """A ``retired`` version: where the model's coverage ended at the switch (what came after was computed by the
+    version that replaced it: a rollback re-runs it)."""
 
 
 class VersionRecord(Protocol):
@@ -70,6 +75,17 @@ def current_states(rows: Iterable[DeployedVersion]) -> list[DeployedVersion]:
     return sorted(out.values(), key=lambda v: (v.model, v.version))
 
 
+def latest_versions(versions: Iterable[DeployedVersion]) -> dict[ModelId, DeployedVersion]:
+    """Each model's latest deployed version among ``versions`` (current states): the one the files were last
+    compared with — being built, or live — never a superseded or retired one."""
+    out: dict[ModelId, DeployedVersion] = {}
+    for version in versions:
+        seen = out.get(version.model)
+        if version.state in ("live", "building") and (seen is None or version.version > seen.version):
+            out[version.model] = version
+    return out
+
+
 def live_versions(versions: Iterable[DeployedVersion]) -> dict[ModelId, DeployedVersion]:
     """Each model's live version among ``versions`` (current states): the newest one in state ``live``."""
     out: dict[ModelId, DeployedVersion] = {}
@@ -88,6 +104,8 @@ class DeploymentPlan:
     starts: dict[ModelId, int] = field(default_factory=dict)
     """A recomputed model recomputes from this position on (``change.mode: forward_only`` with
     ``effective_from``, and the descendants it reaches); absent: all it covered."""
+    at_ms: int = 0
+    """When it was planned (the deployment's time, on every row it records)."""
 
     @property
     def recompute(self) -> dict[ModelId, tuple[str, ...]]:
@@ -124,7 +142,7 @@ def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint
     tables = {m.id: m.id for m in models}
     statements = {model_id: print_.definition.get("sql") for model_id, print_ in fingerprints.items()}
     reached = impact(for_impact, models.topological_order(), parents, statements, tables)
-    return DeploymentPlan(changes, reached, new_versions, _starts(reached, own_starts, parents))
+    return DeploymentPlan(changes, reached, new_versions, _starts(reached, own_starts, parents), at_ms)
 
 
 def _with_policy(change: Change, model: IncrementalModel) -> tuple[Change, Change, int | None]:

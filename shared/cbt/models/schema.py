@@ -152,7 +152,7 @@ class BatchFields(Strict):
 
 
 class ChangeFields(Strict):
-    mode: Literal["recompute", "forward_only"] = "recompute"
+    mode: Literal["recompute", "in_place", "forward_only"] = "recompute"
     effective_from: Position | None = None
     category: Literal["breaking", "non-breaking", "metadata"] | None = None
 

@@ -96,7 +96,7 @@ _READS_SELF = re.compile(r"\{\{[^}]*\bself\b")
 """A template expression that names the model's own table (``{{ self.from }}``, ``{{ self.table }}``…)."""
 
 
-ChangeMode = Literal["recompute", "forward_only"]
+ChangeMode = Literal["recompute", "in_place", "forward_only"]
 ChangeCategory = Literal["breaking", "non-breaking", "metadata"]
 
 
@@ -104,7 +104,9 @@ ChangeCategory = Literal["breaking", "non-breaking", "metadata"]
 class ChangePolicy:
     """What a change of the model's version recomputes (docs/changing-models.md#forward-only-and-forced-categories).
 
-    - ``mode: recompute`` (the default): what the change's category says;
+    - ``mode: recompute`` (the default): what the change's category says, built beside the live version and switched
+      to in one step when the model can be (``cbt.models.builds.is_buildable``), else replaced interval by interval;
+    - ``mode: in_place``: recomputed interval by interval in its own table (for tables too large to copy);
     - ``mode: forward_only``: history is kept; the new definition computes from ``effective_from`` on (re-running
       what was covered from there), or — without it — only intervals not computed yet;
     - ``category``: take this category instead of the classified one (e.g. ``metadata`` for a change known not to

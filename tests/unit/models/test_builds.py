@@ -6,7 +6,15 @@ from dataclasses import replace
 
 import pytest
 
-from cbt.models.builds import Build, build_id, builds_from, built_model, is_buildable, with_builds
+from cbt.models.builds import (
+    Build,
+    build_id,
+    builds_from,
+    built_model,
+    is_buildable,
+    running_versions,
+    with_builds,
+)
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionState, current_states
 from cbt.models.render import render_statements
@@ -97,6 +105,9 @@ def test_the_builds_in_progress_come_from_the_record_with_both_definitions(chain
               version(first, 1, "live", 1_000), version(first, 2, "building", 2_000),
               version(first, 2, "superseded", 3_000), version(first, 3, "live", 3_000)]
     builds = builds_from(current_states(record))
-    assert builds == {"analytics.second": Build("analytics.second", 2, old, second)}, "a superseded build is over"
+    assert builds == {"analytics.second": Build("analytics.second", 2, old, second, "data-1", "data-2")}, (
+        "a superseded build is over")
+    assert running_versions({"analytics.second": "data-2", "analytics.first": "data-3"}, builds) == {
+        "analytics.second": "data-1", "analytics.second__cbt_v2": "data-2", "analytics.first": "data-3"}
     unkept = replace(version(old, 1, "live", 1_000), spec=None)
     assert builds_from([unkept, version(second, 2, "building", 2_000)]) == {}, "no live definition to keep serving"

@@ -10,9 +10,10 @@ from pathlib import Path
 
 from cbt.contract.messages import Invalidation
 from cbt.coordinator import deploy
+from cbt.models.builds import builds_from
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeploymentPlan, transformations
-from cbt.models.spec import ChangePolicy, IncrementalModel
+from cbt.models.spec import ChangePolicy, IncrementalModel, Write
 from cbt.models.templates import RenderSettings
 from cbt.models.versions import fingerprint
 from cbt.scheduling.coverage import Coverage
@@ -115,3 +116,47 @@ def test_a_forced_category_replaces_the_classified_one() -> None:
     deployed(pipeline(), record, 1_000)
     _, published = deployed(edited_with(ChangePolicy(category="breaking")), record, 2_000)
     assert sorted(e.model for e in published) == ["an.parent", "an.reads_n", "an.reads_total"], "every reader"
+
+
+def buildable(models: ModelSet) -> ModelSet:
+    """The same pipeline with tables the product owns (written ``append``): changes are built beside them."""
+    return ModelSet({m.id: replace(m, write=Write("append")) if isinstance(m, IncrementalModel) else m
+                     for m in models.models.values()})
+
+
+def test_a_changed_model_and_its_reader_are_built_beside_their_live_versions_and_nothing_is_invalidated() -> None:
+    record = MemoryVersions()
+    deployed(buildable(pipeline()), record, 1_000)
+    _, published = deployed(buildable(pipeline(PARENT.replace("sum(v)", "round(sum(v), 2)"))), record, 2_000)
+
+    assert published == [], "readers keep the live versions until the switch"
+    states = {(v.model, v.version): (v.state, v.build_table) for v in record.all_versions()}
+    assert states == {
+        ("an.parent", 1): ("live", None), ("an.parent", 2): ("building", "an.parent__cbt_v2"),
+        ("an.reads_total", 1): ("live", None), ("an.reads_total", 2): ("building", "an.reads_total__cbt_v2"),
+        ("an.reads_n", 1): ("live", None)}
+    builds = builds_from(record.all_versions())
+    assert set(builds) == {"an.parent", "an.reads_total"}
+    assert "round" in (builds["an.parent"].new.sql or "") and "round" not in (builds["an.parent"].live.sql or "")
+
+
+def test_a_new_version_while_one_is_building_supersedes_it() -> None:
+    record = MemoryVersions()
+    deployed(buildable(pipeline()), record, 1_000)
+    deployed(buildable(pipeline(PARENT.replace("sum(v)", "round(sum(v), 2)"))), record, 2_000)
+    deployed(buildable(pipeline(PARENT.replace("sum(v)", "round(sum(v), 3)"))), record, 3_000)
+    states = {(v.model, v.version): v.state for v in record.all_versions() if v.model == "an.parent"}
+    assert states == {("an.parent", 1): "live", ("an.parent", 2): "superseded", ("an.parent", 3): "building"}
+
+
+def test_an_in_place_reader_below_a_build_waits_for_the_switch() -> None:
+    record = MemoryVersions()
+    files = buildable(pipeline())
+    in_place = ModelSet({**files.models, "an.reads_total": replace(files.models["an.reads_total"],
+                                                                    change=ChangePolicy("in_place"))})
+    deployed(in_place, record, 1_000)
+    edited = buildable(pipeline(PARENT.replace("sum(v)", "round(sum(v), 2)")))
+    _, published = deployed(ModelSet({**edited.models, "an.reads_total": in_place.models["an.reads_total"]}),
+                            record, 2_000)
+    assert published == [], "it would recompute from the parent's live version"
+    assert set(builds_from(record.all_versions())) == {"an.parent"}

@@ -21,12 +21,15 @@ from cbt.adapters.kafka_bus import delivery_of, partition_of, process_span
 from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
+from cbt.adapters.switch import SparkSwitch
 from cbt.base.cron import next_fire
 from cbt.base.errors import InfraError
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, IntervalCompleted, Invalidation, TaskFailed, decode, describe, rejected
 from cbt.coordinator import deploy
+from cbt.coordinator.switch import Switch, is_complete
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
+from cbt.models.builds import Build, builds_from, running_versions, with_builds
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import VersionRecord
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
@@ -74,9 +77,20 @@ class Coordinator:
     """The loaded models' versions (``cbt.coordinator.deploy.fingerprints``)."""
     is_deployed: bool = False
     """Whether this process compared the loaded files with the deployed versions and acted on the changes."""
+    builds: dict[ModelId, Build] = field(default_factory=dict)
+    """The builds in progress (``cbt.models.builds``): planned beside the live models until the switch."""
+    switch: Switch | None = None
+    is_switching: bool = False
+    """The builds are complete: their models are paused until their tasks in flight end and the switch runs."""
     leadership: LeaseHolder = field(init=False)
 
+    @property
+    def files_versions(self) -> dict[ModelId, str]:
+        return {model_id: print_.short for model_id, print_ in self.prints.items()}
+
     def __post_init__(self) -> None:
+        self.files_models = self.models
+        """The loaded files' models with the live overrides, without builds (``models`` has them)."""
         self.leadership = LeaseHolder(self.state.leases, LEADER_LEASE, self.owner,
                                       self.config.scheduler.leader_lease_ttl_s)
 
@@ -147,6 +161,7 @@ class Coordinator:
         self.milestone("index ready")
         if not self.is_deployed:
             await self._deploy_versions()
+        await self._switch_when_built()
         if self.tracker is None:
             tracker = DueTracker.for_models([m for m in self.models.incrementals if m.id not in self.paused],
                                             [m for m in self.models.scheduled if m.id not in self.paused], now)
@@ -174,12 +189,48 @@ class Coordinator:
 
         try:
             async with self._leadership_kept():
-                await deploy.deploy(self.models, self.prints, await asyncio.to_thread(record),
-                                    self.state.coverage.coverages, publish, int(time.time() * 1000))
+                versions = await asyncio.to_thread(record)
+                await deploy.deploy(self.files_models, self.prints, versions, self.state.coverage.coverages, publish,
+                                    int(time.time() * 1000))
+                self.builds = builds_from(await asyncio.to_thread(versions.all_versions))
         except Exception:
             log.exception("model versions: comparing the files with the deployed versions failed; trying again")
             return
         self.is_deployed = True
+        self._plan_with_builds()
+
+    async def _switch_when_built(self) -> None:
+        """As leader: once every build covers what its live model covers, pause them, and when nothing of theirs
+        is in flight any more, switch (``cbt.coordinator.switch``). A failed switch is tried again next tick."""
+        if not self.builds or self.switch is None:
+            return
+        if not self.is_switching:
+            ids = [*self.builds, *(b.table for b in self.builds.values())]
+            if is_complete(self.builds, self.state.coverage.coverages(ids)):
+                log.info("model version: builds complete; pausing them for the switch", extra={"models": ids})
+                self.is_switching = True
+                self._plan_with_builds()
+            return
+        if not await asyncio.to_thread(self.switch.ready, self.builds):
+            return
+        try:
+            async with self._leadership_kept():
+                await self.switch.run(self.files_models, self.builds)
+        except Exception:
+            log.exception("model version: the switch failed; trying again")
+            return
+        self.builds, self.is_switching = {}, False
+        self._plan_with_builds()
+
+    def _plan_with_builds(self) -> None:
+        """Plan the files' models with the builds in progress beside them (the switching ones paused); the
+        schedules are rebuilt (and everything planned once) at the next tick when leading."""
+        self.models = with_builds(self.files_models, self.builds)
+        switching = {m for b in self.builds.values() for m in (b.model, b.table)} if self.is_switching else set()
+        self.planner.models, self.planner.paused = self.models, self.paused | switching
+        self.planner.reader = LiveStateReader.of(self.models, self.state)
+        self.planner.versions = running_versions(self.files_versions, self.builds)
+        self.tracker = None
 
     async def _refresh_overrides(self) -> None:
         """Take up changed live overrides. After a Redis flush the first reader restores them from the admin table
@@ -202,9 +253,8 @@ class Coordinator:
     def _apply_overrides(self, applied: Applied) -> None:
         """Plan with the overridden models from now on; the schedules are rebuilt (and everything planned once) at
         this tick when leading."""
-        self.models, self.paused = applied.models, applied.paused
-        self.planner.models, self.planner.paused = applied.models, applied.paused
-        self.tracker = None
+        self.files_models, self.paused = applied.models, applied.paused
+        self._plan_with_builds()
 
     def _consolidation_registered(self) -> dict[Labels, float]:
         """The consolidation schedule, as the original CBT's ``system:consolidation`` task (none when off)."""
@@ -356,8 +406,17 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
     view = ModelView(models, LiveOverrides(state.overrides, functools.cache(lambda: _override_record(admin()))))
     prints = deploy.fingerprints(config, models)
     planner.versions = {model_id: print_.short for model_id, print_ in prints.items()}
+    versions = functools.cache(lambda: admin().versions_record())
+    on_spark = SparkSwitch(lambda: clients.spark, None if clients.admission is None else functools.partial(
+        clients.admission.held_sync, "forward", "switch"))
+
+    async def publish(event: Invalidation) -> None:
+        await planner.publisher.publish(planner.topics.invalidation, event, key=event.model)
+
+    switch = Switch(state.coverage, state.ledger, versions, lambda rows: admin().record_completed(rows),
+                    on_spark.switch_table, on_spark.drop_table, publish)
     return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view,
-                       milestone=clients.startup.reached, versions=lambda: admin().versions_record(), prints=prints)
+                       milestone=clients.startup.reached, versions=versions, prints=prints, switch=switch)
 
 
 def _override_record(admin: DeltaAdmin) -> OverrideRecord:

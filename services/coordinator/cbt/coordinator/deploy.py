@@ -1,11 +1,15 @@
 """The coordinator's side of a deployment: once per process, as leader, compare the loaded model files with the
 deployed versions (``cbt.models.deployment``), re-run what a change affects, and record the new versions.
 
-Each model a change recomputes gets one invalidation of its covered range, without cascade (which descendants
-recompute is the deployment's decision, from column lineage) — the invalidator records it and the re-runs follow
-the coverage protocol like any other. The invalidation's id is derived from the versions deployed, so a leader that
-dies before recording them publishes the same ids again on the next start, and they change nothing twice. Until the
-build-and-switch mode lands, a changed model is recomputed in place: its intervals are replaced one by one.
+A model a change recomputes is, by default, *built*: its new version is recorded ``building`` with a build table
+(``cbt.models.builds``), and the services plan the build beside the live version until the switch
+(``cbt.coordinator.switch``). A model that cannot be built (``is_buildable``), or that says ``change.mode:
+in_place`` or ``forward_only``, is recomputed in place: one invalidation of its covered range, without cascade
+(which descendants recompute is the deployment's decision, from column lineage) — the invalidator records it and the
+re-runs follow the coverage protocol like any other. An in-place model downstream of a build is invalidated at the
+switch instead, so it recomputes from its parents' new versions. The invalidation's id is derived from the versions
+deployed, so a leader that dies before recording them publishes the same ids again on the next start, and they
+change nothing twice.
 """
 
 from __future__ import annotations
@@ -14,12 +18,22 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
+from dataclasses import replace
 
 from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation
+from cbt.models.builds import build_id, is_buildable
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeploymentPlan, VersionRecord, plan_deployment
+from cbt.models.deployment import (
+    DeployedVersion,
+    DeploymentPlan,
+    VersionRecord,
+    latest_versions,
+    live_versions,
+    plan_deployment,
+)
 from cbt.models.spec import IncrementalModel, ModelId
+from cbt.models.stored import definition_document
 from cbt.models.versions import Fingerprint
 from cbt.scheduling.coverage import Coverage
 from cbt.service.model_changes import files_versions
@@ -39,12 +53,57 @@ def fingerprints(config: Config, models: ModelSet) -> dict[ModelId, Fingerprint]
     return prints
 
 
-def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[ModelId, Coverage]) -> list[Invalidation]:
-    """One invalidation per recomputed incremental model with coverage, over its covered range."""
+def built_models(plan: DeploymentPlan, models: ModelSet, live: Mapping[ModelId, DeployedVersion]) -> set[ModelId]:
+    """The recomputed models built beside their live version: buildable, ``change.mode: recompute``, whole history,
+    and a live version whose definition is kept (one deployed before definitions were kept changes in place)."""
+    out = set()
+    for model_id in plan.recompute:
+        model = models.models.get(model_id)
+        serving = live.get(model_id)
+        if (isinstance(model, IncrementalModel) and is_buildable(model) and model.change.mode == "recompute"
+                and model_id not in plan.starts and serving is not None and serving.spec is not None):
+            out.add(model_id)
+    return out
+
+
+def in_place_now(plan: DeploymentPlan, models: ModelSet, built: Collection[ModelId]) -> dict[ModelId, tuple[str, ...]]:
+    """The in-place models to invalidate at once: those no build is upstream of (the others wait for the switch)."""
+    return {model_id: reasons for model_id, reasons in plan.recompute.items()
+            if model_id not in built and not set(models.ancestors(model_id)) & set(built)}
+
+
+def with_states(plan: DeploymentPlan, models: ModelSet, built: Collection[ModelId],
+                current: Mapping[ModelId, DeployedVersion]) -> list[DeployedVersion]:
+    """The rows to record: a built model's new version ``building`` with its build table — one whose own
+    definition did not change but whose parents' did is rebuilt as its next version too; a metadata change of a
+    version being built keeps building; a build that a new version replaces is ``superseded``."""
+    rows: list[DeployedVersion] = []
+    changed = {version.model: version for version in plan.new_versions}
+    for model_id in sorted(set(built) - set(changed)):
+        serving, model = current[model_id], models.get(model_id)
+        changed[model_id] = replace(serving, version=serving.version + 1, category="breaking",
+                                    reasons=plan.recompute[model_id], deployed_ms=plan.at_ms,
+                                    spec=definition_document(model) if isinstance(model, IncrementalModel) else None)
+    for version in changed.values():
+        before = current.get(version.model)
+        if version.model in built:
+            rows.append(replace(version, state="building", build_table=build_id(version.model, version.version)))
+        elif before is not None and before.state == "building" and before.version == version.version:
+            rows.append(replace(version, state="building", build_table=before.build_table))
+        else:
+            rows.append(version)
+        if before is not None and before.state == "building" and before.version != version.version:
+            rows.append(replace(before, state="superseded", deployed_ms=version.deployed_ms))
+    return rows
+
+
+def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[ModelId, Coverage],
+                  recompute: Mapping[ModelId, tuple[str, ...]]) -> list[Invalidation]:
+    """One invalidation per model of ``recompute`` that is incremental and has coverage, over its covered range."""
     deployment = hashlib.sha256("".join(sorted(f"{v.model}={v.data_hash};" for v in plan.new_versions))
                                 .encode()).hexdigest()[:16]
     out = []
-    for model_id, reasons in plan.recompute.items():
+    for model_id, reasons in recompute.items():
         model = models.models.get(model_id)
         ranges = covered.get(model_id, ())
         if not isinstance(model, IncrementalModel) or not ranges:
@@ -62,17 +121,24 @@ def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[Model
 async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record: VersionRecord,
                  coverage: Callable[[Collection[ModelId]], Mapping[ModelId, Coverage]],
                  publish: Callable[[Invalidation], Awaitable[None]], at_ms: int) -> DeploymentPlan:
-    """Classify, re-run what the changes reach, then record the versions (a failure before that repeats the same
-    invalidations at the next attempt, which change nothing twice)."""
-    deployed = await asyncio.to_thread(record.deployed_versions)
+    """Classify, re-run in place what is not built, then record the versions (a failure before that repeats the
+    same invalidations at the next attempt, which change nothing twice). ``models``: the files' models."""
+    versions = await asyncio.to_thread(record.all_versions)
+    deployed = latest_versions(versions)
     plan = plan_deployment(models, prints, deployed, at_ms)
     for model_id, change in plan.changes.items():
         if change.category != "new" or deployed:
             log.info("model version: %s", change.category, extra={"model": model_id, "reasons": list(change.reasons)})
-    events = invalidations(plan, models, coverage(list(plan.recompute)))
-    for event in events:
-        log.info("model version: recomputing", extra={"model": event.model, "range": [event.start, event.end],
-                                                      "reason": event.reason})
+    built = built_models(plan, models, live_versions(versions))
+    now = in_place_now(plan, models, built)
+    for event in invalidations(plan, models, coverage(list(now)), now):
+        log.info("model version: recomputing in place", extra={"model": event.model, "reason": event.reason,
+                                                               "range": [event.start, event.end]})
         await publish(event)
-    await asyncio.to_thread(record.record_versions, plan.new_versions)
+    rows = with_states(plan, models, built, deployed)
+    for row in rows:
+        if row.state == "building" and row.model in built:
+            log.info("model version: building beside the live version", extra={"model": row.model,
+                                                                               "build": row.build_table})
+    await asyncio.to_thread(record.record_versions, rows)
     return plan

@@ -17,7 +17,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import Any, cast
@@ -35,8 +35,9 @@ from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskRequested, rejected
 from cbt.contract.topics import Topics
+from cbt.models.builds import Build, builds_from, running_versions, with_builds
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeployedVersion, VersionRecord
+from cbt.models.deployment import DeployedVersion, VersionRecord, latest_versions
 from cbt.models.spec import ModelId
 from cbt.models.templates import RenderSettings
 from cbt.models.versions import short_version
@@ -156,6 +157,8 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
 def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: AdminRecorder) -> TaskRunner:
     retry = config.worker.retry
     state = clients.state
+    mine = {model_id: print_.short for model_id, print_ in files_versions(config, models)[0].items()}
+    deployed = DeployedVersions(recorder.admin.versions_record)
     return TaskRunner(
         models=models,
         ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, clients.publisher, recorder),
@@ -167,23 +170,34 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
         pools=("default", *config.worker.pools), max_batch_intervals=config.scheduler.batch.max_intervals,
         milestone=clients.startup.reached,
-        versions={model_id: print_.short for model_id, print_ in files_versions(config, models)[0].items()},
-        deployed_version=DeployedVersions(recorder.admin.versions_record).short,
+        versions=mine,
+        deployed_version=deployed.short,
+        running=lambda: deployed.running(models, mine),
     )
 
 
 class DeployedVersions:
     """The deployed versions as the versions record holds them, read again at most every ``max_age_s`` (asked only
-    when a task's version is not this worker's)."""
+    when a task names a model or a version this worker does not run yet)."""
 
     def __init__(self, record: Callable[[], VersionRecord], max_age_s: float = 5.0) -> None:
         self._record, self._max_age_s = record, max_age_s
         self._read_at = -math.inf
-        self._known: dict[ModelId, DeployedVersion] = {}
+        self._latest: dict[ModelId, DeployedVersion] = {}
+        self._builds: dict[ModelId, Build] = {}
+
+    def _read(self) -> None:
+        if time.monotonic() - self._read_at > self._max_age_s:
+            versions = self._record().all_versions()
+            self._latest, self._builds = latest_versions(versions), builds_from(versions)
+            self._read_at = time.monotonic()
 
     def short(self, model_id: ModelId) -> str | None:
-        if time.monotonic() - self._read_at > self._max_age_s:
-            self._known = self._record().deployed_versions()
-            self._read_at = time.monotonic()
-        deployed = self._known.get(model_id)
+        self._read()
+        deployed = self._latest.get(model_id)
         return None if deployed is None else short_version(deployed.data_hash)
+
+    def running(self, files: ModelSet, versions: Mapping[ModelId, str]) -> tuple[ModelSet, dict[ModelId, str]]:
+        """The models to run now — the files' with the builds in progress beside them — and their versions."""
+        self._read()
+        return with_builds(files, self._builds), running_versions(versions, self._builds)

@@ -149,6 +149,9 @@ class TaskRunner:
     """Each loaded model's version (``Fingerprint.short``): every completion says which computed it."""
     deployed_version: Callable[[ModelId], str | None] = lambda _: None
     """The model's deployed version (``Fingerprint.short``), read from the versions record; ``None``: unknown."""
+    running: Callable[[], tuple[ModelSet, Mapping[ModelId, str]]] | None = None
+    """The models to run now with their versions — the files' with the builds in progress beside them
+    (``cbt.models.builds``) — read when a task names a model or a version this worker does not run yet."""
     hand_back_pause_s: float = HAND_BACK_PAUSE_S
 
     def why_unusable(self, task: TaskRequested) -> str | None:
@@ -180,6 +183,9 @@ class TaskRunner:
     async def begin(self, task: TaskRequested) -> asyncio.Future[Outcome]:
         """Do the task's work (steps 0 to 4) and return the rest — recording it, steps 5 to 7 — as a running future
         (what ``handle`` awaits). Outcomes decided early come back as finished futures."""
+        if self.running is not None and (task.model not in self.models.models or task.version not in (
+                None, self.versions.get(task.model))):
+            self.models, self.versions = await asyncio.to_thread(self.running)
         model = self.models.models.get(task.model)
         if not isinstance(model, IncrementalModel | ScheduledModel):
             await self._fail(task, 0, f"no transformation {task.model!r} in the loaded models")

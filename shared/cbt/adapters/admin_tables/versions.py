@@ -28,11 +28,13 @@ VERSIONS = TableSpec(
         Column("spec", "STRING", "JSON: the whole model, so this version runs without its files (cbt.models.stored)"),
         Column("state", "STRING", "live, building, retired or superseded; the latest row of a version is its state"),
         Column("build_table", "STRING", "where a building version is built (database.table)"),
+        Column("table_version", "BIGINT", "a retired version: the Delta version of the table it last served"),
+        Column("covered_end", "BIGINT", "a retired version: where the model's coverage ended at the switch"),
     ),
     comment="cbt: every version of every model as deployed (the latest row per model is deployed)",
 )
 
-ADDED_COLUMNS = ("spec", "state", "build_table")
+ADDED_COLUMNS = ("spec", "state", "build_table", "table_version", "covered_end")
 """Columns a table recorded by an earlier version lacks: their rows read as live versions without a spec."""
 
 
@@ -73,7 +75,8 @@ def version_row(version: DeployedVersion) -> dict[str, object]:
             "category": version.category, "reasons": json.dumps(list(version.reasons)),
             "definition": json.dumps(dict(version.definition), sort_keys=True),
             "spec": None if version.spec is None else json.dumps(dict(version.spec), sort_keys=True),
-            "state": version.state, "build_table": version.build_table}
+            "state": version.state, "build_table": version.build_table, "table_version": version.table_version,
+            "covered_end": version.covered_end}
 
 
 def version_from(row: ReadRow) -> DeployedVersion:
@@ -82,7 +85,12 @@ def version_from(row: ReadRow) -> DeployedVersion:
         metadata_hash=row["metadata_hash"], definition=json.loads(row["definition"]), category=row["category"],
         reasons=tuple(json.loads(row["reasons"] or "[]")), deployed_ms=int(row["deployed_ms"] or 0),
         spec=json.loads(row["spec"]) if row["spec"] else None, state=row["state"] or "live",
-        build_table=row["build_table"])
+        build_table=row["build_table"], table_version=_int_or_none(row["table_version"]),
+        covered_end=_int_or_none(row["covered_end"]))
+
+
+def _int_or_none(value: object) -> int | None:
+    return None if value is None else int(str(value))
 
 
 def latest(rows: Iterable[ReadRow]) -> dict[ModelId, DeployedVersion]:

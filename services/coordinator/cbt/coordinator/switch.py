@@ -1,0 +1,149 @@
+"""The switch: when every build in progress covers what its live model covers, the models' names take their builds'
+rows, together (``cbt.models.builds``).
+
+The leader checks at each tick. When the builds are complete it stops planning the models and their builds, waits
+for their tasks in flight to end (a task of the old version must not land in a switched table), then, parents
+before children, replaces each model's table with its build's rows in one Delta commit
+(``cbt.adapters.switch``): a reader of one table sees the old version or the new one, never both, and the tables of
+one deployment switch one after another within seconds. What a build covered beyond its live model is recorded for
+the model; the versions are recorded (the new ones ``live``, the old ones ``retired`` with the table version to
+restore); the in-place models that waited below a build are invalidated now, so they recompute from the new
+parents; the build tables are dropped. A leader that dies midway switches again on the next start (the same rows:
+replacing a table with its build twice changes nothing).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import logging
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, replace
+
+from cbt.contract.messages import Invalidation
+from cbt.models.builds import Build
+from cbt.models.changes import classify, impact
+from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion, VersionRecord, latest_versions, live_versions
+from cbt.models.spec import IncrementalModel, ModelId
+from cbt.scheduling.coverage import Coverage, remove
+from cbt.state.admin_records import CompletedInterval
+from cbt.state.ports import HotIndex, TaskLedger
+
+log = logging.getLogger("cbt.coordinator.switch")
+SOURCE = "cbt switch"
+
+
+def head_left(build: Build, coverage: Mapping[ModelId, Coverage]) -> Coverage:
+    """What the live model covers that its build does not."""
+    return beyond(coverage.get(build.table, ()), coverage.get(build.model, ()))
+
+
+def is_complete(builds: Mapping[ModelId, Build], coverage: Mapping[ModelId, Coverage]) -> bool:
+    """Every build covers what its live model covers, but for less than one interval at the live model's head: a
+    build's intervals may lie on other boundaries than the live model's history (its forward fill aligned to the
+    data's end), and the piece at the head is recomputed at the switch instead (``Switch.run``)."""
+    for build in builds.values():
+        live = coverage.get(build.model, ())
+        left = head_left(build, coverage)
+        if left and (live[-1][1] - left[0][0] >= build.new.interval.max or left[-1][1] != live[-1][1]):
+            return False
+    return True
+
+
+def beyond(live: Coverage, build: Coverage) -> Coverage:
+    """What the build covers that the live model does not (recorded for the model at the switch)."""
+    for r in live:
+        build = remove(build, r)
+    return build
+
+
+def waiting_in_place(files: ModelSet, builds: Mapping[ModelId, Build],
+                     versions: list[DeployedVersion]) -> list[ModelId]:
+    """The incremental models the builds' changes reach that are not built (``cbt.coordinator.deploy``: they wait
+    for the switch to recompute in place), from the live and the new versions' definitions — the same impact the
+    deployment computed."""
+    latest, live = latest_versions(versions), live_versions(versions)
+    changes = {m: classify(m, live[m].definition, latest[m].definition, metadata_changed=False)
+               for m in builds if m in live and m in latest}
+    parents = {m.id: list(files.dependencies(m.id)) for m in files}
+    statements = {m: v.definition.get("sql") for m, v in latest.items()}
+    reached = impact(changes, files.topological_order(), parents, statements, {m.id: m.id for m in files})
+    return [m for m in reached.recompute if m not in builds and isinstance(files.models.get(m), IncrementalModel)]
+
+
+@dataclass
+class Switch:
+    """The switch's parts: Spark statements run in a thread (``cbt.adapters.switch``)."""
+
+    coverage: HotIndex
+    ledger: TaskLedger
+    record: Callable[[], VersionRecord]
+    record_completed: Callable[[list[CompletedInterval]], None]
+    switch_table: Callable[[ModelId, ModelId], int | None]
+    drop_table: Callable[[ModelId], None]
+    publish: Callable[[Invalidation], Awaitable[None]]
+
+    def ready(self, builds: Mapping[ModelId, Build]) -> bool:
+        """The builds are complete and nothing of theirs or their models' is in flight (call it with the models
+        already paused)."""
+        ids = [*builds, *(b.table for b in builds.values())]
+        if not is_complete(builds, self.coverage.coverages(ids)):
+            return False
+        return not any(self.ledger.in_flight(ids, int(time.time() * 1000)).values())
+
+    async def run(self, files: ModelSet, builds: Mapping[ModelId, Build]) -> None:
+        """Switch every model of ``builds`` (``files``: the loaded files' models, which the new versions are)."""
+        at_ms = int(time.time() * 1000)
+        versions = await asyncio.to_thread(lambda: self.record().all_versions())
+        live, building = live_versions(versions), {v.model: v for v in versions if v.state == "building"}
+        coverage = self.coverage.coverages([*builds, *(b.table for b in builds.values())])
+        rows: list[DeployedVersion] = []
+        for model_id in [m for m in files.topological_order() if m in builds]:
+            build = builds[model_id]
+            before = await asyncio.to_thread(self.switch_table, model_id, build.table)
+            await self._cover(model_id, beyond(coverage.get(model_id, ()), coverage.get(build.table, ())))
+            await self._recompute_head(model_id, head_left(build, coverage), builds)
+            ranges = coverage.get(model_id, ())
+            if model_id in live:
+                rows.append(replace(live[model_id], state="retired", deployed_ms=at_ms, table_version=before,
+                                    covered_end=ranges[-1][1] if ranges else None))
+            if model_id in building:
+                rows.append(replace(building[model_id], state="live", build_table=None, deployed_ms=at_ms))
+            log.info("model version: switched", extra={"model": model_id, "build": build.table,
+                                                       "restore_to": before})
+        await asyncio.to_thread(lambda: self.record().record_versions(rows))
+        for model_id in waiting_in_place(files, builds, versions):
+            await self._recompute(model_id, builds)
+        for build in builds.values():
+            await asyncio.to_thread(self.drop_table, build.table)
+
+    async def _cover(self, model_id: ModelId, ranges: Coverage) -> None:
+        if not ranges:
+            return
+        seq = self.coverage.invalidation_seq(model_id)
+        rows = [CompletedInterval(model_id, start, end - start, f"{model_id}:{start}:{end - start}", "switch", seq,
+                                  "coordinator") for start, end in ranges]
+        await asyncio.to_thread(self.record_completed, rows)
+        for start, end in ranges:
+            self.coverage.record_completed(model_id, (start, end), seq)
+
+    async def _recompute(self, model_id: ModelId, builds: Mapping[ModelId, Build]) -> None:
+        ranges = self.coverage.coverage(model_id)
+        if ranges:
+            await self._invalidate(model_id, (ranges[0][0], ranges[-1][1]), builds, "its parents switched", False)
+
+    async def _recompute_head(self, model_id: ModelId, left: Coverage, builds: Mapping[ModelId, Build]) -> None:
+        """The live model's head that its build did not cover: the switched table lacks its rows (it holds the
+        build's); it is computed again, and what was computed from it."""
+        if left:
+            await self._invalidate(model_id, (left[0][0], left[-1][1]), builds, "its head was not built", True)
+
+    async def _invalidate(self, model_id: ModelId, span: tuple[int, int], builds: Mapping[ModelId, Build], why: str,
+                          cascade: bool) -> None:
+        switched = ",".join(sorted(f"{m}={b.version}" for m, b in builds.items()))
+        key = hashlib.sha256(f"{switched};{why}".encode()).hexdigest()[:16]
+        await self.publish(Invalidation(id=f"switch:{key}:{model_id}"[:200], model=model_id, start=span[0],
+                                        end=span[1], reason=f"model change: {why} ({switched})"[:200], source=SOURCE,
+                                        cascade=cascade))

@@ -1,0 +1,108 @@
+"""When builds switch (``cbt.coordinator.switch``): complete but for less than one interval at the head, and which
+in-place models wait for the switch; and the switch itself over the in-memory parts."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import replace
+
+import pytest
+
+from cbt.contract.messages import Invalidation
+from cbt.coordinator.switch import Switch, head_left, is_complete, waiting_in_place
+from cbt.models.builds import Build
+from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion
+from cbt.models.spec import IncrementalModel, Write
+from cbt.models.stored import definition_document
+from cbt.models.templates import RenderSettings
+from cbt.models.versions import fingerprint
+from cbt.scheduling.coverage import Coverage
+from cbt.state.admin_records import CompletedInterval
+from tests.twins.memory_record import MemoryVersions
+from tests.twins.memory_state import MemoryState
+from tests.unit.scheduling.factories import ext, inc, models_of
+
+PARENT = 'SELECT slot, sum(v) AS total, count(*) AS n FROM {{ ref("src.t") }} GROUP BY slot'
+EDITED = PARENT.replace("sum(v)", "round(sum(v), 2)")
+SETTINGS = RenderSettings(external_database="src", transformation_database="an")
+
+
+def files(parent_sql: str = EDITED) -> ModelSet:
+    return ModelSet(models_of(
+        ext("src.t"),
+        replace(inc("an.parent", ["src.t"], imax=100), sql=parent_sql, write=Write("append")),
+        replace(inc("an.reads_total", ["an.parent"]), sql='SELECT slot, total FROM {{ ref("an.parent") }}'),
+        replace(inc("an.reads_n", ["an.parent"]), sql='SELECT slot, n FROM {{ ref("an.parent") }}')))
+
+
+def parent_build() -> Build:
+    new, live = files().get("an.parent"), files(PARENT).get("an.parent")
+    assert isinstance(new, IncrementalModel) and isinstance(live, IncrementalModel)
+    return Build("an.parent", 2, live, new, "old", "new")
+
+
+@pytest.mark.parametrize(("live", "built", "complete"), [
+    pytest.param(((0, 300),), ((0, 300),), True, id="same"),
+    pytest.param(((0, 300),), ((0, 400),), True, id="build-ahead"),
+    pytest.param(((0, 317),), ((0, 300),), True, id="a-head-piece-left"),
+    pytest.param(((0, 300),), ((100, 300),), False, id="history-missing"),
+    pytest.param(((0, 500),), ((0, 300),), False, id="more-than-an-interval-left"),
+    pytest.param(((0, 300), (400, 450)), ((0, 300), (420, 450)), False, id="a-piece-left-below-the-head"),
+    pytest.param((), (), True, id="nothing-covered"),
+])
+def test_builds_are_complete_when_only_a_head_piece_shorter_than_an_interval_is_left(
+        live: Coverage, built: Coverage, complete: bool) -> None:
+    build = parent_build()
+    coverage = {build.model: live, build.table: built}
+    assert is_complete({build.model: build}, coverage) is complete
+
+
+def test_the_head_left_is_what_the_live_model_covers_and_its_build_does_not() -> None:
+    build = parent_build()
+    assert head_left(build, {build.model: ((0, 317),), build.table: ((0, 300),)}) == ((300, 317),)
+
+
+def version(model_id: str, number: int, sql: str, state: str) -> DeployedVersion:
+    model = files(sql).get(model_id)
+    assert isinstance(model, IncrementalModel)
+    return DeployedVersion(model_id, number, f"data-{number}", "meta", fingerprint(model, SETTINGS).definition,
+                           deployed_ms=number, spec=definition_document(model), state=state)  # type: ignore[arg-type]
+
+
+def test_the_in_place_reader_of_the_changed_column_waits_for_the_switch_and_the_other_one_does_not() -> None:
+    versions = [version("an.parent", 1, PARENT, "live"), version("an.parent", 2, EDITED, "building"),
+                version("an.reads_total", 1, EDITED, "live"), version("an.reads_n", 1, EDITED, "live")]
+    build = parent_build()
+    assert waiting_in_place(files(), {build.model: build}, versions) == ["an.reads_total"]
+
+
+def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomputes_what_waited() -> None:
+    state, record = MemoryState(), MemoryVersions()
+    record.record_versions([version("an.parent", 1, PARENT, "live"), version("an.parent", 2, EDITED, "building")])
+    build = parent_build()
+    for model_id, ranges in {"an.parent": ((0, 317),), build.table: ((0, 400),), "an.reads_total": ((0, 300),)}.items():
+        for r in ranges:
+            state.coverage.record_completed(model_id, r, 0)
+    switched: list[tuple[str, str]] = []
+    recorded: list[CompletedInterval] = []
+    published: list[Invalidation] = []
+    dropped: list[str] = []
+
+    async def publish(event: Invalidation) -> None:
+        published.append(event)
+
+    def switch_table(model_id: str, build_table: str) -> int:
+        switched.append((model_id, build_table))
+        return 7
+
+    switch = Switch(state.coverage, state.ledger, lambda: record, recorded.extend, switch_table, dropped.append,
+                    publish)
+    assert switch.ready({build.model: build})
+    asyncio.run(switch.run(files(), {build.model: build}))
+
+    assert switched == [("an.parent", "an.parent__cbt_v2")] and dropped == ["an.parent__cbt_v2"]
+    assert [(r.position, r.interval) for r in recorded] == [(317, 83)], "what the build covered beyond"
+    states = {v.version: (v.state, v.table_version, v.covered_end) for v in record.all_versions()}
+    assert states == {1: ("retired", 7, 317), 2: ("live", None, None)}
+    assert [(e.model, e.start, e.end, e.cascade) for e in published] == [("an.reads_total", 0, 300, False)]
