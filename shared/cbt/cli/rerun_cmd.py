@@ -1,6 +1,7 @@
 """``cbt rerun MODEL --start S --end E`` publishes an invalidation event
-(docs/design/invalidations.md#invalidation-events), exactly what another system would publish; ``cbt schema`` writes
-the JSON Schemas of every topic's message bodies (``docs/asyncapi.yaml`` refers to them)."""
+(docs/design/invalidations.md#invalidation-events), exactly what another system would publish; ``cbt rollback
+MODEL`` switches a model back to the version its last switch replaced (docs/changing-models.md#rollback); ``cbt
+schema`` writes the JSON Schemas of every topic's message bodies (``docs/asyncapi.yaml`` refers to them)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--id", default=None, help="event id (default: a new one); publishing an id again is a no-op")
     p.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     p.set_defaults(func=cmd_rerun)
+    r = sub.add_parser("rollback", help="switch a model (and the models switched with it) back to the version its "
+                                        "last switch replaced, without recomputing it")
+    r.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
+    r.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
+    r.set_defaults(func=cmd_rollback)
     s = sub.add_parser("schema", help="write the JSON Schemas of every message body on the topics")
     s.add_argument("--out", metavar="DIR", default=str(SCHEMA_DIR), help=f"folder (default: {SCHEMA_DIR})")
     s.set_defaults(func=cmd_schema)
@@ -53,6 +59,53 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                   kafka_config=config.kafka.client)
     scope = "and its descendants" if event.cascade else "only"
     print(f"published invalidation {event.id}: {event.model} [{event.start}, {event.end}) {scope}")
+    return 0
+
+
+def cmd_rollback(args: argparse.Namespace) -> int:
+    """Restore each table of the switch (one Delta commit each), record the versions (the services take them up
+    within seconds: ``cbt.coordinator.app.VERSIONS_READ_S``), then re-run what the rolled-back versions computed
+    after the switch, and the in-place readers that recomputed from them."""
+    import time
+
+    from cbt.adapters.delta_admin import admin_from_config
+    from cbt.adapters.invalidation_publisher import publish_event
+    from cbt.adapters.spark import connect
+    from cbt.adapters.switch import restore
+    from cbt.contract.messages import Invalidation
+    from cbt.models.deployment import NothingToRollBack, plan_rollback
+    from cbt.models.loader import load_project
+
+    config, models = load_project(args.config)
+    model_id = models.resolve(args.model)
+    if not config.spark.remote:
+        raise CbtError("cbt rollback restores tables through Spark: set spark.remote (cbt dev up starts one)")
+    spark = connect(config.spark.remote)
+    admin = admin_from_config(spark, config)
+    record = admin.versions_record()
+    try:
+        plan = plan_rollback(model_id, record.all_versions(), int(time.time() * 1000))
+    except NothingToRollBack as e:
+        raise CbtError(str(e)) from None
+    for table, version in plan.restores:
+        restore(spark, table, version)
+        print(f"restored {table} to its table version {version}")
+    record.record_versions(plan.rows)
+    rolled = {table for table, _ in plan.restores}
+    covered = admin.coverage(sorted({*rolled, *(d for m in rolled for d in models.dependents(m))}))
+    events = [Invalidation(id=f"rollback-{uuid.uuid4().hex}", model=m, start=start, end=covered[m][-1][1],
+                           reason="rollback: computed by the version rolled back", source="cbt-cli", cascade=True)
+              for m, start in plan.heads.items() if covered.get(m) and covered[m][-1][1] > start]
+    events += [Invalidation(id=f"rollback-{uuid.uuid4().hex}", model=d, start=covered[d][0][0],
+                            end=covered[d][-1][1], reason="rollback: its parent switched back", source="cbt-cli",
+                            cascade=True)
+               for d in sorted({d for m in rolled for d in models.dependents(m)} - rolled) if covered.get(d)]
+    for event in events:
+        publish_event(config.kafka.bootstrap_servers, event, topic_prefix=config.kafka.topic_prefix,
+                      kafka_config=config.kafka.client)
+        print(f"re-running {event.model} [{event.start}, {event.end}): {event.reason}")
+    versions = ", ".join(f"{v.model} version {v.version}" for v in plan.rows if v.state == "live")
+    print(f"rolled back: {versions} live again")
     return 0
 
 

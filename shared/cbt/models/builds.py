@@ -87,10 +87,44 @@ def builds_from(versions: Iterable[DeployedVersion]) -> dict[ModelId, Build]:
     return out
 
 
-def running_versions(files: Mapping[ModelId, str], builds: Mapping[ModelId, Build]) -> dict[ModelId, str]:
-    """The version each model of ``with_builds`` runs (tasks carry it): a built model's name its live version, its
-    build the new one, every other model its files' (``files``)."""
+@dataclass(frozen=True)
+class Pin:
+    """A model ``cbt rollback`` switched back: it runs its live version's kept definition, whatever its files say,
+    until they define another version."""
+
+    live: Transformation
+    version: str
+
+
+def pins_from(versions: Iterable[DeployedVersion]) -> dict[ModelId, Pin]:
+    """The rolled-back models (a ``rolled_back`` version newer than the live one) with their live definitions."""
+    states = list(versions)
+    live = live_versions(states)
+    out: dict[ModelId, Pin] = {}
+    for version in states:
+        serving = live.get(version.model)
+        if (version.state == "rolled_back" and serving is not None and serving.version < version.version
+                and serving.spec is not None):
+            out[version.model] = Pin(model_from_document(serving.spec), short_version(serving.data_hash))
+    return out
+
+
+def pinned(models: ModelSet, pins: Mapping[ModelId, Pin]) -> ModelSet:
+    """``models`` with each rolled-back model's live definition."""
+    pins = {model_id: pin for model_id, pin in pins.items() if model_id in models}
+    if not pins:
+        return models
+    return ModelSet({**models.models, **{m: pin.live for m, pin in pins.items()}}, models.external_database,
+                    models.transformation_database, models.warnings)
+
+
+def running_versions(files: Mapping[ModelId, str], builds: Mapping[ModelId, Build],
+                     pins: Mapping[ModelId, Pin] | None = None) -> dict[ModelId, str]:
+    """The version each model of ``with_builds`` (over ``pinned``) runs (tasks carry it): a built model's name its
+    live version, its build the new one, a rolled-back model its live one, every other model its files'."""
     out = dict(files)
+    for model_id, pin in (pins or {}).items():
+        out[model_id] = pin.version
     for model_id, build in builds.items():
         out[model_id], out[build.table] = build.live_version, build.new_version
     return out

@@ -19,10 +19,11 @@ from cbt.models.spec import IncrementalModel, ModelId, Transformation
 from cbt.models.stored import definition_document
 from cbt.models.versions import Fingerprint
 
-VersionState = Literal["live", "building", "retired", "superseded"]
+VersionState = Literal["live", "building", "retired", "superseded", "rolled_back"]
 """``live``: what the model's name serves. ``building``: being built into its ``build_table`` while the live one
 keeps serving. ``retired``: was live until a switch replaced it (``cbt rollback`` can switch back to it).
-``superseded``: a build that a newer deployment replaced before it switched."""
+``superseded``: a build that a newer deployment replaced before it switched. ``rolled_back``: was live until
+``cbt rollback``; files that still define it are not deployed again (until they change)."""
 
 
 @dataclass(frozen=True)
@@ -180,3 +181,54 @@ def _starts(reached: Impact, own: Mapping[ModelId, int], parents: Mapping[ModelI
 
 def transformations(models: ModelSet) -> list[Transformation]:
     return [*models.incrementals, *models.scheduled]
+
+
+@dataclass(frozen=True)
+class Rollback:
+    """What ``cbt rollback`` does: restore each model's table (``restores``: model, Delta table version), record the
+    versions (``rows``), and re-run what the rolled-back versions computed after the switch (``heads``: model,
+    position from which its coverage was computed by them)."""
+
+    restores: list[tuple[ModelId, int]]
+    rows: list[DeployedVersion]
+    heads: dict[ModelId, int]
+
+
+class NothingToRollBack(ValueError):
+    """The model has no retired version to switch back to."""
+
+
+def plan_rollback(model_id: ModelId, versions: Iterable[DeployedVersion], at_ms: int) -> Rollback:
+    """Switch ``model_id`` back to the version its last switch retired, with every model switched with it (a reader
+    never sees a rolled-back parent beside a child still on its new version)."""
+    states = list(versions)
+    live = live_versions(states)
+    retired = [v for v in states if v.state == "retired" and v.table_version is not None]
+    mine = [v for v in retired if v.model == model_id and model_id in live and v.version < live[model_id].version]
+    if not mine:
+        raise NothingToRollBack(f"{model_id}: no earlier version to switch back to (a version is kept once a switch "
+                                "replaced it; a change made in place has none)")
+    switch_ms = max(mine, key=lambda v: v.version).deployed_ms
+    group = sorted((v for v in retired if v.deployed_ms == switch_ms and v.model in live), key=lambda v: v.model)
+    rows: list[DeployedVersion] = []
+    for old in group:
+        rows.append(replace(live[old.model], state="rolled_back", deployed_ms=at_ms))
+        rows.append(replace(old, state="live", deployed_ms=at_ms, table_version=None, covered_end=None))
+    return Rollback([(v.model, v.table_version or 0) for v in group], rows,
+                    {v.model: v.covered_end for v in group if v.covered_end is not None})
+
+
+def rolled_back_files(fingerprints: Mapping[ModelId, Fingerprint],
+                      versions: Iterable[DeployedVersion]) -> set[ModelId]:
+    """The models whose files still define a version ``cbt rollback`` switched away from: they are not deployed
+    again until their files change."""
+    states = list(versions)
+    live = live_versions(states)
+    out = set()
+    for version in states:
+        print_ = fingerprints.get(version.model)
+        serving = live.get(version.model)
+        if (version.state == "rolled_back" and print_ is not None and print_.data == version.data_hash
+                and serving is not None and serving.version < version.version):
+            out.add(version.model)
+    return out

@@ -12,15 +12,24 @@ from cbt.models.builds import (
     builds_from,
     built_model,
     is_buildable,
+    pins_from,
     running_versions,
     with_builds,
 )
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeployedVersion, VersionState, current_states
+from cbt.models.deployment import (
+    DeployedVersion,
+    NothingToRollBack,
+    VersionState,
+    current_states,
+    plan_rollback,
+    rolled_back_files,
+)
 from cbt.models.render import render_statements
 from cbt.models.spec import IncrementalModel, Write
 from cbt.models.stored import definition_document
 from cbt.models.templates import RenderSettings, TaskContext
+from cbt.models.versions import Fingerprint
 from tests.unit.models.conftest import Project
 
 SETTINGS = RenderSettings(transformation_database="analytics", external_database="ethereum")
@@ -111,3 +120,27 @@ def test_the_builds_in_progress_come_from_the_record_with_both_definitions(chain
         "analytics.second": "data-1", "analytics.second__cbt_v2": "data-2", "analytics.first": "data-3"}
     unkept = replace(version(old, 1, "live", 1_000), spec=None)
     assert builds_from([unkept, version(second, 2, "building", 2_000)]) == {}, "no live definition to keep serving"
+
+
+def test_a_rollback_switches_back_every_model_of_the_switch_and_keeps_the_files_from_coming_back(
+        chain: ModelSet) -> None:
+    first, second, third = (files(chain, m) for m in ("analytics.first", "analytics.second", "analytics.third"))
+    switched = [replace(version(m, 1, "retired", 5_000), table_version=4, covered_end=900) for m in (first, second)]
+    record = [version(first, 1, "live", 1_000), version(first, 2, "building", 2_000), *switched,
+              version(first, 2, "live", 5_000), version(second, 1, "live", 1_000),
+              version(second, 2, "live", 5_000), version(third, 1, "live", 1_000)]
+    plan = plan_rollback("analytics.second", current_states(record), 9_000)
+    assert plan.restores == [("analytics.first", 4), ("analytics.second", 4)], "switched together, back together"
+    assert plan.heads == {"analytics.first": 900, "analytics.second": 900}
+    after = current_states([*record, *plan.rows])
+    assert {(v.model, v.version): v.state for v in after if v.model != "analytics.third"} == {
+        ("analytics.first", 1): "live", ("analytics.first", 2): "rolled_back",
+        ("analytics.second", 1): "live", ("analytics.second", 2): "rolled_back"}
+    assert set(pins_from(after)) == {"analytics.first", "analytics.second"}
+    assert pins_from(after)["analytics.first"].version == "data-1"
+    prints = {"analytics.first": Fingerprint("data-2", "meta", {}), "analytics.third": Fingerprint("data-1", "m", {})}
+    assert rolled_back_files(prints, after) == {"analytics.first"}, "files still defining version 2 wait"
+    edited = {"analytics.first": Fingerprint("data-3", "meta", {})}
+    assert rolled_back_files(edited, after) == set(), "files that change are deployed again"
+    with pytest.raises(NothingToRollBack):
+        plan_rollback("analytics.third", current_states(record), 9_000)

@@ -29,7 +29,7 @@ from cbt.contract.messages import BoundsUpdated, IntervalCompleted, Invalidation
 from cbt.coordinator import deploy
 from cbt.coordinator.switch import Switch, is_complete
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
-from cbt.models.builds import Build, builds_from, running_versions, with_builds
+from cbt.models.builds import Build, Pin, builds_from, pinned, pins_from, running_versions, with_builds
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import VersionRecord
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
@@ -49,6 +49,8 @@ from cbt.state.override_ports import OverrideRecord
 
 log = logging.getLogger("cbt.coordinator")
 LEADER_LEASE = "coordinator-leader"
+VERSIONS_READ_S = 10
+"""How often the leader reads the versions record again (``cbt rollback`` writes it from outside)."""
 
 
 @dataclass
@@ -79,7 +81,10 @@ class Coordinator:
     """Whether this process compared the loaded files with the deployed versions and acted on the changes."""
     builds: dict[ModelId, Build] = field(default_factory=dict)
     """The builds in progress (``cbt.models.builds``): planned beside the live models until the switch."""
+    pins: dict[ModelId, Pin] = field(default_factory=dict)
+    """The models ``cbt rollback`` switched back (their live definitions run, whatever the files say)."""
     switch: Switch | None = None
+    versions_read_at: int = 0
     is_switching: bool = False
     """The builds are complete: their models are paused until their tasks in flight end and the switch runs."""
     leadership: LeaseHolder = field(init=False)
@@ -161,6 +166,8 @@ class Coordinator:
         self.milestone("index ready")
         if not self.is_deployed:
             await self._deploy_versions()
+        else:
+            await self._follow_versions(now)
         await self._switch_when_built()
         if self.tracker is None:
             tracker = DueTracker.for_models([m for m in self.models.incrementals if m.id not in self.paused],
@@ -192,12 +199,32 @@ class Coordinator:
                 versions = await asyncio.to_thread(record)
                 await deploy.deploy(self.files_models, self.prints, versions, self.state.coverage.coverages, publish,
                                     int(time.time() * 1000))
-                self.builds = builds_from(await asyncio.to_thread(versions.all_versions))
+                states = await asyncio.to_thread(versions.all_versions)
+                self.builds, self.pins = builds_from(states), pins_from(states)
+                self.versions_read_at = int(time.time())
         except Exception:
             log.exception("model versions: comparing the files with the deployed versions failed; trying again")
             return
         self.is_deployed = True
         self._plan_with_builds()
+
+    async def _follow_versions(self, now: int) -> None:
+        """Every ``VERSIONS_READ_S``, as leader: take up what changed the versions record meanwhile (``cbt
+        rollback``), so the models switched back run their kept definitions from then on."""
+        if self.versions is None or now < self.versions_read_at + VERSIONS_READ_S:
+            return
+        self.versions_read_at = now
+        try:
+            states = await asyncio.to_thread(self.versions().all_versions)
+        except Exception:
+            log.exception("model versions: reading the versions record failed; trying again")
+            return
+        builds, pins = builds_from(states), pins_from(states)
+        if (builds, pins) != (self.builds, self.pins) and not self.is_switching:
+            log.info("model versions: the record changed; planning with it", extra={
+                "building": sorted(builds), "rolled_back": sorted(pins)})
+            self.builds, self.pins = builds, pins
+            self._plan_with_builds()
 
     async def _switch_when_built(self) -> None:
         """As leader: once every build covers what its live model covers, pause them, and when nothing of theirs
@@ -225,11 +252,11 @@ class Coordinator:
     def _plan_with_builds(self) -> None:
         """Plan the files' models with the builds in progress beside them (the switching ones paused); the
         schedules are rebuilt (and everything planned once) at the next tick when leading."""
-        self.models = with_builds(self.files_models, self.builds)
+        self.models = with_builds(pinned(self.files_models, self.pins), self.builds)
         switching = {m for b in self.builds.values() for m in (b.model, b.table)} if self.is_switching else set()
         self.planner.models, self.planner.paused = self.models, self.paused | switching
         self.planner.reader = LiveStateReader.of(self.models, self.state)
-        self.planner.versions = running_versions(self.files_versions, self.builds)
+        self.planner.versions = running_versions(self.files_versions, self.builds, self.pins)
         self.tracker = None
 
     async def _refresh_overrides(self) -> None:

@@ -31,6 +31,7 @@ from cbt.models.deployment import (
     latest_versions,
     live_versions,
     plan_deployment,
+    rolled_back_files,
 )
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.models.stored import definition_document
@@ -125,7 +126,10 @@ async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record
     same invalidations at the next attempt, which change nothing twice). ``models``: the files' models."""
     versions = await asyncio.to_thread(record.all_versions)
     deployed = latest_versions(versions)
-    plan = plan_deployment(models, prints, deployed, at_ms)
+    kept_back = rolled_back_files(prints, versions)
+    for model_id in sorted(kept_back):
+        log.info("model version: rolled back; its files are deployed again when they change", extra={"model": model_id})
+    plan = plan_deployment(models, {m: p for m, p in prints.items() if m not in kept_back}, deployed, at_ms)
     for model_id, change in plan.changes.items():
         if change.category != "new" or deployed:
             log.info("model version: %s", change.category, extra={"model": model_id, "reasons": list(change.reasons)})

@@ -35,7 +35,7 @@ from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskRequested, rejected
 from cbt.contract.topics import Topics
-from cbt.models.builds import Build, builds_from, running_versions, with_builds
+from cbt.models.builds import Build, Pin, builds_from, pinned, pins_from, running_versions, with_builds
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionRecord, latest_versions
 from cbt.models.spec import ModelId
@@ -185,11 +185,13 @@ class DeployedVersions:
         self._read_at = -math.inf
         self._latest: dict[ModelId, DeployedVersion] = {}
         self._builds: dict[ModelId, Build] = {}
+        self._pins: dict[ModelId, Pin] = {}
 
     def _read(self) -> None:
         if time.monotonic() - self._read_at > self._max_age_s:
             versions = self._record().all_versions()
             self._latest, self._builds = latest_versions(versions), builds_from(versions)
+            self._pins = pins_from(versions)
             self._read_at = time.monotonic()
 
     def short(self, model_id: ModelId) -> str | None:
@@ -200,4 +202,5 @@ class DeployedVersions:
     def running(self, files: ModelSet, versions: Mapping[ModelId, str]) -> tuple[ModelSet, dict[ModelId, str]]:
         """The models to run now — the files' with the builds in progress beside them — and their versions."""
         self._read()
-        return with_builds(files, self._builds), running_versions(versions, self._builds)
+        return (with_builds(pinned(files, self._pins), self._builds),
+                running_versions(versions, self._builds, self._pins))
