@@ -106,6 +106,18 @@ def _backlog(part: Part) -> tuple[dict[str, Measured], Figures]:
     return measured, figures
 
 
+def _switch(part: Part) -> tuple[dict[str, Measured], Figures]:
+    n = part.get("intervals")
+    same = (None if "differences_vs_one_statement" not in part
+            else part["differences_vs_one_statement"] == 0 and part.get("build_table_left") is False)
+    return {"ratio_vs_one_statement": Measured(part.get("ratio_vs_one_statement"), n),
+            "same_rows_build_dropped": Measured(same)}, {
+        "deploy_to_switch_s": ("(k) a breaking change deployed: restart to switch", Measured(
+            part.get("deploy_to_switch_s"), n), " s"),
+        "one_statement_s": ("(k) the new definition over the range, one direct statement", Measured(
+            part.get("one_statement_s")), " s")}
+
+
 def _head(part: Part) -> tuple[dict[str, Measured], Figures]:
     return {"overhead_p50_ms": _summary(part, "overhead_ms")}, {
         "latency_p50_ms": ("(e) source minute released to the third level covering it, p50",
@@ -258,6 +270,10 @@ TARGETS: dict[str, tuple[Target, ...]] = {
     "live": (Target("caught_up_s", "(j) make demo: its backlog caught up after", 120.0, " s"),
              *(Target(f"max_behind_s.{t}", f"(j) then, watching the live feed: {t} at most behind now", float(b),
                       " s", min_n=10) for t, b in LIVE_BOUNDS_S.items())),
+    "switch": (Target("ratio_vs_one_statement", "(k) breaking change over 300 hourly intervals: deploy to switch vs "
+                                                "one statement", 1.5, "x"),
+               Target("same_rows_build_dropped", "(k) after the switch: the rows of one statement, the build dropped",
+                      comparison="holds")),
     "rebuild": (Target("empty_open_and_rebuild_s", "(i) open the admin tables and rebuild an empty record", 1.0,
                        " s"),
                 Target("million_open_and_rebuild_s", "(i) open the admin tables and rebuild 1,000,000 rows", 30.0,
@@ -267,7 +283,7 @@ TARGETS: dict[str, tuple[Target, ...]] = {
 READERS: dict[str, Callable[[Part], tuple[dict[str, Measured], Figures]]] = {
     "overhead": _overhead, "worker_profile": _profile, "cascade": _cascade, "backfill": _backfill,
     "backlog": _backlog, "head": _head, "scale": _scale, "catchup": _catchup, "mixed": _mixed, "rebuild": _rebuild,
-    "live": _live,
+    "live": _live, "switch": _switch,
 }
 
 

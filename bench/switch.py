@@ -1,0 +1,81 @@
+"""(k) Deploy to switch: a breaking change to a model that already covers 300 hourly intervals of a GROUP BY (bench
+(d)'s model and source) — ``sum(x)`` becomes ``round(sum(x), 2)``, as in the SQLMesh run the issue quotes — deployed
+by restarting the coordinator and the worker with the edited file. Timed from the restart to the versions record
+saying the new version is live (the switch ran), against one direct Spark statement computing the new definition
+over the same range. Afterwards the model's table must equal that statement's rows, and the build table be gone.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql import SparkSession
+
+from bench.backlog import COLUMNS, HOUR, MODEL, MODEL_FILE, PREDICATE, SELECT, START, differences, write_source
+from bench.report import load_average
+from bench.stack import BenchDeployment, Endpoints, deploy
+from cbt.adapters.delta_admin import admin_from_config
+from cbt.dev.generator import SourceTables
+
+OLD, NEW = "sum(propagation_slot_start_diff)", "round(sum(propagation_slot_start_diff), 2)"
+
+
+def covered(bd: BenchDeployment, end: int, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    while bd.dep.coverage(bd.model_id(MODEL)) != ((START, end),):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{MODEL}: covers {bd.dep.coverage(bd.model_id(MODEL))} after {timeout_s:.0f}s")
+        time.sleep(0.2)
+
+
+def live_version(bd: BenchDeployment) -> int | None:
+    versions = admin_from_config(bd.dep.spark, bd.dep.config).versions_record().all_versions()
+    live = [v.version for v in versions if v.model == bd.model_id(MODEL) and v.state == "live"]
+    return max(live, default=None)
+
+
+def one_statement(spark: SparkSession, bd: BenchDeployment, end: int) -> float:
+    """Seconds for the new definition over the whole range, directly, into a table of its own."""
+    target = f"{bd.dep.output_db}.once_new"
+    spark.sql(f"CREATE TABLE {target} ({COLUMNS}) USING DELTA")
+    source = SourceTables(bd.dep.source_db).table("beacon_blocks")
+    began = time.perf_counter()
+    select = SELECT.replace(OLD, NEW).format(source=source, start=START, end=end)
+    spark.sql(f"INSERT INTO {target} REPLACE WHERE {PREDICATE.format(start=START, end=end)}\n{select}").collect()
+    return time.perf_counter() - began
+
+
+def benchmark(spark: SparkSession, endpoints: Endpoints, intervals: int) -> dict[str, Any]:
+    end = START + intervals * HOUR
+    bd = deploy(spark, endpoints, "sw", [], model_files={f"{MODEL}.sql": MODEL_FILE.replace("{mode}", "bounds")})
+    try:
+        write_source(spark, SourceTables(bd.dep.source_db), START, end)
+        bd.dep.start("coordinator", "worker")
+        bd.wait_ready(1)
+        bd.release_bounds(START, end)
+        covered(bd, end, 300.0 + 10.0 * intervals)
+        bd.dep.stop()
+        once_s = one_statement(spark, bd, end)
+
+        model_file = Path(str(bd.dep.overrides["CBT__MODELS__TRANSFORMATIONS__PATHS"]).strip("[]")) / f"{MODEL}.sql"
+        text = model_file.read_text()
+        assert OLD in text, "the model's SELECT changed: update the bench's edit"
+        model_file.write_text(text.replace(OLD, NEW))
+        load = load_average()
+        restarted = time.monotonic()
+        bd.dep.start("coordinator", "worker")
+        deadline = restarted + 300.0 + 10.0 * intervals
+        while live_version(bd) != 2:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{MODEL}: no switch to version 2 after {deadline - restarted:.0f}s")
+            time.sleep(0.2)
+        switch_s = time.monotonic() - restarted
+        table = bd.model_id(MODEL)
+        return {"intervals": intervals, "load_at_start": load, "deploy_to_switch_s": round(switch_s, 2),
+                "one_statement_s": round(once_s, 2), "ratio_vs_one_statement": round(switch_s / once_s, 2),
+                "differences_vs_one_statement": differences(spark, table, f"{bd.dep.output_db}.once_new"),
+                "build_table_left": spark.catalog.tableExists(f"{table}__cbt_v2")}
+    finally:
+        bd.teardown()
