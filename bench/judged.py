@@ -112,8 +112,12 @@ def _switch(part: Part) -> tuple[dict[str, Measured], Figures]:
             else part["differences_vs_one_statement"] == 0 and part.get("build_table_left") is False)
     return {"ratio_vs_one_statement": Measured(part.get("ratio_vs_one_statement"), n),
             "same_rows_build_dropped": Measured(same)}, {
-        "deploy_to_switch_s": ("(k) a breaking change deployed: restart to switch", Measured(
+        "deploy_to_switch_s": ("(k) a breaking change: deployment recorded to switch recorded", Measured(
             part.get("deploy_to_switch_s"), n), " s"),
+        "restart_to_switch_s": ("(k) a breaking change: services restarted to switch", Measured(
+            part.get("restart_to_switch_s"), n), " s"),
+        "restart_ratio_vs_one_statement": ("(k) restart to switch vs one statement", Measured(
+            part.get("restart_ratio_vs_one_statement"), n), "x"),
         "one_statement_s": ("(k) the new definition over the range, one direct statement", Measured(
             part.get("one_statement_s")), " s")}
 
@@ -270,8 +274,8 @@ TARGETS: dict[str, tuple[Target, ...]] = {
     "live": (Target("caught_up_s", "(j) make demo: its backlog caught up after", 120.0, " s"),
              *(Target(f"max_behind_s.{t}", f"(j) then, watching the live feed: {t} at most behind now", float(b),
                       " s", min_n=10) for t, b in LIVE_BOUNDS_S.items())),
-    "switch": (Target("ratio_vs_one_statement", "(k) breaking change over 300 hourly intervals: deploy to switch vs "
-                                                "one statement", 1.5, "x"),
+    "switch": (Target("ratio_vs_one_statement", "(k) breaking change over 300 hourly intervals: deployment to switch "
+                                                "vs one statement", 1.5, "x"),
                Target("same_rows_build_dropped", "(k) after the switch: the rows of one statement, the build dropped",
                       comparison="holds")),
     "rebuild": (Target("empty_open_and_rebuild_s", "(i) open the admin tables and rebuild an empty record", 1.0,

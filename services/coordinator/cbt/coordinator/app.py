@@ -233,11 +233,11 @@ class Coordinator:
             return
         if not self.is_switching:
             ids = [*self.builds, *(b.table for b in self.builds.values())]
-            if is_complete(self.builds, self.state.coverage.coverages(ids)):
-                log.info("model version: builds complete; pausing them for the switch", extra={"models": ids})
-                self.is_switching = True
-                self._plan_with_builds()
-            return
+            if not is_complete(self.builds, self.state.coverage.coverages(ids)):
+                return
+            log.info("model version: builds complete; pausing them for the switch", extra={"models": ids})
+            self.is_switching = True
+            self._plan_with_builds()  # (paused from here on: once nothing is in flight, nothing more can start)
         if not await asyncio.to_thread(self.switch.ready, self.builds):
             return
         try:
