@@ -259,6 +259,19 @@ def test_failures_and_invalidations_pages_list_what_the_api_has(stack: ApiStack,
     screenshot(page, "invalidations")
 
 
+def test_changes_page_lists_every_version_the_api_has(stack: ApiStack, page: Page) -> None:
+    body = stack.get("/model-versions")
+    assert body["recorded"] and {v["state"] for v in body["versions"]} == {"live"}, "a first deployment: all live"
+    page.goto(stack.base + "/changes")
+    page.wait_for_selector("#versions[data-loaded=true]", timeout=SLOW_MS)
+    shown = page.eval_on_selector_all("table[data-table=versions] tbody tr",
+                                      "trs => trs.map(tr => [...tr.querySelectorAll('td')].slice(1, 3).map(td => "
+                                      "td.textContent))")
+    assert sorted(map(tuple, shown)) == sorted((str(v["version"]), v["state"]) for v in body["versions"])
+    assert "No changes" in page.inner_text("#changes"), "the api's files are the deployed ones"
+    screenshot(page, "changes")
+
+
 def test_an_unknown_model_page_says_so(stack: ApiStack, page: Page, page_errors: PageErrors) -> None:
     page_errors.expected_failures.append(("/api/v1/models/nope.nothing", 404))
     page.goto(f"{stack.base}/models/nope.nothing")

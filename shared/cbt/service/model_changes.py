@@ -14,7 +14,13 @@ from typing import Any
 
 from cbt.config.settings import Config
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeployedVersion, DeploymentPlan, plan_deployment, transformations
+from cbt.models.deployment import (
+    DeployedVersion,
+    DeploymentPlan,
+    latest_versions,
+    plan_deployment,
+    transformations,
+)
 from cbt.models.spec import ModelId
 from cbt.models.templates import RenderSettings
 from cbt.models.versions import Fingerprint, NotFingerprintable, fingerprint
@@ -59,6 +65,13 @@ def files_versions(config: Config, models: ModelSet) -> tuple[dict[ModelId, Fing
 def read_deployed(config: Config) -> dict[ModelId, DeployedVersion] | None:
     """The deployed versions from their table's files; ``{}`` when none were recorded; ``None`` without
     ``spark.warehouse``."""
+    every = read_versions(config)
+    return None if every is None else latest_versions(every)
+
+
+def read_versions(config: Config) -> list[DeployedVersion] | None:
+    """Every version of every model in its current state (``VersionRecord.all_versions``), from the table's files;
+    ``[]`` when none were recorded; ``None`` without ``spark.warehouse``."""
     warehouse = config.warehouse()
     if warehouse is None:
         return None
@@ -71,9 +84,9 @@ def read_deployed(config: Config) -> dict[ModelId, DeployedVersion] | None:
                        (names.invalidations.database, names.invalidations.table),
                        files=(warehouse, dict(config.spark.storage_options)))
     try:
-        return admin.tables.versions.deployed_versions()
+        return admin.tables.versions.all_versions()
     except AdminTableError:  # (no table yet: nothing deployed since versions were recorded)
-        return {}
+        return []
 
 
 def to_json(changes: ModelChanges) -> dict[str, Any]:

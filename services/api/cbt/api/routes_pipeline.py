@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -28,6 +28,8 @@ from cbt.api.schemas import (
     IntervalTypeList,
     InvalidationList,
     ModelChangesBody,
+    ModelVersionItem,
+    ModelVersionsBody,
     ScheduledList,
     ScheduledRunItem,
     ScheduleItem,
@@ -36,8 +38,10 @@ from cbt.api.schemas import (
 )
 from cbt.api.translate import failure_item, invalidation_item
 from cbt.contract.messages import MAX_POSITION
+from cbt.models.deployment import DeployedVersion
 from cbt.models.spec import model_kind
 from cbt.scheduling import bounds as bnd
+from cbt.scheduling.coverage import Coverage
 from cbt.scheduling.next_run import next_run
 from cbt.service import model_changes
 
@@ -76,6 +80,29 @@ async def get_model_changes(ctx: Ctx) -> ModelChangesBody:
     covered = await blocking(ctx.hot.coverage.coverages, [m.id for m in ctx.config_models.incrementals])
     changes = await blocking(model_changes.compare, ctx.config, ctx.config_models, covered)
     return ModelChangesBody.model_validate(model_changes.to_json(changes))
+
+
+@router.get("/model-versions", response_model=ModelVersionsBody,
+            summary="Every model's deployed versions and their states: the live one, a build in progress and how far "
+                    "it covers, the versions a rollback can go back to (docs/changing-models.md)")
+async def get_model_versions(ctx: Ctx) -> ModelVersionsBody:
+    every = await blocking(model_changes.read_versions, ctx.config)
+    if every is None:
+        return ModelVersionsBody(recorded=False, versions=[])
+    builds = [v.build_table for v in every if v.state == "building" and v.build_table]
+    covered = await blocking(ctx.hot.coverage.coverages, [*builds, *(v.model for v in every if v.state == "building")])
+    return ModelVersionsBody(recorded=True, versions=[_version_item(v, covered) for v in sorted(
+        every, key=lambda v: (v.model, -v.version))])
+
+
+def _version_item(version: DeployedVersion, covered: Mapping[str, Coverage]) -> ModelVersionItem:
+    building = version.state == "building" and version.build_table is not None
+    return ModelVersionItem(
+        model=version.model, version=version.version, state=version.state, category=version.category,
+        reasons=list(version.reasons), deployed_at_ms=version.deployed_ms, build_table=version.build_table,
+        build_covered=[list(r) for r in covered.get(version.build_table or "", ())] if building else None,
+        live_covered=[list(r) for r in covered.get(version.model, ())] if building else None,
+        table_version=version.table_version)
 
 
 @router.get("/bounds", response_model=BoundsList, summary="Every external model's scanned bounds")

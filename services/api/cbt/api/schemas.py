@@ -281,6 +281,27 @@ class ModelChangesBody(Body):
     not_versioned: list[KeptItem] = []
 
 
+class ModelVersionItem(Body):
+    model: str
+    version: int
+    state: str = Field(description="live, building, retired, superseded or rolled_back (docs/changing-models.md)")
+    category: str
+    reasons: list[str]
+    deployed_at_ms: int = Field(description="when the version reached this state")
+    build_table: str | None = Field(default=None, description="a building version: the table it is built into")
+    build_covered: list[list[int]] | None = Field(default=None, description="a building version: what its build "
+                                                                             "covers, [start, end) each")
+    live_covered: list[list[int]] | None = Field(default=None, description="a building version: what the live "
+                                                                            "version covers (the build's goal)")
+    table_version: int | None = Field(default=None, description="a retired version: the table version a rollback "
+                                                                "restores")
+
+
+class ModelVersionsBody(Body):
+    recorded: bool = Field(description="false when the versions cannot be read (spark.warehouse unset)")
+    versions: list[ModelVersionItem] = Field(description="every model's versions, newest first per model")
+
+
 class AuditItem(Body):
     at_ms: int
     who: str

@@ -34,4 +34,8 @@ def page_router() -> APIRouter:
     def invalidations() -> HTMLResponse:
         return HTMLResponse(render_page("invalidations", "Invalidations"))
 
+    @router.get("/changes")
+    def changes() -> HTMLResponse:
+        return HTMLResponse(render_page("changes", "Changes"))
+
     return router

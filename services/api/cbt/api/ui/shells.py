@@ -36,8 +36,9 @@ NAV = (
     NavItem("/dag", "DAG", "dag"),
     NavItem("/failures", "Failures", "failures"),
     NavItem("/invalidations", "Invalidations", "invalidations"),
+    NavItem("/changes", "Changes", "changes"),
 )
-PAGES = frozenset({"dashboard", "dag", "model", "failures", "invalidations"})
+PAGES = frozenset({"dashboard", "dag", "model", "failures", "invalidations", "changes"})
 
 
 @functools.cache
