@@ -149,6 +149,32 @@ def test_a_task_of_another_version_never_runs_with_this_worker_s_definition() ->
     assert handle(runner, task().model_copy(update={"version": "new"})) == "completed"
 
 
+def test_a_task_of_a_build_or_a_kept_version_runs_the_definition_the_versions_record_gives() -> None:
+    """A build began after this worker loaded its files: a task names the build, or the live version of a model its
+    files define anew; the worker reads the models to run (files, builds, kept definitions) and runs the task's."""
+    state, executor = ready_state(), Executor()
+    runner, published, _ = make_runner(executor, state)
+    build = f"{MODEL}__cbt_v2"
+    kept = replace(inc(MODEL, [SRC], imax=60), sql="SELECT 'the live definition'")
+    running = ModelSet({SRC: ext(SRC), MODEL: kept, build: inc(build, [SRC], imax=60)})
+    runner.versions = {MODEL: "new"}
+    runner.running = lambda: (running, {MODEL: "old", build: "new"})
+    ran: list[Transformation] = []
+    original = executor.run
+
+    async def record_model(model: Transformation, ctx: TaskContext) -> None:
+        ran.append(model)
+        await original(model, ctx)
+
+    executor.run = record_model  # type: ignore[method-assign]
+    for model_id, version in ((build, "new"), (MODEL, "old")):
+        request = TaskRequested(task_id=f"{model_id}:0:60", model=model_id, position=0, interval=60, version=version)
+        state.ledger.claim(model_id, InFlightTask(request.task_id, (0, 60), 10**15))
+        assert handle(runner, request) == "completed", model_id
+    assert [m.id for m in ran] == [build, MODEL] and ran[1].sql == "SELECT 'the live definition'"
+    assert [m.version for _, m in published.messages if isinstance(m, IntervalCompleted)] == ["new", "old"]
+
+
 def test_a_duplicate_of_a_covered_interval_is_acknowledged_without_running() -> None:
     state, executor = ready_state(), Executor()
     runner, published, _ = make_runner(executor, state)
