@@ -58,9 +58,11 @@ class Executor:
     during: list[object] = field(default_factory=list)
     seconds: float = 0.0
     finished: int = 0
+    models: list[Transformation] = field(default_factory=list)
 
     async def run(self, model: Transformation, task: TaskContext) -> None:
         self.runs.append(task)
+        self.models.append(model)
         for action in self.during:
             action()  # type: ignore[operator]
         await asyncio.sleep(self.seconds)
@@ -159,19 +161,12 @@ def test_a_task_of_a_build_or_a_kept_version_runs_the_definition_the_versions_re
     running = ModelSet({SRC: ext(SRC), MODEL: kept, build: inc(build, [SRC], imax=60)})
     runner.versions = {MODEL: "new"}
     runner.running = lambda: (running, {MODEL: "old", build: "new"})
-    ran: list[Transformation] = []
-    original = executor.run
-
-    async def record_model(model: Transformation, ctx: TaskContext) -> None:
-        ran.append(model)
-        await original(model, ctx)
-
-    executor.run = record_model  # type: ignore[method-assign]
     for model_id, version in ((build, "new"), (MODEL, "old")):
         request = TaskRequested(task_id=f"{model_id}:0:60", model=model_id, position=0, interval=60, version=version)
         state.ledger.claim(model_id, InFlightTask(request.task_id, (0, 60), 10**15))
         assert handle(runner, request) == "completed", model_id
-    assert [m.id for m in ran] == [build, MODEL] and ran[1].sql == "SELECT 'the live definition'"
+    assert [m.id for m in executor.models] == [build, MODEL]
+    assert executor.models[1].sql == "SELECT 'the live definition'"
     assert [m.version for _, m in published.messages if isinstance(m, IntervalCompleted)] == ["new", "old"]
 
 
