@@ -16,7 +16,7 @@ import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
-README_MAX_LINES = 120
+README_MAX_LINES = 60
 LINK = re.compile(r"\]\(([^)#\s]+)(?:#[^)]*)?\)")
 
 
