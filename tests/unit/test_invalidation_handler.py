@@ -6,15 +6,20 @@ import asyncio
 import json
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
 
 import pytest
 
 from cbt.contract.messages import Invalidation, InvalidationRejected, Message
 from cbt.contract.topics import Topics
+from cbt.invalidator.app import follow_builds
 from cbt.invalidator.handler import InvalidationHandler
 from cbt.invalidator.history import prune_history
+from cbt.models.builds import Build, with_builds
 from cbt.models.dag import ModelSet
-from cbt.models.spec import ModelId
+from cbt.models.deployment import DeployedVersion
+from cbt.models.spec import IncrementalModel, ModelId
+from cbt.models.stored import definition_document
 from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord
 from cbt.state.ports import InFlightTask
@@ -154,6 +159,39 @@ def test_good_event_removes_coverage_with_cascade_records_it_and_replans() -> No
     assert rig.state.coverage.invalidation_seq("an.two") == 1
     assert rig.replanned == [["an.minute", "an.two"]]
     assert rig.seen.ids == {"e1"}
+
+
+def test_an_invalidation_during_a_build_reaches_the_build_too() -> None:
+    """Issue 36: upstream rows changed while ``an.two``'s new version is built; the build holds that range too."""
+    rig = Rig()
+    live, files = MODELS.get("an.two"), replace(inc("an.two", ["an.minute"], imax=120), sql="SELECT 2")
+    assert isinstance(live, IncrementalModel)
+    running = with_builds(MODELS, {"an.two": Build("an.two", 2, live, files, "old", "new")})
+    rig.complete("an.minute", (0, 600), 60)
+    rig.complete("an.two", (0, 600), 120)
+    rig.complete("an.two__cbt_v2", (0, 600), 120)
+
+    assert asyncio.run(replace(rig.handler(), models=running).handle(good())) == "applied"
+
+    assert rig.state.coverage.coverage("an.two__cbt_v2") == ((0, 120), (240, 600))
+    assert rig.state.coverage.coverage("an.two") == ((0, 120), (240, 600)), "and the live version, as before"
+
+
+def test_the_invalidator_takes_up_the_builds_the_versions_record_holds() -> None:
+    rig = Rig()
+    handler = rig.handler()
+    planner = SimpleNamespace(models=MODELS, reader=None)
+    live = MODELS.get("an.two")
+    assert isinstance(live, IncrementalModel)
+    record = [DeployedVersion("an.two", 1, "h1", "m", {}, spec=definition_document(live)),
+              DeployedVersion("an.two", 2, "h2", "m", {}, deployed_ms=5, spec=definition_document(
+                  replace(live, sql="SELECT 2")), state="building", build_table="an.two__cbt_v2")]
+
+    asyncio.run(follow_builds(MODELS, lambda: record, handler, planner, rig.state))  # type: ignore[arg-type]
+
+    assert "an.two__cbt_v2" in handler.models and planner.models is handler.models
+    asyncio.run(follow_builds(MODELS, lambda: record[:1], handler, planner, rig.state))  # type: ignore[arg-type]
+    assert "an.two__cbt_v2" not in handler.models, "after the switch"
 
 
 def test_the_tasks_that_ran_are_re_run_whatever_their_offset() -> None:

@@ -64,7 +64,7 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 def cmd_rollback(args: argparse.Namespace) -> int:
     """Restore each table of the switch (one Delta commit each), record the versions (the services take them up
-    within seconds: ``cbt.coordinator.app.VERSIONS_READ_S``), then re-run what the rolled-back versions computed
+    within seconds: ``cbt.models.builds.VERSIONS_READ_S``), then re-run what the rolled-back versions computed
     after the switch, and the in-place readers that recomputed from them."""
     import time
 

@@ -29,6 +29,9 @@ from cbt.models.target_tables import owns_table
 from cbt.models.versions import short_version
 
 BUILD_MARK = "__cbt_v"
+VERSIONS_READ_S = 10
+"""How often a running service reads the versions record again for builds and rollbacks (``cbt rollback`` writes it
+from outside; a deployment, from the coordinator's leader)."""
 _BUILD_ID = re.compile(rf"^(?P<database>[^.]+)\.(?P<table>.+){BUILD_MARK}(?P<version>[0-9]+)$")
 
 
@@ -116,6 +119,13 @@ def pinned(models: ModelSet, pins: Mapping[ModelId, Pin]) -> ModelSet:
         return models
     return ModelSet({**models.models, **{m: pin.live for m, pin in pins.items()}}, models.external_database,
                     models.transformation_database, models.warnings)
+
+
+def running_models(files: ModelSet, versions: Iterable[DeployedVersion]) -> ModelSet:
+    """The models to run (and to invalidate) with the record's builds and rollbacks: ``with_builds`` over
+    ``pinned``, from every version's current state."""
+    states = list(versions)
+    return with_builds(pinned(files, pins_from(states)), builds_from(states))
 
 
 def running_versions(files: Mapping[ModelId, str], builds: Mapping[ModelId, Build],

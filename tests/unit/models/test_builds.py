@@ -13,6 +13,7 @@ from cbt.models.builds import (
     built_model,
     is_buildable,
     pins_from,
+    running_models,
     running_versions,
     with_builds,
 )
@@ -144,3 +145,11 @@ def test_a_rollback_switches_back_every_model_of_the_switch_and_keeps_the_files_
     assert rolled_back_files(edited, after) == set(), "files that change are deployed again"
     with pytest.raises(NothingToRollBack):
         plan_rollback("analytics.third", current_states(record), 9_000)
+
+
+def test_the_models_to_run_come_from_the_files_and_the_record_together(chain: ModelSet) -> None:
+    second, old = files(chain, "analytics.second"), live(chain, "analytics.second")
+    record = current_states([version(old, 1, "live", 1_000), version(second, 2, "building", 2_000)])
+    running = running_models(chain, record)
+    assert running.get("analytics.second") == old and "analytics.second__cbt_v2" in running
+    assert running_models(chain, []) is chain

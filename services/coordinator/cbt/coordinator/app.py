@@ -29,7 +29,16 @@ from cbt.contract.messages import BoundsUpdated, IntervalCompleted, Invalidation
 from cbt.coordinator import deploy
 from cbt.coordinator.switch import Switch, is_complete
 from cbt.coordinator.ticker import DueTracker, Fill, missed_run
-from cbt.models.builds import Build, Pin, builds_from, pinned, pins_from, running_versions, with_builds
+from cbt.models.builds import (
+    VERSIONS_READ_S,
+    Build,
+    Pin,
+    builds_from,
+    pinned,
+    pins_from,
+    running_versions,
+    with_builds,
+)
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import VersionRecord
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
@@ -49,8 +58,6 @@ from cbt.state.override_ports import OverrideRecord
 
 log = logging.getLogger("cbt.coordinator")
 LEADER_LEASE = "coordinator-leader"
-VERSIONS_READ_S = 10
-"""How often the leader reads the versions record again (``cbt rollback`` writes it from outside)."""
 
 
 @dataclass

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
+from collections.abc import Callable
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaMessage
@@ -22,7 +23,9 @@ from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.invalidator.handler import InvalidationHandler
 from cbt.invalidator.history import prune_step
+from cbt.models.builds import VERSIONS_READ_S, running_models
 from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion
 from cbt.planning.live import LiveStateReader
 from cbt.planning.override_sync import LiveOverrides, ModelView, follow
 from cbt.planning.planner import Planner
@@ -30,7 +33,7 @@ from cbt.service import skeleton
 from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Loop, Work
 from cbt.state.override_ports import OverrideRecord
-from cbt.state.ports import DurableRecord
+from cbt.state.ports import DurableRecord, StatePorts
 
 log = logging.getLogger("cbt.invalidator")
 SEEN_TTL_S = 30 * 24 * 3600
@@ -68,6 +71,20 @@ def handler_with(config: Config, models: ModelSet, state: RedisState, client: Re
         seen=RedisSeenEvents(client, config.redis.key_prefix), publisher=publisher, topics=topics,
         replan=planner.replan, max_range=config.invalidator.max_range, max_tasks=config.invalidator.max_tasks,
     )
+
+
+async def follow_builds(files: ModelSet, read: Callable[[], list[DeployedVersion]], handler: InvalidationHandler,
+                        planner: Planner, state: StatePorts) -> None:
+    """An invalidation during a build reaches the build too (its parents' or its sources' ranges changed): the
+    handler maps invalidations over the models with the builds in progress (``cbt.models.builds``), read from the
+    versions record every ``VERSIONS_READ_S``. Its re-plan of a build may fail while the overrides' refresh gave
+    the planner the models without builds: the coordinator's fill ticks plan the build's gaps anyway."""
+    running = running_models(files, await asyncio.to_thread(read))
+    if running != handler.models:
+        log.info("model versions: invalidations now reach", extra={
+            "models": sorted(set(running.models) - set(files.models))})
+        handler.models = running
+        planner.models, planner.reader = running, LiveStateReader.of(running, state)
 
 
 def _override_record(admin: DeltaAdmin) -> OverrideRecord:
@@ -109,7 +126,13 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     async def wind_down() -> None:
         log.info("invalidations handled", extra={"counts": dict(handler.counts)})
 
-    loops = [Loop("overrides", config.scheduler.tick_s, lambda: follow(view, planner))]
+    versions = functools.cache(lambda: admin.versions_record())
+
+    async def follow_versions() -> None:
+        await follow_builds(models, lambda: versions().all_versions(), handler, planner, state)
+
+    loops = [Loop("overrides", config.scheduler.tick_s, lambda: follow(view, planner)),
+             Loop("versions", VERSIONS_READ_S, follow_versions)]
     retention_s = config.invalidator.history_retention_s
     if retention_s is not None:
         coverage = handler.coverage
