@@ -9,22 +9,6 @@
 
 This package stays import-light: importing it imports none of its modules (``cbt --help`` imports only ``errors``).
 
-The layers, bottom to top (a package imports only from the layers below it; ``|`` separates packages of one layer,
-which are independent of each other). ``.importlinter`` at the repository's root holds this order and ``make lint``
-checks it:
-
-    cbt.base
-    cbt.config
-    cbt.models
-    cbt.contract
-    cbt.scheduling
-    cbt.observability
-    cbt.state
-    cbt.planning | cbt.concurrency
-    cbt.adapters
-    cbt.service
-    cbt.import_cbt
-    cbt.cli
-    cbt.coordinator | cbt.worker | cbt.bounds_cache | cbt.invalidator | cbt.api    (the services, one distribution each)
-    cbt.dev
+The layer order of every ``cbt`` package (this one at the bottom) is written once, in ``.importlinter`` at the
+repository's root, and ``make lint`` checks it.
 """
