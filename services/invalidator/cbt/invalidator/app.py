@@ -81,8 +81,9 @@ async def follow_builds(files: ModelSet, read: Callable[[], list[DeployedVersion
     the planner the models without builds: the coordinator's fill ticks plan the build's gaps anyway."""
     running = running_models(files, await asyncio.to_thread(read))
     if running != handler.models:
-        log.info("model versions: invalidations now reach", extra={
-            "models": sorted(set(running.models) - set(files.models))})
+        log.info("model versions: the record changed; invalidations follow it", extra={
+            "builds": sorted(set(running.models) - set(files.models)),
+            "kept_definitions": sorted(m for m in files.models if running.models.get(m) != files.models[m])})
         handler.models = running
         planner.models, planner.reader = running, LiveStateReader.of(running, state)
 
