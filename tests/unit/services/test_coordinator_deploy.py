@@ -160,3 +160,18 @@ def test_an_in_place_reader_below_a_build_waits_for_the_switch() -> None:
                             record, 2_000)
     assert published == [], "it would recompute from the parent's live version"
     assert set(builds_from(record.all_versions())) == {"an.parent"}
+
+
+def test_an_in_place_model_below_a_build_whose_change_it_does_not_read_recomputes_its_own_change_at_once() -> None:
+    """The parent only gains a column (built, its readers not reached): the in-place reader's own change cannot wait
+    for a switch that will not recompute it."""
+    record = MemoryVersions()
+    files = buildable(pipeline())
+    reader = replace(files.models["an.reads_total"], change=ChangePolicy("in_place"))
+    deployed(ModelSet({**files.models, "an.reads_total": reader}), record, 1_000)
+    added = buildable(pipeline(PARENT.replace("count(*) AS n", "count(*) AS n, max(v) AS top")))
+    edited_reader = replace(reader, sql='SELECT slot, total * 2 AS total FROM {{ ref("an.parent") }}')
+    _, published = deployed(ModelSet({**added.models, "an.reads_total": edited_reader}), record, 2_000)
+
+    assert set(builds_from(record.all_versions())) == {"an.parent"}
+    assert [(e.model, e.start, e.end) for e in published] == [("an.reads_total", 0, 100)]

@@ -106,3 +106,23 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
     states = {v.version: (v.state, v.table_version, v.covered_end) for v in record.all_versions()}
     assert states == {1: ("retired", 7, 317), 2: ("live", None, None)}
     assert [(e.model, e.start, e.end, e.cascade) for e in published] == [("an.reads_total", 0, 300, False)]
+
+
+def test_the_head_a_build_left_is_recomputed_at_the_switch_without_its_descendants() -> None:
+    """A descendant the change reaches is built or waits for the switch; one it does not reach keeps its rows."""
+    state, record = MemoryState(), MemoryVersions()
+    record.record_versions([version("an.parent", 1, PARENT, "live"), version("an.parent", 2, EDITED, "building"),
+                            version("an.reads_n", 1, EDITED, "live")])
+    build = parent_build()
+    for model_id, covered in {"an.parent": (0, 317), build.table: (0, 300), "an.reads_n": (0, 317)}.items():
+        state.coverage.record_completed(model_id, covered, 0)
+    published: list[Invalidation] = []
+
+    async def publish(event: Invalidation) -> None:
+        published.append(event)
+
+    switch = Switch(state.coverage, state.ledger, lambda: record, lambda rows: None, lambda m, b: 7,
+                    lambda table: None, publish)
+    asyncio.run(switch.run(files(), {build.model: build}))
+    assert [(e.model, e.start, e.end, e.cascade) for e in published if e.model == "an.parent"] == [
+        ("an.parent", 300, 317, False)]

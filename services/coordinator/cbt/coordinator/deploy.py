@@ -22,12 +22,14 @@ from dataclasses import replace
 
 from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation
-from cbt.models.builds import build_id, is_buildable
+from cbt.coordinator.switch import waiting_in_place
+from cbt.models.builds import build_id, builds_from, is_buildable
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import (
     DeployedVersion,
     DeploymentPlan,
     VersionRecord,
+    current_states,
     latest_versions,
     live_versions,
     plan_deployment,
@@ -67,10 +69,14 @@ def built_models(plan: DeploymentPlan, models: ModelSet, live: Mapping[ModelId, 
     return out
 
 
-def in_place_now(plan: DeploymentPlan, models: ModelSet, built: Collection[ModelId]) -> dict[ModelId, tuple[str, ...]]:
-    """The in-place models to invalidate at once: those no build is upstream of (the others wait for the switch)."""
+def in_place_now(plan: DeploymentPlan, models: ModelSet, built: Collection[ModelId],
+                 versions: list[DeployedVersion]) -> dict[ModelId, tuple[str, ...]]:
+    """The in-place models to invalidate at once: all but those a build's change reaches (``versions``: every
+    version's state once this deployment is recorded) — they would recompute from the parents' live versions, so they
+    wait for the switch (``cbt.coordinator.switch.waiting_in_place``, the same rule)."""
+    waiting = set(waiting_in_place(models, builds_from(versions), versions))
     return {model_id: reasons for model_id, reasons in plan.recompute.items()
-            if model_id not in built and not set(models.ancestors(model_id)) & set(built)}
+            if model_id not in built and model_id not in waiting}
 
 
 def with_states(plan: DeploymentPlan, models: ModelSet, built: Collection[ModelId],
@@ -134,12 +140,12 @@ async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record
         if change.category != "new" or deployed:
             log.info("model version: %s", change.category, extra={"model": model_id, "reasons": list(change.reasons)})
     built = built_models(plan, models, live_versions(versions))
-    now = in_place_now(plan, models, built)
+    rows = with_states(plan, models, built, deployed)
+    now = in_place_now(plan, models, built, current_states([*versions, *rows]))
     for event in invalidations(plan, models, coverage(list(now)), now):
         log.info("model version: recomputing in place", extra={"model": event.model, "reason": event.reason,
                                                                "range": [event.start, event.end]})
         await publish(event)
-    rows = with_states(plan, models, built, deployed)
     for row in rows:
         if row.state == "building" and row.model in built:
             log.info("model version: building beside the live version", extra={"model": row.model,

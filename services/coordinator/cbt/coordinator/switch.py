@@ -136,9 +136,10 @@ class Switch:
 
     async def _recompute_head(self, model_id: ModelId, left: Coverage, builds: Mapping[ModelId, Build]) -> None:
         """The live model's head that its build did not cover: the switched table lacks its rows (it holds the
-        build's); it is computed again, and what was computed from it."""
+        build's), so it is computed again — alone: a descendant the change reaches is built or waited for the
+        switch, and one it does not reach read only columns whose values the head's new rows keep."""
         if left:
-            await self._invalidate(model_id, (left[0][0], left[-1][1]), builds, "its head was not built", True)
+            await self._invalidate(model_id, (left[0][0], left[-1][1]), builds, "its head was not built", False)
 
     async def _invalidate(self, model_id: ModelId, span: tuple[int, int], builds: Mapping[ModelId, Build], why: str,
                           cascade: bool) -> None:
