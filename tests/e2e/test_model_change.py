@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -217,3 +218,128 @@ def wait_for_reruns(dep: Deployment, events: EventRecorder, models: tuple[str, .
 def done_since(events: EventRecorder, since_ms: int) -> list[IntervalCompleted]:
     return [s.message for s in list(events.completed)
             if isinstance(s.message, IntervalCompleted) and s.message.completed_at_ms >= since_ms]
+
+
+FIRST, FORWARD_FROM = "block_propagation_minute", T0 + 300
+ADDED_COLUMN = ("max(propagation_slot_start_diff) AS max_propagation_ms\n",
+                "max(propagation_slot_start_diff) AS max_propagation_ms,\n  count(*) AS observations\n")
+OLD_LATE, NEW_LATE = "p.propagation_class = 'slow' AS is_late", "p.propagation_class <> 'fast' AS is_late"
+
+
+def minute_with_observations(src: str, out: str, span: o.Range) -> str:
+    return o.minute(src, out, span).replace("max(propagation_slot_start_diff) AS max_propagation_ms",
+                                            "max(propagation_slot_start_diff) AS max_propagation_ms, "
+                                            "count(*) AS observations")
+
+
+def five_minute_from(start: int) -> o.Expected:
+    """The old definition below ``start``, the new one from there on."""
+
+    def sql(src: str, out: str, span: o.Range) -> str:
+        old = o.five_minute(src, out, (span[0], min(span[1], start)))
+        new = o.five_minute(src, out, (max(span[0], start), span[1])).replace(OLD_LATE, NEW_LATE)
+        return f"SELECT * FROM ({old} UNION ALL {new}) AS both_definitions"
+
+    return o.Expected(sql, o.Interval(300, 120), all_of=(MIDDLE,))
+
+
+def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_recompute_only_what_they_say(
+        endpoints: Endpoints, spark_backend: SparkBackend, tmp_path: Path) -> None:
+    """Three edits deployed at once: the chain's first model gains a column (non-breaking: built, switched, its
+    readers not recomputed), the middle one is re-indented and tagged (metadata: nothing recomputed), the last one
+    changes a formula ``forward_only`` from a position (history kept below it). The worker is SIGKILLed and the
+    coordinator restarted while the build runs: nothing is lost and the build switches once."""
+    files = tmp_path / "transformations"
+    shutil.copytree(PROJECT / "models" / "transformations", files)
+    tag = f"tm{uuid.uuid4().hex[:8]}"
+    paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{files}]"}
+    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.session,
+                             spark_backend.remote, tag, paths) as dep:
+        dep.create_tables()
+        dep.write_entities()
+        dep.write_sources(T0, SOURCE_END)
+        dep.start(*SERVICES)
+        dep.wait_quiet(LAST_SLOT_END)
+        dep.stop()
+
+        edit(files / f"{FIRST}.sql", *ADDED_COLUMN)
+        edit(files / f"{MIDDLE}.sql", "tags: [propagation]", "tags: [propagation, classified]")
+        edit(files / f"{MIDDLE}.sql", "\nSELECT\n  slot,\n", "\n-- re-indented\nSELECT\n    slot,\n")
+        edit(files / "block_propagation_five_minute.sql", "tags: [propagation, entity]\n",
+             f"tags: [propagation, entity]\nchange:\n  mode: forward_only\n  effective_from: {FORWARD_FROM}\n")
+        edit(files / "block_propagation_five_minute.sql", OLD_LATE, NEW_LATE)
+        config = load_config(CONFIG, environ={**dep.overrides})
+        dep.models = load_models(config)
+        changes = model_changes.to_json(model_changes.compare(
+            config, dep.models, {m.id: dep.coverage(m.id) for m in dep.models.incrementals}))
+        assert {c["id"].split(".")[1]: c["category"] for c in changes["changed"]} == {
+            FIRST: "non-breaking", MIDDLE: "metadata", "block_propagation_five_minute": "breaking"}, changes
+
+        events = EventRecorder(endpoints.kafka_bootstrap, [Topics(f"{tag}.").interval_completed], f"{tag}.test")
+        events.start()
+        restarted_ms = int(time.time() * 1000)
+        build = f"{dep.output_db}.{FIRST}__cbt_v2"
+        try:
+            dep.start(*SERVICES)
+            wait_in_flight(dep, build)
+            dep.procs.kill("worker", signal.SIGKILL)
+            dep.procs.kill("coordinator", signal.SIGKILL)
+            dep.start("coordinator", "worker")
+            switches = wait_live(dep, f"{dep.output_db}.{FIRST}", 2)
+            dep.wait_quiet(LAST_SLOT_END)
+            time.sleep(1.0)  # (the last completions reach the recorder)
+        finally:
+            events.stop()
+
+        assert switches == 1, f"the build switched {switches} times"
+        assert "observations" in dep.spark.table(f"{dep.output_db}.{FIRST}").columns, "the table gained the column"
+        after = done_since(events, restarted_ms)
+        by_model: dict[str, list[IntervalCompleted]] = {}
+        for c in after:
+            if c.position is not None:  # (a scheduled model runs at its next fire time, as always)
+                by_model.setdefault(c.model.split(".")[1], []).append(c)
+        assert set(by_model) <= {FIRST, f"{FIRST}__cbt_v2", "block_propagation_five_minute"}, \
+            f"models other than the build, its head and the forward-only model ran: {sorted(by_model)}"
+        assert sum(c.interval or 0 for c in by_model.get(FIRST, [])) <= 60, "more than the build's head re-ran"
+        forward = by_model.get("block_propagation_five_minute", [])
+        start = min((c.position or 0 for c in forward), default=None)
+        assert start is not None and FORWARD_FROM - 300 < start <= FORWARD_FROM, \
+            f"the new definition starts at the task that holds {FORWARD_FROM}: " \
+            f"{[(c.position, c.interval) for c in forward]}"
+
+        incrementals = [m.id for m in dep.models.incrementals]
+        first = o.Expected(minute_with_observations, o.Interval(60, 12), all_of=("beacon_blocks",))
+        expected = o.Pipeline(o.EXAMPLE.externals, {
+            **o.EXAMPLE_MODELS, FIRST: first, "block_propagation_five_minute": five_minute_from(start)}, {})
+        verdict = o.IndependentOracle(dep.spark, dep.source_db, dep.output_db, expected).verdict(
+            {m.split(".")[1]: dep.coverage(m) for m in incrementals})
+        assert verdict["holds"], verdict["problems"]
+
+
+def edit(path: Path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text, f"{path.name}: {old!r} not found"
+    path.write_text(text.replace(old, new, 1))
+
+
+def wait_in_flight(dep: Deployment, model_id: str, timeout_s: float = 300.0) -> None:
+    """Until a task of ``model_id`` is in flight (claimed by a worker)."""
+    deadline = time.monotonic() + timeout_s
+    while not dep.state.ledger.in_flight([model_id], int(time.time() * 1000)).get(model_id):
+        assert not dep.procs.exited(), f"services exited: {dep.procs.exited()}; logs in {dep.log_dir}"
+        assert time.monotonic() < deadline, f"no task of {model_id} in flight; logs in {dep.log_dir}"
+        time.sleep(0.05)
+
+
+def wait_live(dep: Deployment, model_id: str, version: int, timeout_s: float = 300.0) -> int:
+    """Until the versions record says ``version`` of ``model_id`` is live; how many times it was switched live."""
+    table = f"`{dep.overrides['CBT__ADMIN__INCREMENTAL__DATABASE']}`.cbt_model_versions"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        rows = dep.spark.sql(f"SELECT state FROM {table} WHERE concat(`database`, '.', `table`) = '{model_id}' "
+                             f"AND version = {version} ORDER BY deployed_date_time").collect()
+        if rows and rows[-1]["state"] == "live":
+            return sum(1 for r in rows if r["state"] == "live")
+        assert not dep.procs.exited(), f"services exited: {dep.procs.exited()}; logs in {dep.log_dir}"
+        assert time.monotonic() < deadline, f"{model_id} version {version} never switched; logs in {dep.log_dir}"
+        time.sleep(1.0)
