@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from bench.events import EventRecorder
+from cbt.adapters.delta_admin import admin_from_config
 from cbt.config.settings import load_config
 from cbt.contract.messages import IntervalCompleted
 from cbt.contract.topics import Topics
@@ -141,6 +142,7 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
                     {c.version for c in after if c.model.endswith(f".{MIDDLE}__cbt_v2")})
         assert len(versions[0]) == len(versions[1]) == 1 and versions[0] != versions[1] and None not in versions[1], \
             f"every completion says which version computed it: {versions}"
+        assert recorded_versions(dep, MIDDLE) == versions[1], "the admin rows say the new version computed the table"
         reruns = [c for c in after if c.direction == "rerun"]
         assert {c.model.split(".")[1] for c in reruns} <= {MIDDLE, "block_propagation_five_minute"}
         assert any(c.model.endswith(".block_propagation_five_minute") for c in reruns)
@@ -161,6 +163,14 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
         verdict = o.IndependentOracle(dep.spark, dep.source_db, dep.output_db, ROLLED_BACK).verdict(
             {m.split(".")[1]: dep.coverage(m) for m in incrementals})
         assert verdict["holds"], verdict["problems"]
+        assert recorded_versions(dep, MIDDLE) == versions[0], "and the old one again after the rollback"
+
+
+def recorded_versions(dep: Deployment, table: str) -> set[str | None]:
+    """The versions the admin table's live rows of ``table`` say computed them."""
+    model_id = f"{dep.output_db}.{table}"
+    return set(admin_from_config(dep.spark, load_config(CONFIG, environ={**dep.overrides})).version_coverage(
+        [model_id])[model_id])
 
 
 class VersionSampler:

@@ -77,9 +77,9 @@ def record(request: pytest.FixtureRequest, tmp_path: Path) -> DurableRecord:
     return admin
 
 
-def done(start: int, end: int, *, model: str = M, seq: int = 0) -> CompletedInterval:
+def done(start: int, end: int, *, model: str = M, seq: int = 0, version: str | None = None) -> CompletedInterval:
     return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", invalidation_seq=seq,
-                             task_interval=end - start)
+                             task_interval=end - start, version=version)
 
 
 def invalidation(inv_id: str, affected: dict[str, list[tuple[int, int]]]) -> InvalidationRecord:
@@ -124,7 +124,7 @@ def test_ensure_tables_is_idempotent(admin: DeltaAdmin, spark: SparkSession, spa
 def test_a_table_from_before_task_boundaries_gets_the_column_and_its_rows_read_as_before(
     spark: SparkSession, spark_database: str, backend: str
 ) -> None:
-    old = ", ".join(c.ddl() for c in COMPLETIONS.columns if c.name != "task_interval")
+    old = ", ".join(c.ddl() for c in COMPLETIONS.columns if c.name not in ("task_interval", "model_version"))
     spark.sql(f"CREATE TABLE {spark_database}.cbt_incremental ({old}) USING DELTA PARTITIONED BY (`database`, `table`)")
     spark.sql(f"INSERT INTO {spark_database}.cbt_incremental VALUES "
               "(now(), 'an', 'hourly', 0, 600, 't1', 'consolidated', 0, 'consolidated', 0), "
@@ -134,7 +134,7 @@ def test_a_table_from_before_task_boundaries_gets_the_column_and_its_rows_read_a
     admin.ensure_tables()
     admin.ensure_tables()
 
-    assert "task_interval" in spark.table(f"{spark_database}.cbt_incremental").columns
+    assert {"task_interval", "model_version"} <= set(spark.table(f"{spark_database}.cbt_incremental").columns)
     assert admin.live_pieces([M], (0, 1000)) == {M: [Piece((0, 600), UNKNOWN_STEP), Piece((600, 700), 100)]}
     admin.record_completed([done(700, 800)])
     assert admin.coverage([M]) == {M: ((0, 800),)}
@@ -272,6 +272,47 @@ def test_consolidation_inside_the_invalidation_window_keeps_what_lies_outside(re
     assert record.coverage([M]) == {M: ((0, 10), (20, 30))}
     record.consolidate(M)
     assert record.coverage([M]) == {M: ((0, 10), (20, 30))}
+
+
+def test_every_row_says_which_version_computed_it_and_consolidation_never_merges_two_versions(
+        record: DurableRecord) -> None:
+    """An in-place change re-runs [10, 30) in version b: the record says which ranges each version computed (and
+    what was recorded before versions), before and after consolidation."""
+    record.record_completed([done(0, 10, version="a"), done(10, 20, version="a"), done(20, 30, version="a"),
+                             done(30, 40, version="b"), done(40, 50)])
+    record.record_invalidation(invalidation("inv-1", {M: [(10, 30)]}))
+    record.record_completed([done(10, 20, seq=1, version="b"), done(20, 30, seq=1, version="b")])
+    expected = {M: {"a": ((0, 10),), "b": ((10, 40),), None: ((40, 50),)}, OTHER: {}}
+    assert record.version_coverage([M, OTHER]) == expected
+
+    assert [(c.rows_before, c.rows_after) for c in record.consolidate(M)] == [(7, 3)]
+
+    assert record.version_coverage([M, OTHER]) == expected
+    assert record.coverage([M]) == {M: ((0, 50),)}
+
+
+def test_a_switched_build_s_rows_replace_the_model_s_under_the_model_s_epoch(record: DurableRecord) -> None:
+    """The model covered [0, 60) in version a (tasks of 10, one invalidation); its build covered [0, 50) in version b
+    (tasks of 25, two invalidations of its own). Adopted: the model's rows are the build's tasks in version b but for
+    the head [50, 60) the build left, kept so that its re-run finds the task; an invalidation the model records
+    next still cuts the adopted rows."""
+    build = f"{M}__cbt_v2"
+    record.record_completed([done(s, s + 10, version="a") for s in range(0, 60, 10)])
+    record.record_invalidation(invalidation("inv-m", {M: [(0, 10)]}))
+    record.record_completed([done(0, 10, seq=1, version="a")])
+    for n, event in enumerate(("inv-b1", "inv-b2"), start=1):
+        record.record_invalidation(invalidation(event, {build: [(100 + n, 101 + n)]}))
+    record.record_completed([done(0, 25, model=build, seq=2, version="b"),
+                             done(25, 50, model=build, seq=2, version="b")])
+
+    record.adopt(M, build, (50, 60))
+
+    assert record.version_coverage([M]) == {M: {"b": ((0, 50),), "a": ((50, 60),)}}
+    assert record.live_pieces([M], (0, 100)) == {M: [Piece((0, 50), 25), Piece((50, 60), 10)]}
+    record.record_invalidation(invalidation("inv-m2", {M: [(25, 50)]}))
+    assert record.coverage([M]) == {M: ((0, 25), (50, 60))}, \
+        "the adopted rows carry the model's epoch (1), not the build's"
+    assert record.coverage([build]) == {build: ((0, 50),)}, "the build's own rows are left to be dropped with it"
 
 
 def test_consolidation_keeps_every_task_boundary_so_re_runs_stay_exact(record: DurableRecord) -> None:

@@ -41,6 +41,19 @@ class MemoryRecord:
             return {m: sorted({p for p in self._pieces(m) if p.range[0] < window[1] and p.range[1] > window[0]})
                     for m in model_ids}
 
+    def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        with self._lock:
+            return {m: protocol.version_coverage(self._rows(m), self._marks(m)) for m in model_ids}
+
+    def adopt(self, model_id: ModelId, source_id: ModelId, keep: Range | None = None) -> None:
+        with self._lock:
+            top = max((m.epoch for m in self._marks(model_id)), default=0)
+            adopted = [_consolidated(model_id, run, top, version)
+                       for version, run in protocol.version_runs(self._rows(source_id), self._marks(source_id))]
+            kept = [r for r in self.rows if r.model == model_id and keep is not None
+                    and r.range[0] < keep[1] and r.range[1] > keep[0]]
+            self.rows = [r for r in self.rows if r.model != model_id] + adopted + kept
+
     def invalidated_ranges(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[TaskRun, ...]]:
         with self._lock:
             out: dict[ModelId, set[TaskRun]] = {}
@@ -91,7 +104,8 @@ class MemoryRecord:
                     break
                 before = [r for r in self.rows if r.model == model]
                 top = max((m.epoch for m in self._marks(model)), default=0)
-                after = [_consolidated(model, run, top) for run in protocol.runs(self._pieces(model))]
+                after = [_consolidated(model, run, top, version)
+                         for version, run in protocol.version_runs(self._rows(model), self._marks(model))]
                 if len(after) < len(before):
                     self.rows = [r for r in self.rows if r.model != model] + after
                     done.append(Consolidation(model, len(before), len(after)))
@@ -118,19 +132,21 @@ class MemoryRecord:
         return [Mark(r.seqs[model], run.span) for r in self.invalidations.values() if model in r.seqs
                 for run in r.affected.get(model, ())]
 
+    def _rows(self, model: ModelId) -> list[CompletedRange]:
+        return [CompletedRange(r.range, r.invalidation_seq, _step(r), r.version) for r in self.rows if r.model == model]
+
     def _pieces(self, model: ModelId) -> list[Piece]:
         marks = self._marks(model)
-        return [piece for r in self.rows if r.model == model
-                for piece in protocol.live_pieces(CompletedRange(r.range, r.invalidation_seq, _step(r)), marks)]
+        return [piece for r in self._rows(model) for piece in protocol.live_pieces(r, marks)]
 
     def _live(self, model: ModelId) -> Coverage:
         return cov.merge(p.range for p in self._pieces(model))
 
 
-def _consolidated(model: ModelId, run: Piece, seq: int) -> CompletedInterval:
+def _consolidated(model: ModelId, run: Piece, seq: int, version: str | None) -> CompletedInterval:
     (start, end), step = run.range, run.step
     return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", CONSOLIDATED, seq,
-                             CONSOLIDATED, task_interval=None if step == UNKNOWN_STEP else step)
+                             CONSOLIDATED, task_interval=None if step == UNKNOWN_STEP else step, version=version)
 
 
 def _step(row: CompletedInterval) -> int | None:

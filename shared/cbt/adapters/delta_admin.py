@@ -336,6 +336,12 @@ class DeltaAdmin:
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
         return self.tables.completions.live_pieces(model_ids, window)
 
+    def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        return self.tables.completions.version_coverage(model_ids)
+
+    def adopt(self, model_id: ModelId, source_id: ModelId, keep: Range | None = None) -> None:
+        self.tables.completions.adopt(model_id, source_id, keep)
+
     def consolidate(self, model_id: ModelId | None = None,
                     still_allowed: Callable[[], bool] = lambda: True) -> list[Consolidation]:
         return self.tables.completions.consolidate(model_id, still_allowed)

@@ -73,6 +73,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     from cbt.adapters.spark import connect
     from cbt.adapters.switch import restore
     from cbt.contract.messages import Invalidation
+    from cbt.models.builds import build_id
     from cbt.models.deployment import NothingToRollBack, plan_rollback
     from cbt.models.loader import load_project
 
@@ -90,6 +91,10 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     for table, version in plan.restores:
         restore(spark, table, version)
         print(f"restored {table} to its table version {version}")
+    for kept in (v for v in plan.rows if v.state == "live"):  # (the rows the switch kept: none before they were)
+        rows_of = build_id(kept.model, kept.version)
+        if admin.version_coverage([rows_of]).get(rows_of):
+            admin.adopt(kept.model, rows_of)
     record.record_versions(plan.rows)
     rolled = {table for table, _ in plan.restores}
     covered = admin.coverage(sorted({*rolled, *(d for m in rolled for d in models.dependents(m))}))

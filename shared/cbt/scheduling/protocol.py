@@ -26,7 +26,7 @@ hot path, and that is rebuilt from the durable record whenever it is lost.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from cbt.scheduling import coverage as cov
@@ -53,6 +53,8 @@ class CompletedRange:
     range: Range
     seq: int
     step: int | None = None
+    version: str | None = None
+    """The model's version that computed it (consolidation never merges rows of two versions)."""
 
     @property
     def task_step(self) -> int:
@@ -114,6 +116,27 @@ def runs(pieces: Iterable[Piece]) -> list[Piece]:
         else:
             out.append(piece)
     return out
+
+
+def by_version(rows: Iterable[CompletedRange]) -> dict[str | None, list[CompletedRange]]:
+    """The rows each model version computed."""
+    out: dict[str | None, list[CompletedRange]] = {}
+    for row in rows:
+        out.setdefault(row.version, []).append(row)
+    return out
+
+
+def version_runs(rows: Iterable[CompletedRange], marks: Sequence[Mark]) -> list[tuple[str | None, Piece]]:
+    """``runs`` of each version's live pieces apart (consolidation): a run never mixes the versions that computed
+    its rows, so every consolidated row still says which version computed it."""
+    return [(version, run) for version, same in sorted(by_version(rows).items(), key=lambda item: item[0] or "")
+            for run in runs(p for row in same for p in live_pieces(row, marks))]
+
+
+def version_coverage(rows: Iterable[CompletedRange], marks: Sequence[Mark]) -> dict[str | None, Coverage]:
+    """What each version computed that is still live (``None``: rows recorded without a version)."""
+    covered = {version: live_coverage(same, marks) for version, same in by_version(rows).items()}
+    return {version: ranges for version, ranges in covered.items() if ranges}
 
 
 def live_coverage(rows: Iterable[CompletedRange], marks: Iterable[Mark]) -> Coverage:

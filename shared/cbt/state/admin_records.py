@@ -46,7 +46,8 @@ class CompletedInterval:
     ``invalidation_seq`` is the model's invalidation sequence the worker read before running the task; the parts
     of the row that an invalidation recorded under a higher epoch overlaps are stale (``cbt.scheduling.protocol``).
     ``task_interval``: the length of each task the row records (``None``: one task, the whole row; a consolidated
-    row is a run of touching tasks of one length).
+    row is a run of touching tasks of one length). ``version``: the model's version that computed it
+    (``cbt.models.versions``; ``None``: not known).
     """
 
     model: ModelId
@@ -59,6 +60,7 @@ class CompletedInterval:
     duration_ms: int = 0
     completed_at_ms: int = field(default_factory=now_ms)
     task_interval: int | None = None
+    version: str | None = None
 
     def __post_init__(self) -> None:
         split_model_id(self.model)

@@ -132,6 +132,19 @@ class DurableRecord(Protocol):
         which tasks ran there."""
         ...
 
+    def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        """What each version of each model computed that is still live (``cbt.scheduling.protocol
+        .version_coverage``; ``None``: rows recorded without a version): where an in-place change has not reached
+        yet, and what a deployment made before versions computed."""
+        ...
+
+    def adopt(self, model_id: ModelId, source_id: ModelId, keep: Range | None = None) -> None:
+        """Replace the model's rows with the runs of ``source_id``'s live rows, in one commit (a build switched to:
+        the table holds what the build's tasks computed, in its version); they carry the model's highest epoch. The
+        model's own rows overlapping ``keep`` stay as they are (the head its build did not cover: its re-run finds
+        the tasks that computed it)."""
+        ...
+
     def invalidation_seqs(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, int]:
         """The highest epoch recorded per model; models never invalidated are absent."""
         ...

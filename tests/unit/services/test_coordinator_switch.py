@@ -9,7 +9,7 @@ from dataclasses import replace
 import pytest
 
 from cbt.contract.messages import Invalidation
-from cbt.coordinator.switch import Switch, head_left, is_complete, waiting_in_place
+from cbt.coordinator.switch import Switch, adopt_build, head_left, is_complete, waiting_in_place
 from cbt.models.builds import Build
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion
@@ -19,7 +19,7 @@ from cbt.models.templates import RenderSettings
 from cbt.models.versions import fingerprint
 from cbt.scheduling.coverage import Coverage
 from cbt.state.admin_records import CompletedInterval
-from tests.twins.memory_record import MemoryVersions
+from tests.twins.memory_record import MemoryRecord, MemoryVersions
 from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc, models_of
 
@@ -84,8 +84,10 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
     for model_id, ranges in {"an.parent": ((0, 317),), build.table: ((0, 400),), "an.reads_total": ((0, 300),)}.items():
         for r in ranges:
             state.coverage.record_completed(model_id, r, 0)
+    durable = MemoryRecord()
+    durable.record_completed([CompletedInterval("an.parent", 0, 317, "p", version="old"),
+                              CompletedInterval(build.table, 0, 400, "b", version="new")])
     switched: list[tuple[str, str]] = []
-    recorded: list[CompletedInterval] = []
     published: list[Invalidation] = []
     dropped: list[str] = []
 
@@ -96,13 +98,16 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
         switched.append((model_id, build_table))
         return 7
 
-    switch = Switch(state.coverage, state.ledger, lambda: record, recorded.extend, switch_table, dropped.append,
+    switch = Switch(state.coverage, state.ledger, lambda: record, lambda: durable, switch_table, dropped.append,
                     publish)
     assert switch.ready({build.model: build})
     asyncio.run(switch.run(files(), {build.model: build}))
 
     assert switched == [("an.parent", "an.parent__cbt_v2")] and dropped == ["an.parent__cbt_v2"]
-    assert [(r.position, r.interval) for r in recorded] == [(317, 83)], "what the build covered beyond"
+    assert durable.version_coverage(["an.parent", "an.parent__cbt_v1"]) == {
+        "an.parent": {"new": ((0, 400),)}, "an.parent__cbt_v1": {"old": ((0, 317),)}}, \
+        "the model's rows are the build's; its old rows are kept for a rollback"
+    assert state.coverage.coverage("an.parent") == ((0, 400),), "with what the build covered beyond"
     states = {v.version: (v.state, v.table_version, v.covered_end) for v in record.all_versions()}
     assert states == {1: ("retired", 7, 317), 2: ("live", None, None)}
     assert [(e.model, e.start, e.end, e.cascade) for e in published] == [("an.reads_total", 0, 300, False)]
@@ -121,8 +126,18 @@ def test_the_head_a_build_left_is_recomputed_at_the_switch_without_its_descendan
     async def publish(event: Invalidation) -> None:
         published.append(event)
 
-    switch = Switch(state.coverage, state.ledger, lambda: record, lambda rows: None, lambda m, b: 7,
-                    lambda table: None, publish)
+    switch = Switch(state.coverage, state.ledger, lambda: record, MemoryRecord, lambda m, b: 7, lambda table: None,
+                    publish)
     asyncio.run(switch.run(files(), {build.model: build}))
     assert [(e.model, e.start, e.end, e.cascade) for e in published if e.model == "an.parent"] == [
         ("an.parent", 300, 317, False)]
+
+
+def test_a_switch_repeated_after_a_crash_keeps_the_old_version_s_rows_not_the_build_s() -> None:
+    durable = MemoryRecord()
+    durable.record_completed([CompletedInterval("an.parent", 0, 300, "p", version="old"),
+                              CompletedInterval("an.parent__cbt_v2", 0, 300, "b", version="new")])
+    for _ in range(2):
+        adopt_build(durable, "an.parent", "an.parent__cbt_v2", "an.parent__cbt_v1")
+    assert durable.version_coverage(["an.parent", "an.parent__cbt_v1"]) == {
+        "an.parent": {"new": ((0, 300),)}, "an.parent__cbt_v1": {"old": ((0, 300),)}}

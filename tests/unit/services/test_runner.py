@@ -119,13 +119,14 @@ def test_a_ready_task_runs_records_then_publishes_completion() -> None:
 
 def test_a_completion_says_which_version_of_the_model_computed_it() -> None:
     state, executor = ready_state(), Executor()
-    runner, published, _ = make_runner(executor, state)
+    runner, published, rows = make_runner(executor, state)
     runner.versions = {MODEL: "3f9a0c1d2e4b"}
     state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
 
     assert handle(runner, task()) == "completed"
     [(_, completed)] = published.messages
     assert isinstance(completed, IntervalCompleted) and completed.version == "3f9a0c1d2e4b"
+    assert [row.version for row in rows.rows] == ["3f9a0c1d2e4b"], "the admin row says it too"
 
 
 def test_a_task_of_another_version_never_runs_with_this_worker_s_definition() -> None:

@@ -447,7 +447,7 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
     async def publish(event: Invalidation) -> None:
         await planner.publisher.publish(planner.topics.invalidation, event, key=event.model)
 
-    switch = Switch(state.coverage, state.ledger, versions, lambda rows: admin().record_completed(rows),
+    switch = Switch(state.coverage, state.ledger, versions, admin,
                     on_spark.switch_table, on_spark.drop_table, publish)
     return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view,
                        milestone=clients.startup.reached, versions=versions, prints=prints, switch=switch)

@@ -5,11 +5,12 @@ The leader checks at each tick. When the builds are complete it stops planning t
 for their tasks in flight to end (a task of the old version must not land in a switched table), then, parents
 before children, replaces each model's table with its build's rows in one Delta commit
 (``cbt.adapters.switch``): a reader of one table sees the old version or the new one, never both, and the tables of
-one deployment switch one after another within seconds. What a build covered beyond its live model is recorded for
-the model; the versions are recorded (the new ones ``live``, the old ones ``retired`` with the table version to
-restore); the in-place models that waited below a build are invalidated now, so they recompute from the new
-parents; the build tables are dropped. A leader that dies midway switches again on the next start (the same rows:
-replacing a table with its build twice changes nothing).
+one deployment switch one after another within seconds. The model's completion rows become its build's, in one
+commit (the tasks that computed what the table now holds, in their version: ``adopt_build``); the versions
+are recorded (the new ones ``live``, the old ones ``retired`` with the table version to restore); the in-place
+models that waited below a build are invalidated now, so they recompute from the new parents; the build tables are
+dropped. A leader that dies midway switches again on the next start (the same rows: replacing a table with its
+build twice changes nothing).
 """
 
 from __future__ import annotations
@@ -22,14 +23,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 
 from cbt.contract.messages import Invalidation
-from cbt.models.builds import Build
+from cbt.models.builds import Build, build_id
 from cbt.models.changes import classify, impact
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionRecord, latest_versions, live_versions
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.scheduling.coverage import Coverage, remove
-from cbt.state.admin_records import CompletedInterval
-from cbt.state.ports import HotIndex, TaskLedger
+from cbt.state.ports import DurableRecord, HotIndex, TaskLedger
 
 log = logging.getLogger("cbt.coordinator.switch")
 SOURCE = "cbt switch"
@@ -73,6 +73,16 @@ def waiting_in_place(files: ModelSet, builds: Mapping[ModelId, Build],
     return [m for m in reached.recompute if m not in builds and isinstance(files.models.get(m), IncrementalModel)]
 
 
+def adopt_build(record: DurableRecord, model_id: ModelId, build: ModelId, retired: ModelId | None,
+                head: Coverage = ()) -> None:
+    """The model's completion rows become its build's, but for those of the ``head`` its build did not cover (their
+    re-run must find them); its live version's rows are kept under ``retired`` (its build id: ``cbt rollback``
+    adopts them back) — once: a switch repeated after a crash must not keep the build's."""
+    if retired is not None and not record.version_coverage([retired]).get(retired):
+        record.adopt(retired, model_id)
+    record.adopt(model_id, build, (head[0][0], head[-1][1]) if head else None)
+
+
 @dataclass
 class Switch:
     """The switch's parts: Spark statements run in a thread (``cbt.adapters.switch``)."""
@@ -80,7 +90,7 @@ class Switch:
     coverage: HotIndex
     ledger: TaskLedger
     record: Callable[[], VersionRecord]
-    record_completed: Callable[[list[CompletedInterval]], None]
+    durable: Callable[[], DurableRecord]
     switch_table: Callable[[ModelId, ModelId], int | None]
     drop_table: Callable[[ModelId], None]
     publish: Callable[[Invalidation], Awaitable[None]]
@@ -103,8 +113,11 @@ class Switch:
         for model_id in [m for m in files.topological_order() if m in builds]:
             build = builds[model_id]
             before = await asyncio.to_thread(self.switch_table, model_id, build.table)
-            await self._cover(model_id, beyond(coverage.get(model_id, ()), coverage.get(build.table, ())))
-            await self._recompute_head(model_id, head_left(build, coverage), builds)
+            retired = build_id(model_id, live[model_id].version) if model_id in live else None
+            head = head_left(build, coverage)
+            await asyncio.to_thread(adopt_build, self.durable(), model_id, build.table, retired, head)
+            self._cover(model_id, beyond(coverage.get(model_id, ()), coverage.get(build.table, ())))
+            await self._recompute_head(model_id, head, builds)
             ranges = coverage.get(model_id, ())
             if model_id in live:
                 rows.append(replace(live[model_id], state="retired", deployed_ms=at_ms, table_version=before,
@@ -119,13 +132,9 @@ class Switch:
         for build in builds.values():
             await asyncio.to_thread(self.drop_table, build.table)
 
-    async def _cover(self, model_id: ModelId, ranges: Coverage) -> None:
-        if not ranges:
-            return
+    def _cover(self, model_id: ModelId, ranges: Coverage) -> None:
+        """The hot index's side of the adoption: what the build covered beyond the live model."""
         seq = self.coverage.invalidation_seq(model_id)
-        rows = [CompletedInterval(model_id, start, end - start, f"{model_id}:{start}:{end - start}", "switch", seq,
-                                  "coordinator") for start, end in ranges]
-        await asyncio.to_thread(self.record_completed, rows)
         for start, end in ranges:
             self.coverage.record_completed(model_id, (start, end), seq)
 

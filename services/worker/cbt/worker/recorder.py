@@ -31,7 +31,7 @@ class AdminRecorder:
             await self._intervals.submit(CompletedInterval(
                 model=task.model, position=task.position, interval=task.interval, task_id=task.task_id,
                 direction=task.direction, invalidation_seq=row.invalidation_seq, worker=self.worker_id,
-                duration_ms=row.duration_ms, task_interval=task.step,
+                duration_ms=row.duration_ms, task_interval=task.step, version=row.version,
             ))
         elif task.scheduled_unix is not None:
             await asyncio.to_thread(self.admin.record_scheduled_run, ScheduledRun(

@@ -92,6 +92,8 @@ class CompletionRow:
     duration_ms: int
     status: Literal["success", "failed"] = "success"
     error: str = ""
+    version: str | None = None
+    """The model's version that computed it (``cbt.models.versions``)."""
 
 
 class CompletionRecorder(Protocol):
@@ -264,7 +266,7 @@ class TaskRunner:
         if not self._still_holds(held):
             return await self._lease_lost(task, held)
         with tracing.tracer.start_as_current_span("admin commit"):
-            await self.ports.recorder.record(CompletionRow(task, seq, duration_ms))
+            await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, version=self.versions.get(model.id)))
         if isinstance(model, ScheduledModel) and task.scheduled_unix is not None:
             self.ports.coverage.record_scheduled_run(model.id, task.scheduled_unix)
         done = task_range(task) if isinstance(model, IncrementalModel) else None

@@ -43,6 +43,8 @@ COMPLETIONS = TableSpec(
         Column("task_interval", "BIGINT", "length of each task the row records: the row covers tasks "
                                           "[position + k * task_interval, ...); null: one task (or consolidated before "
                                           "it was kept)"),
+        Column("model_version", "STRING", "the model's version that computed the rows (cbt.models.versions); null: "
+                                          "recorded before versions were kept, or not known to the worker"),
     ),
     comment="cbt: completed intervals; live coverage excludes rows superseded by cbt_invalidations",
     # Partitioned by model so a rewrite of one model's rows conflicts only with appends to that same model.
@@ -63,9 +65,9 @@ class CompletionsTable:
 
     def ensure(self) -> None:
         # (tables created before task boundaries were kept: old rows read as one task each, or unknown boundaries
-        # for consolidated ones)
-        self._session.ensure(self.name, COMPLETIONS,
-                             lambda: self._session.add_columns(self.name, COMPLETIONS, ["task_interval"]))
+        # for consolidated ones; before versions were kept: old rows have no version)
+        self._session.ensure(self.name, COMPLETIONS, lambda: self._session.add_columns(
+            self.name, COMPLETIONS, ["task_interval", "model_version"]))
 
     def record_completed(self, rows: Iterable[CompletedInterval]) -> None:
         """Append completed intervals, any number of models, in one Delta commit (the worker's group commit)."""
@@ -83,6 +85,18 @@ class CompletionsTable:
         for row in rows:
             ranges.setdefault(f"{row['database']}.{row['table']}", []).append((row["range_start"], row["range_end"]))
         return {model: merge(rs) if rs else EMPTY for model, rs in ranges.items()}
+
+    def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        """What each version of each model computed that is still live (models without rows: empty)."""
+        if not model_ids:
+            return {}
+        where, params = model_filter(model_ids)
+        rows = self._session.sql("read version coverage", q.version_runs_query(self.name, self._inv, where), params)
+        ranges: dict[ModelId, dict[str | None, list[Range]]] = {m: {} for m in model_ids}
+        for row in rows:
+            by_version = ranges.setdefault(f"{row['database']}.{row['table']}", {})
+            by_version.setdefault(row["model_version"], []).append((row["range_start"], row["range_end"]))
+        return {m: {v: merge(rs) for v, rs in versions.items()} for m, versions in ranges.items()}
 
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
         """The live pieces of each model's rows that overlap ``window``: the tasks that ran there."""
@@ -131,6 +145,16 @@ class CompletionsTable:
             done.append(Consolidation(model, before, after))
         return done
 
+    def adopt(self, model_id: ModelId, source_id: ModelId, keep: Range | None = None) -> None:
+        """Replace the model's rows with the runs of ``source_id``'s live rows, in one commit: a build switched to —
+        the table now holds what the build's tasks computed, in their version, and an invalidation re-runs the
+        build's tasks. The rows carry the model's highest epoch; the model's own rows overlapping ``keep`` stay."""
+        (database, table), (src_db, src_tbl) = split_model_id(model_id), split_model_id(source_id)
+        params = {"db": database, "tbl": table, "model": model_id, "src_db": src_db, "src_tbl": src_tbl,
+                  "keep_start": keep[0] if keep else 0, "keep_end": keep[1] if keep else 0}
+        statement = q.adopt_statement(self.name, self._inv, COMPLETIONS.names)
+        self._session.rewrite(f"adopt {source_id} as {model_id}", statement, params)
+
     def _consolidate_one(self, model: ModelId, database: str, table: str) -> None:
         params = {"db": database, "tbl": table, "model": model}
         statement = q.consolidate_statement(self.name, self._inv, COMPLETIONS.names)
@@ -143,5 +167,5 @@ def completion_row(r: CompletedInterval) -> dict[str, object]:
         "updated_date_time": timestamp(r.completed_at_ms), "database": database, "table": table, "position": r.position,
         "interval": r.interval, "task_id": r.task_id, "direction": r.direction, "invalidation_seq": r.invalidation_seq,
         "worker": r.worker, "duration_ms": r.duration_ms,
-        "task_interval": r.interval if r.task_interval is None else r.task_interval,
+        "task_interval": r.interval if r.task_interval is None else r.task_interval, "model_version": r.version,
     }  # fmt: skip

@@ -14,6 +14,7 @@ from typing import Any
 
 from deltalake import DeltaTable
 
+from cbt.adapters.admin_tables.columns import timestamp
 from cbt.adapters.admin_tables.completions import completion_row
 from cbt.adapters.admin_tables.failures import failure_from, failure_row
 from cbt.adapters.admin_tables.files import FileTable, literal, quoted
@@ -184,6 +185,13 @@ class CompletionsFiles(_OnFiles):
         marks = self._invalidations.marks()
         return {m: protocol.live_coverage(rs, marks.get(m, [])) if rs else EMPTY for m, rs in rows.items()}
 
+    def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        if not model_ids:
+            return {}
+        rows = self.rows_by_model(model_ids)
+        marks = self._invalidations.marks()
+        return {m: protocol.version_coverage(rs, marks.get(m, [])) for m, rs in rows.items()}
+
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
         if not model_ids:
             return {}
@@ -213,16 +221,38 @@ class CompletionsFiles(_OnFiles):
                 done.append(Consolidation(model, rows, rows, is_deferred=True))
         return done
 
+    def adopt(self, model_id: ModelId, source_id: ModelId, keep: Range | None = None) -> None:
+        """``CompletionsTable.adopt``: the commit lands only right after the version read."""
+        self.files.rewrite(f"adopt {source_id} as {model_id}",
+                           functools.partial(self._adopt, model_id, source_id, keep))
+
+    def _adopt(self, model_id: ModelId, source_id: ModelId, keep: Range | None, table: DeltaTable) -> None:
+        rows = self.rows_by_model([source_id], table).get(source_id, [])
+        marks = self._invalidations.marks()
+        top = max((m.epoch for m in marks.get(model_id, [])), default=0)
+        written = [completion_row(_consolidated(model_id, run, top, version))
+                   for version, run in protocol.version_runs(rows, marks.get(source_id, []))]
+        kept = [row for row in self.files.read(table, _partition(model_id)) if keep is not None
+                and row["position"] < keep[1] and row["position"] + row["interval"] > keep[0]]
+        self.files.replace(_partition(model_id), [*written, *(_as_written(row) for row in kept)], based_on=table)
+
     def _consolidate_one(self, model: ModelId, table: DeltaTable) -> Consolidation:
         rows = self.rows_by_model([model], table).get(model, [])
         marks = self._invalidations.marks().get(model, [])
-        merged = protocol.runs(p for r in rows for p in protocol.live_pieces(r, marks))
+        merged = protocol.version_runs(rows, marks)
         if len(merged) >= len(rows):
             return Consolidation(model, len(rows), len(rows))
         top = max((m.epoch for m in marks), default=0)
-        written = [completion_row(_consolidated(model, run, top)) for run in merged]
+        written = [completion_row(_consolidated(model, run, top, version)) for version, run in merged]
         self.files.replace(_partition(model), written, based_on=table)
         return Consolidation(model, len(rows), len(written))
+
+
+def _as_written(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A row as read, to write again (the names ``files.read`` gave the timestamps back)."""
+    out = dict(row)
+    out["updated_date_time"] = timestamp(out.pop("updated_ms"))
+    return out
 
 
 def _completed(row: Mapping[str, Any]) -> CompletedRange:
@@ -230,14 +260,15 @@ def _completed(row: Mapping[str, Any]) -> CompletedRange:
     step = row["task_interval"]
     if step is None:
         step = UNKNOWN_STEP if row["direction"] == CONSOLIDATED else interval
-    return CompletedRange((position, position + interval), int(row["invalidation_seq"] or 0), int(step))
+    return CompletedRange((position, position + interval), int(row["invalidation_seq"] or 0), int(step),
+                          row["model_version"])
 
 
-def _consolidated(model: ModelId, run: Piece, seq: int) -> CompletedInterval:
+def _consolidated(model: ModelId, run: Piece, seq: int, version: str | None) -> CompletedInterval:
     (start, end), step = run.range, run.step
     return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", CONSOLIDATED, seq,
                              CONSOLIDATED, completed_at_ms=now_ms(), task_interval=None if step == UNKNOWN_STEP
-                             else step)
+                             else step, version=version)
 
 
 class ScheduledFiles(_OnFiles):

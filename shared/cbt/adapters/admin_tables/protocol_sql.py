@@ -35,7 +35,7 @@ inv_ranges AS (
 
 def _live(incremental: str, invalidations: str, where: str) -> str:
     """CTEs ending in ``live``: every row's live pieces (``cbt.scheduling.protocol.live_pieces``) as rows with the
-    columns ``database, table, position, interval, invalidation_seq, duration_ms, step``.
+    columns ``database, table, position, interval, invalidation_seq, duration_ms, step, model_version``.
 
     A row no newer invalidation overlaps is live whole. A row that some do overlap is cut at its own ends and at
     theirs (clipped to it), and each piece between two consecutive cuts that none of them covers is kept; a piece
@@ -47,23 +47,24 @@ def _live(incremental: str, invalidations: str, where: str) -> str:
 model_rows AS (
   SELECT `database`, `table`, position, `interval`, coalesce(invalidation_seq, 0) AS invalidation_seq,
          coalesce(duration_ms, 0) AS duration_ms,
-         coalesce(task_interval, CASE WHEN direction = '{CONSOLIDATED}' THEN 0 ELSE `interval` END) AS step
+         coalesce(task_interval, CASE WHEN direction = '{CONSOLIDATED}' THEN 0 ELSE `interval` END) AS step,
+         model_version
   FROM {incremental} WHERE {where} AND position IS NOT NULL AND `interval` > 0
 ),
 hits AS (
-  SELECT r.`database`, r.`table`, r.position, r.`interval`, r.invalidation_seq, r.step,
+  SELECT r.`database`, r.`table`, r.position, r.`interval`, r.invalidation_seq, r.step, r.model_version,
          greatest(v.range_start, r.position) AS cut_start, least(v.range_end, r.position + r.`interval`) AS cut_end
   FROM model_rows r JOIN inv_ranges v
     ON v.model = concat(r.`database`, '.', r.`table`) AND v.seq > r.invalidation_seq
    AND v.range_start < r.position + r.`interval` AND v.range_end > r.position
 ),
 cuts AS (
-  SELECT DISTINCT `database`, `table`, position, `interval`, invalidation_seq, step, cut
+  SELECT DISTINCT `database`, `table`, position, `interval`, invalidation_seq, step, model_version, cut
   FROM hits LATERAL VIEW explode(array(position, position + `interval`, cut_start, cut_end)) c AS cut
 ),
 pieces AS (
-  SELECT `database`, `table`, position, `interval`, invalidation_seq, step, cut AS piece_start,
-         lead(cut) OVER (PARTITION BY `database`, `table`, position, `interval`, invalidation_seq, step
+  SELECT `database`, `table`, position, `interval`, invalidation_seq, step, model_version, cut AS piece_start,
+         lead(cut) OVER (PARTITION BY `database`, `table`, position, `interval`, invalidation_seq, step, model_version
                          ORDER BY cut) AS piece_end
   FROM cuts
 ),
@@ -83,7 +84,8 @@ live AS (
          0 AS duration_ms,
          CASE WHEN step = 0 THEN 0
               WHEN (piece_start - position) % step = 0 AND (piece_end - piece_start) % step = 0 THEN step
-              ELSE piece_end - piece_start END AS step
+              ELSE piece_end - piece_start END AS step,
+         model_version
   FROM kept
 )"""
 
@@ -108,26 +110,27 @@ islands AS (
 
 
 # Runs (``cbt.scheduling.protocol.runs``): equal pieces count once; a piece joins the run of the one before it when it
-# starts where that one ends and has the same (known) step.
+# starts where that one ends and has the same (known) step — among the pieces of one model version (a run never
+# mixes the versions that computed its rows).
 _RUNS = """units AS (
-  SELECT `database`, `table`, position, `interval`, step, min(invalidation_seq) AS invalidation_seq,
+  SELECT `database`, `table`, model_version, position, `interval`, step, min(invalidation_seq) AS invalidation_seq,
          sum(duration_ms) AS duration_ms
-  FROM live GROUP BY `database`, `table`, position, `interval`, step
+  FROM live GROUP BY `database`, `table`, model_version, position, `interval`, step
 ),
 chained AS (
   SELECT *, CASE WHEN step <> 0 AND lag(step) OVER w = step AND lag(position + `interval`) OVER w = position
                  THEN 0 ELSE 1 END AS is_first
-  FROM units WINDOW w AS (PARTITION BY `database`, `table` ORDER BY position, `interval`, step)
+  FROM units WINDOW w AS (PARTITION BY `database`, `table`, model_version ORDER BY position, `interval`, step)
 ),
 run_numbers AS (
-  SELECT *, sum(is_first) OVER (PARTITION BY `database`, `table` ORDER BY position, `interval`, step
+  SELECT *, sum(is_first) OVER (PARTITION BY `database`, `table`, model_version ORDER BY position, `interval`, step
     ROWS UNBOUNDED PRECEDING) AS run
   FROM chained
 ),
 runs AS (
-  SELECT `database`, `table`, min(position) AS range_start, max(position + `interval`) AS range_end,
+  SELECT `database`, `table`, model_version, min(position) AS range_start, max(position + `interval`) AS range_end,
          max(step) AS step, min(invalidation_seq) AS min_seq, sum(duration_ms) AS duration_ms
-  FROM run_numbers GROUP BY `database`, `table`, run
+  FROM run_numbers GROUP BY `database`, `table`, model_version, run
 )"""
 
 
@@ -161,6 +164,35 @@ SELECT s.`database`, s.`table`, s.row_count, coalesce(m.run_count, 0) AS run_cou
 FROM stored s LEFT JOIN merged m ON s.`database` = m.`database` AND s.`table` = m.`table`"""
 
 
+def version_runs_query(incremental: str, invalidations: str, where: str) -> str:
+    """The live runs of each model version (``cbt.scheduling.protocol.version_runs``): columns ``database, table,
+    model_version, range_start, range_end``."""
+    return f"""WITH {_live(incremental, invalidations, where)},
+{_RUNS}
+SELECT `database`, `table`, model_version, range_start, range_end FROM runs"""
+
+
+ONE_MODEL = "`database` = :db AND `table` = :tbl"
+"""The rows of one model (``:db``, ``:tbl``)."""
+ANOTHER_MODEL = "`database` = :src_db AND `table` = :src_tbl"
+"""The rows of another model (``:src_db``, ``:src_tbl``): a build's, adopted at its switch."""
+
+
+def _run_row(seq: str) -> dict[str, str]:
+    """A run of ``runs`` as a row of the model ``:db``, ``:tbl`` (``:model``) under the epoch ``seq``."""
+    return {
+        "updated_date_time": "current_timestamp()", "database": ":db", "table": ":tbl",
+        "position": "i.range_start", "interval": "i.range_end - i.range_start",
+        "task_id": "concat(:model, ':', i.range_start, ':', i.range_end - i.range_start)",
+        "direction": f"'{CONSOLIDATED}'", "invalidation_seq": seq,
+        "worker": f"'{CONSOLIDATED}'", "duration_ms": "i.duration_ms", "task_interval": "nullif(i.step, 0)",
+        "model_version": "i.model_version",
+    }  # fmt: skip
+
+
+_SEQ_FLOOR = "seq_floor AS (SELECT coalesce(max(seq), 0) AS seq FROM inv_seqs WHERE model = :model)"
+
+
 def consolidate_statement(incremental: str, invalidations: str, columns: Sequence[str]) -> str:
     """Rewrite one model's rows (``:db``, ``:tbl``, ``:model``) as runs of its live tasks in one Delta commit; the
     rows written have ``columns``, in that order.
@@ -169,22 +201,32 @@ def consolidate_statement(incremental: str, invalidations: str, columns: Sequenc
     read and merged or makes the commit fail with a conflict; it is never dropped. A merged row carries the highest
     epoch recorded for the model: every recorded invalidation is already cut out of it, and one recorded later gets
     a higher epoch, so it still cuts the merged row (only where it overlaps). It keeps its tasks' length in
-    ``task_interval``, so an invalidation still re-runs exactly the tasks that ran.
+    ``task_interval``, so an invalidation still re-runs exactly the tasks that ran, and its tasks' ``model_version``:
+    rows computed by different versions are never merged.
     """
-    where = "`database` = :db AND `table` = :tbl"
-    run_row = {
-        "updated_date_time": "current_timestamp()", "database": "i.`database`", "table": "i.`table`",
-        "position": "i.range_start", "interval": "i.range_end - i.range_start",
-        "task_id": "concat(:model, ':', i.range_start, ':', i.range_end - i.range_start)",
-        "direction": f"'{CONSOLIDATED}'", "invalidation_seq": "greatest(i.min_seq, f.seq)",
-        "worker": f"'{CONSOLIDATED}'", "duration_ms": "i.duration_ms", "task_interval": "nullif(i.step, 0)",
-    }  # fmt: skip
-    return f"""INSERT INTO {incremental} REPLACE WHERE {where}
-WITH {_live(incremental, invalidations, where)},
+    return f"""INSERT INTO {incremental} REPLACE WHERE {ONE_MODEL}
+WITH {_live(incremental, invalidations, ONE_MODEL)},
 {_RUNS},
-seq_floor AS (SELECT coalesce(max(seq), 0) AS seq FROM inv_seqs WHERE model = :model)
-SELECT {select_as(columns, run_row)}
+{_SEQ_FLOOR}
+SELECT {select_as(columns, _run_row("greatest(i.min_seq, f.seq)"))}
 FROM runs i CROSS JOIN seq_floor f"""
+
+
+def adopt_statement(incremental: str, invalidations: str, columns: Sequence[str]) -> str:
+    """Replace one model's rows (``:db``, ``:tbl``, ``:model``) with the runs of another model's live tasks
+    (``:src_db``, ``:src_tbl``: its build) in one Delta commit, under the model's highest epoch (the build's epochs
+    count another sequence); the model's own rows that overlap ``[:keep_start, :keep_end)`` — the head its build did
+    not cover, re-run next — are kept as they are, so that re-run finds the tasks that computed it."""
+    kept = ", ".join(f"`{c}`" for c in columns)
+    return f"""INSERT INTO {incremental} REPLACE WHERE {ONE_MODEL}
+WITH {_live(incremental, invalidations, ANOTHER_MODEL)},
+{_RUNS},
+{_SEQ_FLOOR}
+SELECT {select_as(columns, _run_row("f.seq"))}
+FROM runs i CROSS JOIN seq_floor f
+UNION ALL
+SELECT {kept} FROM {incremental}
+WHERE {ONE_MODEL} AND position < :keep_end AND position + `interval` > :keep_start"""
 
 
 def live_pieces_query(incremental: str, invalidations: str, where: str) -> str:
