@@ -268,6 +268,10 @@ def test_changes_page_lists_every_version_the_api_has(stack: ApiStack, page: Pag
                                       "trs => trs.map(tr => [...tr.querySelectorAll('td')].slice(1, 3).map(td => "
                                       "td.textContent))")
     assert sorted(map(tuple, shown)) == sorted((str(v["version"]), v["state"]) for v in body["versions"])
+    incrementals = {m["id"] for m in stack.get("/models?type=incremental")["models"]}
+    held = {v["model"]: v["holds"] for v in body["versions"]}
+    assert all(held[m] for m in incrementals if m in held), f"each incremental's version holds what it computed: {held}"
+    assert all(not held[m] for m in held if m not in incrementals), "a scheduled model's runs are not intervals"
     assert "No changes" in page.inner_text("#changes"), "the api's files are the deployed ones"
     screenshot(page, "changes")
 

@@ -40,6 +40,7 @@ from cbt.api.translate import failure_item, invalidation_item
 from cbt.contract.messages import MAX_POSITION
 from cbt.models.deployment import DeployedVersion
 from cbt.models.spec import model_kind
+from cbt.models.versions import short_version
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling.coverage import Coverage
 from cbt.scheduling.next_run import next_run
@@ -90,19 +91,24 @@ async def get_model_versions(ctx: Ctx) -> ModelVersionsBody:
     if every is None:
         return ModelVersionsBody(recorded=False, versions=[])
     builds = [v.build_table for v in every if v.state == "building" and v.build_table]
-    covered = await blocking(ctx.hot.coverage.coverages, [*builds, *(v.model for v in every if v.state == "building")])
-    return ModelVersionsBody(recorded=True, versions=[_version_item(v, covered) for v in sorted(
+    incrementals = sorted({v.model for v in every} & {m.id for m in ctx.models.incrementals})
+    covered, held = await asyncio.gather(
+        blocking(ctx.hot.coverage.coverages, [*builds, *(v.model for v in every if v.state == "building")]),
+        blocking(ctx.admin.version_coverage, incrementals))
+    return ModelVersionsBody(recorded=True, versions=[_version_item(v, covered, held.get(v.model, {})) for v in sorted(
         every, key=lambda v: (v.model, -v.version))])
 
 
-def _version_item(version: DeployedVersion, covered: Mapping[str, Coverage]) -> ModelVersionItem:
+def _version_item(version: DeployedVersion, covered: Mapping[str, Coverage],
+                  held: Mapping[str | None, Coverage]) -> ModelVersionItem:
     building = version.state == "building" and version.build_table is not None
     return ModelVersionItem(
         model=version.model, version=version.version, state=version.state, category=version.category,
         reasons=list(version.reasons), deployed_at_ms=version.deployed_ms, build_table=version.build_table,
         build_covered=[list(r) for r in covered.get(version.build_table or "", ())] if building else None,
         live_covered=[list(r) for r in covered.get(version.model, ())] if building else None,
-        table_version=version.table_version)
+        table_version=version.table_version,
+        holds=[list(r) for r in held.get(short_version(version.data_hash), ())])
 
 
 @router.get("/bounds", response_model=BoundsList, summary="Every external model's scanned bounds")

@@ -295,6 +295,9 @@ class ModelVersionItem(Body):
                                                                             "version covers (the build's goal)")
     table_version: int | None = Field(default=None, description="a retired version: the table version a rollback "
                                                                 "restores")
+    holds: list[list[int]] = Field(default_factory=list, description=(
+        "the intervals of the model's table this version's rows hold, [start, end) each (the admin record's "
+        "model_version): the live version's whole coverage, or — while an in-place change runs — part of it"))
 
 
 class ModelVersionsBody(Body):

@@ -1,14 +1,23 @@
 // Changes page: every model's versions (/api/v1/model-versions) — live, building (with how far the build covers),
-// retired (a rollback can go back to it) — and what the loaded files would change (/api/v1/model-changes). Live.
+// retired (a rollback can go back to it), and which intervals of the table each one's rows hold (two at once while
+// an in-place change runs) — and what the loaded files would change (/api/v1/model-changes). Live.
 
 import { getJSON, problemBox } from "../api.js";
 import { byId, emptyState, h, modelLink, show, table } from "../dom.js";
 import { formatAgo, formatMs, formatRange } from "../format.js";
+import { intervalTypes } from "../interval_types.js";
 import { batcher, connectEvents } from "../live.js";
 
 const versionsRoot = byId("versions");
 const changesRoot = byId("changes");
 const size = (ranges) => (ranges || []).reduce((sum, [s, e]) => sum + (e - s), 0);
+let timed = new Set(); // the models whose positions are unix seconds (shown as times)
+const ranges = (id, list) => list.map(([s, e]) => formatRange(s, e, timed.has(id))).join(", ");
+
+async function timedModels() {
+  const [models, types] = await Promise.all([getJSON("/models").then((b) => b.models).catch(() => []), intervalTypes()]);
+  return new Set(models.filter((m) => types[m.interval_type]?.is_time).map((m) => m.id));
+}
 
 function progress(v) {
   if (v.state !== "building") return "";
@@ -28,6 +37,7 @@ function versionsView(body) {
     { label: "Category", cell: (v) => v.category },
     { label: "Why", cell: (v) => (v.reasons.length ? v.reasons.join("; ") : "—") },
     { label: "Since", cell: (v) => h("span", { title: formatMs(v.deployed_at_ms) }, formatAgo(v.deployed_at_ms)) },
+    { label: "Holds", cell: (v) => (v.holds.length ? ranges(v.model, v.holds) : "—") },
     { label: "Build", cell: progress },
   ], body.versions, { "data-table": "versions" }));
 }
@@ -43,13 +53,15 @@ function changesView(body) {
     ], body.changed, { "data-table": "changed" }),
     table([
       { label: "Recomputes", cell: (r) => modelLink(r.id) },
-      { label: "Ranges", cell: (r) => (r.ranges.length ? r.ranges.map(([s, e]) => formatRange(s, e, false)).join(", ") : "at its next run") },
+      { label: "Ranges", cell: (r) => (r.ranges.length ? ranges(r.id, r.ranges) : "at its next run") },
       { label: "Why", cell: (r) => r.why.join("; ") },
     ], body.recompute, { "data-table": "recompute" }));
 }
 
 async function load() {
-  const [versions, changes] = await Promise.allSettled([getJSON("/model-versions"), getJSON("/model-changes")]);
+  const [versions, changes, times] = await Promise.allSettled([getJSON("/model-versions"), getJSON("/model-changes"),
+    timedModels()]);
+  timed = times.status === "fulfilled" ? times.value : new Set();
   show(versionsRoot, versions.status === "fulfilled" ? versionsView(versions.value) : problemBox(versions.reason));
   show(changesRoot, changes.status === "fulfilled" ? changesView(changes.value) : problemBox(changes.reason));
   versionsRoot.dataset.loaded = "true";
