@@ -95,6 +95,7 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_status(args: argparse.Namespace) -> int:
     from cbt.scheduling.plan import incremental_models
     from cbt.scheduling.status import model_status
+    from cbt.service import model_changes
 
     config, model_set, state = _inputs(args)
     models = model_set.models
@@ -106,13 +107,34 @@ def run_status(args: argparse.Namespace) -> int:
     now_ms = (state.now if state.now is not None else int(time.time())) * 1000
     shown = None if args.show is None else position_display(config, model_set, args.show, now_ms)
     schedules = [] if args.state or args.model else read_live_schedules(config, model_set, now_ms // 1000)
+    mixed = {} if args.state else model_changes.read_mixed_versions(config, [s.model_id for s in statuses])
     if args.json:
         document = statuses_to_json(statuses, state, failures, shown)
-        print(json.dumps({**document, "scheduled": [asdict(s) for s in schedules]} if schedules else document,
-                         indent=2))
+        if schedules:
+            document = {**document, "scheduled": [asdict(s) for s in schedules]}
+        if mixed:
+            document = {**document, "versions_held": {m: [{"version": v, "ranges": [list(r) for r in ranges]}
+                                                          for v, ranges in held.items()] for m, held in mixed.items()}}
+        print(json.dumps(document, indent=2))
     else:
-        print(render_statuses(statuses, failures, shown) + (f"\n\n{render_schedules(schedules)}" if schedules else ""))
+        sections = [render_statuses(statuses, failures, shown), render_schedules(schedules) if schedules else "",
+                    render_mixed_versions(mixed, shown)]
+        print("\n\n".join(s for s in sections if s))
     return 0
+
+
+def render_mixed_versions(mixed: Mapping[ModelId, Mapping[int | None, Sequence[Range]]],
+                          shown: ShowPosition | None = None) -> str:
+    """The tables an in-place change has not finished with: the intervals each version's rows hold."""
+    if not mixed:
+        return ""
+    lines = ["In-place changes under way (the intervals each version's rows hold):"]
+    for model_id, held in sorted(mixed.items()):
+        parts = [f"{'version ' + str(v) if v is not None else 'before versions'} "
+                 f"{', '.join(_fmt(r, model_id, shown) for r in ranges)}"
+                 for v, ranges in sorted(held.items(), key=lambda item: item[0] or 0)]
+        lines.append(f"  {model_id}: {'; '.join(parts)}")
+    return "\n".join(lines)
 
 
 @dataclass(frozen=True)

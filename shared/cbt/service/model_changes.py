@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbt.config.settings import Config
 from cbt.models.dag import ModelSet
@@ -23,8 +23,11 @@ from cbt.models.deployment import (
 )
 from cbt.models.spec import ModelId
 from cbt.models.templates import RenderSettings
-from cbt.models.versions import Fingerprint, NotFingerprintable, fingerprint
+from cbt.models.versions import Fingerprint, NotFingerprintable, fingerprint, short_version
 from cbt.scheduling.coverage import Coverage
+
+if TYPE_CHECKING:
+    from cbt.adapters.delta_admin import DeltaAdmin
 
 NOTHING_COVERED = "nothing covered (a scheduled model: at its next run)"
 
@@ -72,21 +75,47 @@ def read_deployed(config: Config) -> dict[ModelId, DeployedVersion] | None:
 def read_versions(config: Config) -> list[DeployedVersion] | None:
     """Every version of every model in its current state (``VersionRecord.all_versions``), from the table's files;
     ``[]`` when none were recorded; ``None`` without ``spark.warehouse``."""
-    warehouse = config.warehouse()
-    if warehouse is None:
+    admin = _files_admin(config)
+    if admin is None:
         return None
     from cbt.adapters.admin_tables.session import AdminTableError
-    from cbt.adapters.delta_admin import DeltaAdmin
 
-    names = config.admin
-    admin = DeltaAdmin(None, (names.incremental.database, names.incremental.table),
-                       (names.scheduled.database, names.scheduled.table),
-                       (names.invalidations.database, names.invalidations.table),
-                       files=(warehouse, dict(config.spark.storage_options)))
     try:
         return admin.tables.versions.all_versions()
     except AdminTableError:  # (no table yet: nothing deployed since versions were recorded)
         return []
+
+
+def read_mixed_versions(config: Config, model_ids: list[ModelId]) -> dict[ModelId, dict[int | None, Coverage]]:
+    """The models whose tables hold rows of more than one version (an in-place change under way), with the
+    intervals each version's rows hold, by version number (``None``: not known) — from the tables' files; ``{}``
+    without ``spark.warehouse``."""
+    admin = _files_admin(config)
+    if admin is None or not model_ids:
+        return {}
+    from cbt.adapters.admin_tables.session import AdminTableError
+
+    try:
+        held = admin.version_coverage(model_ids)
+        numbers = {(v.model, short_version(v.data_hash)): v.version for v in admin.tables.versions.all_versions()}
+    except AdminTableError:
+        return {}
+    return {m: {numbers.get((m, short)) if short else None: ranges for short, ranges in by_version.items()}
+            for m, by_version in held.items() if len(by_version) > 1}
+
+
+def _files_admin(config: Config) -> DeltaAdmin | None:
+    """The admin tables over their files, without Spark; ``None`` without ``spark.warehouse``."""
+    warehouse = config.warehouse()
+    if warehouse is None:
+        return None
+    from cbt.adapters.delta_admin import DeltaAdmin
+
+    names = config.admin
+    return DeltaAdmin(None, (names.incremental.database, names.incremental.table),
+                      (names.scheduled.database, names.scheduled.table),
+                      (names.invalidations.database, names.invalidations.table),
+                      files=(warehouse, dict(config.spark.storage_options)))
 
 
 def to_json(changes: ModelChanges) -> dict[str, Any]:
