@@ -29,6 +29,7 @@ from cbt.adapters.delta_admin import admin_from_config
 from cbt.config.settings import load_config
 from cbt.contract.messages import IntervalCompleted
 from cbt.contract.topics import Topics
+from cbt.dev.pipeline import ServiceProcesses
 from cbt.models.loader import load_models
 from cbt.service import model_changes
 from tests.conftest import Endpoints
@@ -257,10 +258,13 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         endpoints: Endpoints, spark_backend: SparkBackend, tmp_path: Path) -> None:
     """Three edits deployed at once: the chain's first model gains a column (non-breaking: built, switched, its
     readers not recomputed), the middle one is re-indented and tagged (metadata: nothing recomputed), the last one
-    changes a formula ``forward_only`` from a position (history kept below it). The worker is SIGKILLed and the
-    coordinator restarted while the build runs: nothing is lost and the build switches once."""
-    files = tmp_path / "transformations"
+    changes a formula ``forward_only`` from a position (history kept below it). A rolling update: a second worker
+    keeps the old files throughout, and no interval is computed with a definition other than its task's version.
+    The new worker is SIGKILLed and the coordinator restarted while the build runs (the old worker alone meanwhile):
+    nothing is lost and the build switches once."""
+    files, old_files = tmp_path / "transformations", tmp_path / "old-transformations"
     shutil.copytree(PROJECT / "models" / "transformations", files)
+    shutil.copytree(files, old_files)
     tag = f"tm{uuid.uuid4().hex[:8]}"
     paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{files}]"}
     with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.session,
@@ -271,6 +275,8 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         dep.start(*SERVICES)
         dep.wait_quiet(LAST_SLOT_END)
         dep.stop()
+        old_paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{old_files}]"}
+        old_worker = ServiceProcesses(CONFIG, {**dep.overrides, **old_paths}, dep.log_dir)
 
         edit(files / f"{FIRST}.sql", *ADDED_COLUMN)
         edit(files / f"{MIDDLE}.sql", "tags: [propagation]", "tags: [propagation, classified]")
@@ -290,16 +296,19 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         restarted_ms = int(time.time() * 1000)
         build = f"{dep.output_db}.{FIRST}__cbt_v2"
         try:
+            old_worker.start("worker", "-old-files")
             dep.start(*SERVICES)
             wait_in_flight(dep, build)
             dep.procs.kill("worker", signal.SIGKILL)
             dep.procs.kill("coordinator", signal.SIGKILL)
+            time.sleep(3.0)  # (the old worker alone takes the tasks)
             dep.start("coordinator", "worker")
             switches = wait_live(dep, f"{dep.output_db}.{FIRST}", 2)
             dep.wait_quiet(LAST_SLOT_END)
             time.sleep(1.0)  # (the last completions reach the recorder)
         finally:
             events.stop()
+            old_worker.stop_all()
 
         assert switches == 1, f"the build switched {switches} times"
         assert "observations" in dep.spark.table(f"{dep.output_db}.{FIRST}").columns, "the table gained the column"
@@ -312,6 +321,9 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
             f"models other than the build, its head and the forward-only model ran: {sorted(by_model)}"
         assert sum(c.interval or 0 for c in by_model.get(FIRST, [])) <= 60, "more than the build's head re-ran"
         forward = by_model.get("block_propagation_five_minute", [])
+        new_five = fingerprints(dep)["block_propagation_five_minute"]
+        assert {c.version for c in forward} == {new_five}, "every re-run says the new definition computed it"
+        assert "task handled" in (dep.log_dir / "worker-old-files.log").read_text(), "the old worker took tasks"
         start = min((c.position or 0 for c in forward), default=None)
         assert start is not None and FORWARD_FROM - 300 < start <= FORWARD_FROM, \
             f"the new definition starts at the task that holds {FORWARD_FROM}: " \
@@ -324,6 +336,13 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         verdict = o.IndependentOracle(dep.spark, dep.source_db, dep.output_db, expected).verdict(
             {m.split(".")[1]: dep.coverage(m) for m in incrementals})
         assert verdict["holds"], verdict["problems"]
+
+
+def fingerprints(dep: Deployment) -> dict[str, str]:
+    """Each transformation's short version as the deployment's current files define it."""
+    config = load_config(CONFIG, environ={**dep.overrides})
+    prints, _ = model_changes.files_versions(config, load_models(config))
+    return {m.split(".")[1]: p.short for m, p in prints.items()}
 
 
 def edit(path: Path, old: str, new: str) -> None:

@@ -292,12 +292,12 @@ def test_every_row_says_which_version_computed_it_and_consolidation_never_merges
 
 
 def test_a_switched_build_s_rows_replace_the_model_s_under_the_model_s_epoch(record: DurableRecord) -> None:
-    """The model covered [0, 60) in version a (tasks of 10, one invalidation); its build covered [0, 50) in version b
-    (tasks of 25, two invalidations of its own). Adopted: the model's rows are the build's tasks in version b but for
-    the head [50, 60) the build left, kept so that its re-run finds the task; an invalidation the model records
-    next still cuts the adopted rows."""
+    """The model covered [0, 60) in version a (one batch of tasks of 10, one invalidation); its build covered [0, 50)
+    in version b (tasks of 25, two invalidations of its own). Adopted: the model's rows are the build's tasks in
+    version b but for the task over the head [55, 60) the build left, kept so that its re-run finds it; an
+    invalidation the model records next still cuts the adopted rows."""
     build = f"{M}__cbt_v2"
-    record.record_completed([done(s, s + 10, version="a") for s in range(0, 60, 10)])
+    record.record_completed([CompletedInterval(M, 0, 60, "batch", task_interval=10, version="a")])
     record.record_invalidation(invalidation("inv-m", {M: [(0, 10)]}))
     record.record_completed([done(0, 10, seq=1, version="a")])
     for n, event in enumerate(("inv-b1", "inv-b2"), start=1):
@@ -305,7 +305,7 @@ def test_a_switched_build_s_rows_replace_the_model_s_under_the_model_s_epoch(rec
     record.record_completed([done(0, 25, model=build, seq=2, version="b"),
                              done(25, 50, model=build, seq=2, version="b")])
 
-    record.adopt(M, build, (50, 60))
+    record.adopt(M, build, (55, 60))
 
     assert record.version_coverage([M]) == {M: {"b": ((0, 50),), "a": ((50, 60),)}}
     assert record.live_pieces([M], (0, 100)) == {M: [Piece((0, 50), 25), Piece((50, 60), 10)]}

@@ -538,3 +538,12 @@ def test_a_pruned_invalidation_is_forgotten_and_older_completions_fail_closed(st
     assert state.coverage.record_completed(A, (50, 60), 2)
     assert state.coverage.coverage(A) == ((0, 100),)
     assert state.coverage.invalidation_seq(A) == 2
+
+
+def test_the_announced_version_of_each_model_is_the_latest_one_and_unknown_models_are_absent(state: StatePorts) -> None:
+    assert state.coverage.deployed_versions(["an.a", "an.b"]) == {}
+    state.coverage.announce_versions({"an.a": "1111aaaa2222", "an.b": "3333bbbb4444"})
+    state.coverage.announce_versions({"an.a": "5555cccc6666"})
+    assert state.coverage.deployed_versions(["an.a", "an.b", "an.c"]) == {"an.a": "5555cccc6666",
+                                                                          "an.b": "3333bbbb4444"}
+    assert state.coverage.deployed_versions([]) == {}

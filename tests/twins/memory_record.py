@@ -50,7 +50,7 @@ class MemoryRecord:
             top = max((m.epoch for m in self._marks(model_id)), default=0)
             adopted = [_consolidated(model_id, run, top, version)
                        for version, run in protocol.version_runs(self._rows(source_id), self._marks(source_id))]
-            kept = [r for r in self.rows if r.model == model_id and keep is not None
+            kept = [_head_part(r, keep) for r in self.rows if r.model == model_id and keep is not None
                     and r.range[0] < keep[1] and r.range[1] > keep[0]]
             self.rows = [r for r in self.rows if r.model != model_id] + adopted + kept
 
@@ -147,6 +147,12 @@ def _consolidated(model: ModelId, run: Piece, seq: int, version: str | None) -> 
     (start, end), step = run.range, run.step
     return CompletedInterval(model, start, end - start, f"{model}:{start}:{end - start}", CONSOLIDATED, seq,
                              CONSOLIDATED, task_interval=None if step == UNKNOWN_STEP else step, version=version)
+
+
+def _head_part(row: CompletedInterval, keep: Range) -> CompletedInterval:
+    step = _step(row)
+    kept = protocol.tasks_over(row.range, row.interval if step is None else step, keep) or row.range
+    return dataclasses.replace(row, position=kept[0], interval=kept[1] - kept[0])
 
 
 def _step(row: CompletedInterval) -> int | None:

@@ -77,6 +77,7 @@ class MemoryCoverage:
         self._leases = leases or MemoryLeases()
         self._models: dict[ModelId, _ModelCoverage] = {}
         self._fired: dict[ModelId, set[int]] = {}
+        self._versions: dict[ModelId, str] = {}
         self._built = built
         self._generation = uuid.uuid4().hex
         self._lock = threading.Lock()
@@ -86,6 +87,7 @@ class MemoryCoverage:
         with self._lock:
             self._models.clear()
             self._fired.clear()
+            self._versions.clear()
             self._built = False
             self._generation = uuid.uuid4().hex
 
@@ -122,6 +124,14 @@ class MemoryCoverage:
     def scheduled_ran(self, models: Collection[ModelId]) -> set[ModelId]:
         with self._lock:
             return set(self._fired).intersection(models)
+
+    def deployed_versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
+        with self._lock:
+            return {m: self._versions[m] for m in models if m in self._versions}
+
+    def announce_versions(self, versions: Mapping[ModelId, str]) -> None:
+        with self._lock:
+            self._versions.update(versions)
 
     def latest_fires(self, models: Collection[ModelId]) -> dict[ModelId, int]:
         with self._lock:

@@ -18,6 +18,9 @@ from cbt.scheduling.protocol import (
     live_pieces,
     next_epoch,
     runs,
+    tasks_over,
+    version_coverage,
+    version_runs,
 )
 
 
@@ -100,3 +103,23 @@ def test_runs_merge_touching_pieces_of_one_step_and_keep_every_task_boundary() -
                             Piece((2100, 2200), UNKNOWN_STEP)]
     tasks = {t for p in pieces for t in p.tasks((0, 3000))}
     assert {t for p in runs(pieces) for t in p.tasks((0, 3000))} == tasks
+
+
+@pytest.mark.parametrize(("row", "step", "span", "kept"), [
+    pytest.param((0, 60), 10, (55, 60), (50, 60), id="the-task-holding-the-head"),
+    pytest.param((17, 917), 300, (880, 917), (617, 917), id="tasks-from-the-row-start"),
+    pytest.param((0, 60), 10, (25, 42), (20, 50), id="every-task-overlapping"),
+    pytest.param((0, 65), 10, (61, 90), (60, 65), id="a-short-last-task"),
+    pytest.param((0, 60), UNKNOWN_STEP, (55, 60), (0, 60), id="unknown-boundaries-whole-row"),
+    pytest.param((0, 60), 10, (60, 70), None, id="no-overlap"),
+])
+def test_the_tasks_of_a_row_over_a_span(row: Range, step: int, span: Range, kept: Range | None) -> None:
+    assert tasks_over(row, step, span) == kept
+
+
+def test_runs_never_mix_versions_and_each_version_says_what_it_holds() -> None:
+    rows = [CompletedRange((0, 10), 0, 10, "a"), CompletedRange((10, 20), 0, 10, "b"),
+            CompletedRange((20, 30), 0, 10, "a"), CompletedRange((30, 40), 0, 10, None)]
+    assert version_runs(rows, []) == [(None, Piece((30, 40), 10)), ("a", Piece((0, 10), 10)),
+                                      ("a", Piece((20, 30), 10)), ("b", Piece((10, 20), 10))]
+    assert version_coverage(rows, [Mark(1, (20, 30))]) == {"a": ((0, 10),), "b": ((10, 20),), None: ((30, 40),)}

@@ -72,10 +72,12 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     from cbt.adapters.invalidation_publisher import publish_event
     from cbt.adapters.spark import connect
     from cbt.adapters.switch import restore
+    from cbt.cli.plan_cmds import redis_state
     from cbt.contract.messages import Invalidation
     from cbt.models.builds import build_id
     from cbt.models.deployment import NothingToRollBack, plan_rollback
     from cbt.models.loader import load_project
+    from cbt.models.versions import short_version
 
     config, models = load_project(args.config)
     model_id = models.resolve(args.model)
@@ -96,6 +98,8 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         if admin.version_coverage([rows_of]).get(rows_of):
             admin.adopt(kept.model, rows_of)
     record.record_versions(plan.rows)
+    redis_state(config).coverage.announce_versions(
+        {v.model: short_version(v.data_hash) for v in plan.rows if v.state == "live"})
     rolled = {table for table, _ in plan.restores}
     covered = admin.coverage(sorted({*rolled, *(d for m in rolled for d in models.dependents(m))}))
     events = [Invalidation(id=f"rollback-{uuid.uuid4().hex}", model=m, start=start, end=covered[m][-1][1],

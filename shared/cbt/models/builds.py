@@ -23,7 +23,7 @@ from dataclasses import dataclass, replace
 
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, live_versions
-from cbt.models.spec import Dependency, IncrementalModel, ModelId, Transformation, dependency_ids
+from cbt.models.spec import Dependency, IncrementalModel, ModelId, ScheduledModel, Transformation, dependency_ids
 from cbt.models.stored import model_from_document
 from cbt.models.target_tables import owns_table
 from cbt.models.versions import short_version
@@ -109,6 +109,21 @@ def pins_from(versions: Iterable[DeployedVersion]) -> dict[ModelId, Pin]:
         if (version.state == "rolled_back" and serving is not None and serving.version < version.version
                 and serving.spec is not None):
             out[version.model] = Pin(model_from_document(serving.spec), short_version(serving.data_hash))
+    return out
+
+
+def deployed_pins(files: Mapping[ModelId, str], versions: Iterable[DeployedVersion]) -> dict[ModelId, Pin]:
+    """A worker whose files define another version of a model than the live one (a rolling update, either way)
+    runs the live version's kept definition — but for exec models, whose scripts are not kept (``files``: each
+    model's version as this process's files define it)."""
+    out: dict[ModelId, Pin] = {}
+    for model_id, live in live_versions(versions).items():
+        version = short_version(live.data_hash)
+        if live.spec is None or model_id not in files or files[model_id] == version:
+            continue
+        model = model_from_document(live.spec)
+        if not (isinstance(model, IncrementalModel | ScheduledModel) and model.exec):
+            out[model_id] = Pin(model, version)
     return out
 
 

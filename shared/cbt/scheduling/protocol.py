@@ -139,6 +139,20 @@ def version_coverage(rows: Iterable[CompletedRange], marks: Sequence[Mark]) -> d
     return {version: ranges for version, ranges in covered.items() if ranges}
 
 
+def tasks_over(row: Range, step: int, span: Range) -> Range | None:
+    """The part of a row of tasks of length ``step`` from its start (``UNKNOWN_STEP``: the whole row) made of the
+    tasks that overlap ``span``; ``None`` when none does. A switch keeps these of the model's rows over the head
+    its build left (``DurableRecord.adopt``), so their re-run repeats exactly those tasks."""
+    start, end = row
+    if end <= span[0] or start >= span[1]:
+        return None
+    if step == UNKNOWN_STEP:
+        return row
+    low = start + max(0, (span[0] - start) // step) * step
+    high = min(end, start + -(-(span[1] - start) // step) * step)
+    return (low, high) if low < high else None
+
+
 def live_coverage(rows: Iterable[CompletedRange], marks: Iterable[Mark]) -> Coverage:
     """One model's coverage in the durable record: the union of its rows' live parts."""
     held = tuple(marks)

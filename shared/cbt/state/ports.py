@@ -51,6 +51,11 @@ class CoverageReader(Protocol):
         ...
 
     def coverage(self, model: ModelId) -> Coverage: ...
+    def deployed_versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
+        """The version each model's tasks must carry now (``announce_versions``); models never announced are
+        absent."""
+        ...
+
     def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]: ...
     def invalidation_seq(self, model: ModelId) -> int: ...
     def reruns(self, models: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
@@ -72,6 +77,11 @@ class CoverageReader(Protocol):
 
 
 class CoverageWriter(Protocol):
+    def announce_versions(self, versions: Mapping[ModelId, str]) -> None:
+        """Record the version each model's tasks must carry from now on (the coordinator's leader, before it
+        publishes what a change re-runs): a worker drops a task of another version instead of running it."""
+        ...
+
     def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
         """Add the part of ``done`` that no invalidation newer than ``observed_seq`` overlaps (nothing in the
         fail-closed cases, or when ``fence`` is given and no longer held); True when all of ``done`` was added."""

@@ -11,6 +11,7 @@ from cbt.models.builds import (
     build_id,
     builds_from,
     built_model,
+    deployed_pins,
     is_buildable,
     pins_from,
     running_models,
@@ -153,3 +154,16 @@ def test_the_models_to_run_come_from_the_files_and_the_record_together(chain: Mo
     running = running_models(chain, record)
     assert running.get("analytics.second") == old and "analytics.second__cbt_v2" in running
     assert running_models(chain, []) is chain
+
+
+def test_a_worker_whose_files_define_another_version_runs_the_live_one_kept_in_the_record(chain: ModelSet) -> None:
+    """A rolling update, either way: the live version's kept definition, not the files' — but for an exec model,
+    whose scripts are not kept (it hands such tasks back)."""
+    first, old = files(chain, "analytics.first"), live(chain, "analytics.first")
+    script = replace(files(chain, "analytics.third"), sql=None, exec="python3 x.py")
+    record = [version(old, 1, "live", 1_000), version(script, 1, "live", 1_000),
+              version(files(chain, "analytics.second"), 1, "live", 1_000)]
+    pins = deployed_pins({"analytics.first": "data-2", "analytics.third": "data-2", "analytics.second": "data-1"},
+                         record)
+    assert {m: (p.live, p.version) for m, p in pins.items()} == {"analytics.first": (old, "data-1")}
+    assert first != old

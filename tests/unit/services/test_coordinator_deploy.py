@@ -34,15 +34,20 @@ def pipeline(parent_sql: str = PARENT) -> ModelSet:
         replace(inc("an.reads_n", ["an.parent"]), sql='SELECT slot, n FROM {{ ref("an.parent") }}')))
 
 
+announced: list[dict[str, str]] = []
+
+
 def deployed(models: ModelSet, record: MemoryVersions, at_ms: int) -> tuple[DeploymentPlan, list[Invalidation]]:
     published: list[Invalidation] = []
 
     async def publish(event: Invalidation) -> None:
+        assert announced, "the versions are announced before anything is re-run"
         published.append(event)
 
+    announced.clear()
     prints = {m.id: fingerprint(m, SETTINGS, Path(".")) for m in transformations(models)}
     plan = asyncio.run(deploy.deploy(models, prints, record, lambda ids: {m: COVERED.get(m, ()) for m in ids},
-                                     publish, at_ms))
+                                     publish, at_ms, lambda versions: announced.append(dict(versions))))
     return plan, published
 
 
@@ -68,6 +73,8 @@ def test_a_changed_column_re_runs_the_model_and_its_reader_only_once() -> None:
     assert published[1].reason == "model change: reads total of an.parent"
     assert record.deployed_versions()["an.parent"].version == 2
     assert record.deployed_versions()["an.reads_total"].version == 1, "its own definition did not change"
+    expected = {m: fingerprint(edited.get(m), SETTINGS).short for m in ("an.parent", "an.reads_total", "an.reads_n")}
+    assert announced == [expected], "every model's version, announced before the re-runs"
     assert "an.reads_n" in plan.impact.unaffected
 
     again, republished = deployed(edited, record, 3_000)
@@ -137,6 +144,8 @@ def test_a_changed_model_and_its_reader_are_built_beside_their_live_versions_and
         ("an.reads_n", 1): ("live", None)}
     builds = builds_from(record.all_versions())
     assert set(builds) == {"an.parent", "an.reads_total"}
+    assert announced[0]["an.parent"] == builds["an.parent"].live_version != announced[0]["an.parent__cbt_v2"], \
+        "the model's name runs its live version until the switch; its build the new one"
     assert "round" in (builds["an.parent"].new.sql or "") and "round" not in (builds["an.parent"].live.sql or "")
 
 

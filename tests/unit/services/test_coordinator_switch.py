@@ -108,6 +108,7 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
         "an.parent": {"new": ((0, 400),)}, "an.parent__cbt_v1": {"old": ((0, 317),)}}, \
         "the model's rows are the build's; its old rows are kept for a rollback"
     assert state.coverage.coverage("an.parent") == ((0, 400),), "with what the build covered beyond"
+    assert state.coverage.deployed_versions(["an.parent"]) == {"an.parent": "new"}, "its old tasks are dropped"
     states = {v.version: (v.state, v.table_version, v.covered_end) for v in record.all_versions()}
     assert states == {1: ("retired", 7, 317), 2: ("live", None, None)}
     assert [(e.model, e.start, e.end, e.cascade) for e in published] == [("an.reads_total", 0, 300, False)]

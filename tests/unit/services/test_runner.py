@@ -152,6 +152,27 @@ def test_a_task_of_another_version_never_runs_with_this_worker_s_definition() ->
     assert handle(runner, task().model_copy(update={"version": "new"})) == "completed"
 
 
+def test_a_task_planned_before_a_deployment_is_dropped_not_run_even_by_a_worker_of_its_version() -> None:
+    """A worker still on the old files takes an old task left in the queue after the deployment announced the new
+    version: it must not compute the interval with the old definition (the deployment's re-run would accept it)."""
+    state, executor = ready_state(), Executor()
+    runner, published, rows = make_runner(executor, state)
+    runner.versions = {MODEL: "old"}
+    state.coverage.announce_versions({MODEL: "new"})
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+
+    assert handle(runner, task().model_copy(update={"version": "old"})) == "stale-version"
+    assert executor.runs == [] and rows.rows == [] and published.messages == []
+    assert not state.ledger.in_flight([MODEL], 0).get(MODEL), "its claim is released: planned again, as new"
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+    assert handle(runner, task()) == "stale-version", "planned without a version: this worker's is not the one"
+    assert executor.runs == []
+
+    state.coverage.announce_versions({MODEL: "old"})  # (a rollback)
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+    assert handle(runner, task().model_copy(update={"version": "old"})) == "completed"
+
+
 def test_a_task_of_a_build_or_a_kept_version_runs_the_definition_the_versions_record_gives() -> None:
     """A build began after this worker loaded its files: a task names the build, or the live version of a model its
     files define anew; the worker reads the models to run (files, builds, kept definitions) and runs the task's."""

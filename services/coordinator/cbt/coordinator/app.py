@@ -205,7 +205,7 @@ class Coordinator:
             async with self._leadership_kept():
                 versions = await asyncio.to_thread(record)
                 await deploy.deploy(self.files_models, self.prints, versions, self.state.coverage.coverages, publish,
-                                    int(time.time() * 1000))
+                                    int(time.time() * 1000), self.state.coverage.announce_versions)
                 states = await asyncio.to_thread(versions.all_versions)
                 self.builds, self.pins = builds_from(states), pins_from(states)
                 self.versions_read_at = int(time.time())
@@ -227,6 +227,9 @@ class Coordinator:
             log.exception("model versions: reading the versions record failed; trying again")
             return
         builds, pins = builds_from(states), pins_from(states)
+        if not self.is_switching:  # (again every time: a Redis emptied meanwhile forgot them)
+            await asyncio.to_thread(self.state.coverage.announce_versions,
+                                    running_versions(self.files_versions, builds, pins))
         if (builds, pins) != (self.builds, self.pins) and not self.is_switching:
             log.info("model versions: the record changed; planning with it", extra={
                 "building": sorted(builds), "rolled_back": sorted(pins)})

@@ -23,7 +23,7 @@ from dataclasses import replace
 from cbt.config.settings import Config
 from cbt.contract.messages import Invalidation
 from cbt.coordinator.switch import waiting_in_place
-from cbt.models.builds import build_id, builds_from, is_buildable
+from cbt.models.builds import build_id, builds_from, is_buildable, pins_from, running_versions
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import (
     DeployedVersion,
@@ -127,8 +127,10 @@ def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[Model
 
 async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record: VersionRecord,
                  coverage: Callable[[Collection[ModelId]], Mapping[ModelId, Coverage]],
-                 publish: Callable[[Invalidation], Awaitable[None]], at_ms: int) -> DeploymentPlan:
-    """Classify, re-run in place what is not built, then record the versions (a failure before that repeats the
+                 publish: Callable[[Invalidation], Awaitable[None]], at_ms: int,
+                 announce: Callable[[Mapping[ModelId, str]], None] = lambda _: None) -> DeploymentPlan:
+    """Classify, announce the version each model's tasks carry from now on (a task planned before is dropped by
+    the worker), re-run in place what is not built, then record the versions (a failure before that repeats the
     same invalidations at the next attempt, which change nothing twice). ``models``: the files' models."""
     versions = await asyncio.to_thread(record.all_versions)
     deployed = latest_versions(versions)
@@ -141,7 +143,9 @@ async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record
             log.info("model version: %s", change.category, extra={"model": model_id, "reasons": list(change.reasons)})
     built = built_models(plan, models, live_versions(versions))
     rows = with_states(plan, models, built, deployed)
-    now = in_place_now(plan, models, built, current_states([*versions, *rows]))
+    after = current_states([*versions, *rows])
+    now = in_place_now(plan, models, built, after)
+    announce(running_versions({m: p.short for m, p in prints.items()}, builds_from(after), pins_from(after)))
     for event in invalidations(plan, models, coverage(list(now)), now):
         log.info("model version: recomputing in place", extra={"model": event.model, "reason": event.reason,
                                                                "range": [event.start, event.end]})

@@ -109,6 +109,8 @@ class Switch:
         versions = await asyncio.to_thread(lambda: self.record().all_versions())
         live, building = live_versions(versions), {v.model: v for v in versions if v.state == "building"}
         coverage = self.coverage.coverages([*builds, *(b.table for b in builds.values())])
+        self.coverage.announce_versions({m: b.new_version for m, b in builds.items()})  # (a live-version task left
+        # in the queue is dropped from here on, never run into a switched table)
         rows: list[DeployedVersion] = []
         for model_id in [m for m in files.topological_order() if m in builds]:
             build = builds[model_id]

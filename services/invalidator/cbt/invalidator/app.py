@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaMessage
@@ -26,6 +26,7 @@ from cbt.invalidator.history import prune_step
 from cbt.models.builds import VERSIONS_READ_S, running_models
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion
+from cbt.models.spec import ModelId
 from cbt.planning.live import LiveStateReader
 from cbt.planning.override_sync import LiveOverrides, ModelView, follow
 from cbt.planning.planner import Planner
@@ -66,10 +67,17 @@ def build(config: Config, models: ModelSet, publisher: BrokerPublisher, client: 
 def handler_with(config: Config, models: ModelSet, state: RedisState, client: Redis, admin: DurableRecord,
                  publisher: BrokerPublisher, planner: Planner) -> InvalidationHandler:
     topics = runtime.topics(config)
+
+    async def replan(model_ids: Collection[ModelId]) -> int:
+        """Plan with the versions the coordinator announced (a task carries the version it must be computed with;
+        the announcement precedes the invalidations a change publishes)."""
+        planner.versions = await asyncio.to_thread(state.coverage.deployed_versions, list(planner.models.models))
+        return await planner.replan(model_ids)
+
     return InvalidationHandler(
         models=models, coverage=state.coverage, ledger=state.ledger, admin=admin,
         seen=RedisSeenEvents(client, config.redis.key_prefix), publisher=publisher, topics=topics,
-        replan=planner.replan, max_range=config.invalidator.max_range, max_tasks=config.invalidator.max_tasks,
+        replan=replan, max_range=config.invalidator.max_range, max_tasks=config.invalidator.max_tasks,
     )
 
 

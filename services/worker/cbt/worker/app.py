@@ -35,7 +35,16 @@ from cbt.concurrency.ordered_acks import InOrderAcks
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskRequested, rejected
 from cbt.contract.topics import Topics
-from cbt.models.builds import Build, Pin, builds_from, pinned, pins_from, running_versions, with_builds
+from cbt.models.builds import (
+    Build,
+    Pin,
+    builds_from,
+    deployed_pins,
+    pinned,
+    pins_from,
+    running_versions,
+    with_builds,
+)
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionRecord, latest_versions
 from cbt.models.spec import ModelId
@@ -158,7 +167,7 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
     retry = config.worker.retry
     state = clients.state
     mine = {model_id: print_.short for model_id, print_ in files_versions(config, models)[0].items()}
-    deployed = DeployedVersions(recorder.admin.versions_record)
+    deployed = DeployedVersions(recorder.admin.versions_record, mine)
     return TaskRunner(
         models=models,
         ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, clients.publisher, recorder),
@@ -180,8 +189,9 @@ class DeployedVersions:
     """The deployed versions as the versions record holds them, read again at most every ``max_age_s`` (asked only
     when a task names a model or a version this worker does not run yet)."""
 
-    def __init__(self, record: Callable[[], VersionRecord], max_age_s: float = 5.0) -> None:
-        self._record, self._max_age_s = record, max_age_s
+    def __init__(self, record: Callable[[], VersionRecord], files: Mapping[ModelId, str],
+                 max_age_s: float = 5.0) -> None:
+        self._record, self._files, self._max_age_s = record, files, max_age_s
         self._read_at = -math.inf
         self._latest: dict[ModelId, DeployedVersion] = {}
         self._builds: dict[ModelId, Build] = {}
@@ -191,7 +201,7 @@ class DeployedVersions:
         if time.monotonic() - self._read_at > self._max_age_s:
             versions = self._record().all_versions()
             self._latest, self._builds = latest_versions(versions), builds_from(versions)
-            self._pins = pins_from(versions)
+            self._pins = {**deployed_pins(self._files, versions), **pins_from(versions)}
             self._read_at = time.monotonic()
 
     def short(self, model_id: ModelId) -> str | None:

@@ -115,6 +115,6 @@ async def _handle(runner: Runner, reject: Reject, message: Delivered, span: Span
 
         async def run() -> None:
             outcome = await runner.handle(task)
-            log.info("task handled", extra={"outcome": outcome})
+            log.info("task handled", extra={"outcome": outcome, "version": task.version})
 
         await guard.handle(task.task_id, body, run, reject)

@@ -232,6 +232,9 @@ class TaskRunner:
     async def _execute_leased(self, model: IncrementalModel | ScheduledModel,
                               task: TaskRequested) -> Executed | Outcome:
         seq = self.ports.coverage.invalidation_seq(model.id)
+        superseded = self._superseded(model, task)
+        if superseded is not None:
+            return superseded
         with tracing.tracer.start_as_current_span("dependency check"):
             checked = time.monotonic()
             why = self._why_not_ready(model, task)
@@ -329,13 +332,30 @@ class TaskRunner:
         log.info("task of another version than this worker's files; handed back",
                  extra={"task_id": task.task_id, "planned": planned, "mine": mine, "deployed": deployed})
         await asyncio.sleep(self.hand_back_pause_s)
-        await self._requeue(task)
+        await self._requeue(task, key=f"{task.task_id}#{uuid.uuid4().hex[:8]}")  # (another partition, maybe another
+        # worker's: the task's own key would bring it back to this one)
         return "handed-back"
 
-    async def _requeue(self, task: TaskRequested) -> None:
+    def _superseded(self, model: Transformation, task: TaskRequested) -> Outcome | None:
+        """A task of a version other than the one the coordinator announced for the model (a deployment, a switch or
+        a rollback since it was planned: ``announce_versions``) — or, planned without one, a model this worker
+        defines otherwise — is dropped and its claim released, never run. Read after the model's sequence: an
+        announcement made after this check comes before the invalidation it precedes, whose epoch then refuses this
+        run's completion."""
+        planned = task.version if task.version is not None else self.versions.get(model.id)
+        announced = self.ports.coverage.deployed_versions([model.id]).get(model.id)
+        if announced is None or planned is None or announced == planned:
+            return None
+        log.info("task planned with a version since superseded; dropped",
+                 extra={"task_id": task.task_id, "planned": task.version, "announced": announced})
+        self.ports.ledger.release(model.id, task.task_id)
+        return "stale-version"
+
+    async def _requeue(self, task: TaskRequested, key: str | None = None) -> None:
         """Publish the task again (its ledger claim stays, so the coordinator does not enqueue a second copy)."""
         await self.ports.publisher.publish(self.topics.task_requested(task.pool),
-                                           task.model_copy(update={"enqueued_at_ms": now_ms()}), key=task.task_id)
+                                           task.model_copy(update={"enqueued_at_ms": now_ms()}),
+                                           key=key or task.task_id)
 
     async def _execute_with_retries(self, model: Transformation,
                                     task: TaskRequested) -> tuple[str | None, float | None]:

@@ -232,9 +232,9 @@ class CompletionsFiles(_OnFiles):
         top = max((m.epoch for m in marks.get(model_id, [])), default=0)
         written = [completion_row(_consolidated(model_id, run, top, version))
                    for version, run in protocol.version_runs(rows, marks.get(source_id, []))]
-        kept = [row for row in self.files.read(table, _partition(model_id)) if keep is not None
-                and row["position"] < keep[1] and row["position"] + row["interval"] > keep[0]]
-        self.files.replace(_partition(model_id), [*written, *(_as_written(row) for row in kept)], based_on=table)
+        kept = [] if keep is None else [_head_part(row, keep) for row in self.files.read(table, _partition(model_id))
+                                        if row["position"] < keep[1] and row["position"] + row["interval"] > keep[0]]
+        self.files.replace(_partition(model_id), [*written, *kept], based_on=table)
 
     def _consolidate_one(self, model: ModelId, table: DeltaTable) -> Consolidation:
         rows = self.rows_by_model([model], table).get(model, [])
@@ -248,9 +248,11 @@ class CompletionsFiles(_OnFiles):
         return Consolidation(model, len(rows), len(written))
 
 
-def _as_written(row: Mapping[str, Any]) -> dict[str, Any]:
-    """A row as read, to write again (the names ``files.read`` gave the timestamps back)."""
-    out = dict(row)
+def _head_part(row: Mapping[str, Any], keep: Range) -> dict[str, Any]:
+    """A row as read, cut to its tasks over ``keep``, to write again (``files.read`` renamed the timestamp)."""
+    completed = _completed(row)
+    kept = protocol.tasks_over(completed.range, completed.task_step, keep) or completed.range
+    out = {**row, "position": kept[0], "interval": kept[1] - kept[0]}
     out["updated_date_time"] = timestamp(out.pop("updated_ms"))
     return out
 

@@ -216,17 +216,25 @@ def adopt_statement(incremental: str, invalidations: str, columns: Sequence[str]
     """Replace one model's rows (``:db``, ``:tbl``, ``:model``) with the runs of another model's live tasks
     (``:src_db``, ``:src_tbl``: its build) in one Delta commit, under the model's highest epoch (the build's epochs
     count another sequence); the model's own rows that overlap ``[:keep_start, :keep_end)`` — the head its build did
-    not cover, re-run next — are kept as they are, so that re-run finds the tasks that computed it."""
-    kept = ", ".join(f"`{c}`" for c in columns)
+    not cover, re-run next — are kept, cut to their tasks that overlap it (``cbt.scheduling.protocol.tasks_over``),
+    so that re-run finds the tasks that computed it and the rest of those rows does not outlive the switch."""
+    step = f"coalesce(task_interval, CASE WHEN direction = '{CONSOLIDATED}' THEN 0 ELSE `interval` END)"
+    low = "(CASE WHEN k.step = 0 THEN k.position ELSE k.position + greatest(0, floor((:keep_start - k.position) / " \
+          "k.step)) * k.step END)"
+    high = "(CASE WHEN k.step = 0 THEN k.position + k.`interval` ELSE least(k.position + k.`interval`, k.position + " \
+           "ceil((:keep_end - k.position) / k.step) * k.step) END)"
+    kept = {c: f"k.`{c}`" for c in columns} | {"position": f"CAST({low} AS BIGINT)",
+                                               "interval": f"CAST({high} - {low} AS BIGINT)"}
     return f"""INSERT INTO {incremental} REPLACE WHERE {ONE_MODEL}
 WITH {_live(incremental, invalidations, ANOTHER_MODEL)},
 {_RUNS},
-{_SEQ_FLOOR}
+{_SEQ_FLOOR},
+head_rows AS (SELECT *, {step} AS step FROM {incremental}
+  WHERE {ONE_MODEL} AND position < :keep_end AND position + `interval` > :keep_start)
 SELECT {select_as(columns, _run_row("f.seq"))}
 FROM runs i CROSS JOIN seq_floor f
 UNION ALL
-SELECT {kept} FROM {incremental}
-WHERE {ONE_MODEL} AND position < :keep_end AND position + `interval` > :keep_start"""
+SELECT {select_as(columns, kept)} FROM head_rows k"""
 
 
 def live_pieces_query(incremental: str, invalidations: str, where: str) -> str:

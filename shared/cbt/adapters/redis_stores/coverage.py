@@ -17,6 +17,7 @@ multi-model read. Keys (``{m}`` is a model id)::
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
     {prefix}scheduled-fired  hash  scheduled model -> latest fire time it ran for successfully
     {prefix}fired:{m}        zset  the latest 1000 fire times a scheduled model ran for successfully
+    {prefix}deployed-version hash  model -> the version its tasks must carry now (``announce_versions``)
 
 A completion recorded under a ``Fence`` also reads the lease's keys (``leases.lease_keys``). Positions travel through
 Lua as doubles and are formatted with ``%d``: exact up to 2**53. A multi-model invalidation touches several keys in
@@ -277,6 +278,7 @@ class RedisCoverage:
         self._keep = keep_invalidations
         self._generation_key = f"{prefix}generation"
         self._fired_key = f"{prefix}scheduled-fired"
+        self._versions_key = f"{prefix}deployed-version"
         self._record_fire = client.register_script(_RECORD_FIRE)
         self._record = client.register_script(_RECORD_COMPLETED)
         self._invalidate = client.register_script(_APPLY_INVALIDATION)
@@ -321,6 +323,18 @@ class RedisCoverage:
 
     def coverage(self, model: ModelId) -> Coverage:
         return self.coverages([model])[model]
+
+    def deployed_versions(self, models: Collection[ModelId]) -> dict[ModelId, str]:
+        ordered = list(models)
+        if not ordered:
+            return {}
+        found = cast("list[bytes | str | None]", self._client.hmget(self._versions_key, ordered))
+        return {m: v.decode() if isinstance(v, bytes) else v for m, v in zip(ordered, found, strict=True)
+                if v is not None}
+
+    def announce_versions(self, versions: Mapping[ModelId, str]) -> None:
+        if versions:
+            self._client.hset(self._versions_key, mapping=dict(versions))
 
     def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]:
         """Every requested model's coverage (empty when none), read in one transaction."""
