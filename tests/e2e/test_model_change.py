@@ -13,6 +13,7 @@ its table from its query."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -258,10 +259,10 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         endpoints: Endpoints, spark_backend: SparkBackend, tmp_path: Path) -> None:
     """Three edits deployed at once: the chain's first model gains a column (non-breaking: built, switched, its
     readers not recomputed), the middle one is re-indented and tagged (metadata: nothing recomputed), the last one
-    changes a formula ``forward_only`` from a position (history kept below it). A rolling update: a second worker
-    keeps the old files throughout, and no interval is computed with a definition other than its task's version.
-    The new worker is SIGKILLed and the coordinator restarted while the build runs (the old worker alone meanwhile):
-    nothing is lost and the build switches once."""
+    changes a formula ``forward_only`` from a position (history kept below it). A rolling update: the services
+    restart with the new files but the only worker still has the old ones — it computes the new versions from the
+    record, never with its files' definitions; it is SIGKILLed and the coordinator restarted while the build runs,
+    then a worker with the new files takes over: nothing is lost and the build switches once."""
     files, old_files = tmp_path / "transformations", tmp_path / "old-transformations"
     shutil.copytree(PROJECT / "models" / "transformations", files)
     shutil.copytree(files, old_files)
@@ -297,11 +298,10 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         build = f"{dep.output_db}.{FIRST}__cbt_v2"
         try:
             old_worker.start("worker", "-old-files")
-            dep.start(*SERVICES)
-            wait_in_flight(dep, build)
-            dep.procs.kill("worker", signal.SIGKILL)
+            dep.start("coordinator", "bounds-cache", "invalidator")
+            wait_handled(dep, "worker-old-files", build)
+            old_worker.kill("worker-old-files", signal.SIGKILL)
             dep.procs.kill("coordinator", signal.SIGKILL)
-            time.sleep(3.0)  # (the old worker alone takes the tasks)
             dep.start("coordinator", "worker")
             switches = wait_live(dep, f"{dep.output_db}.{FIRST}", 2)
             dep.wait_quiet(LAST_SLOT_END)
@@ -323,7 +323,10 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         forward = by_model.get("block_propagation_five_minute", [])
         new_five = fingerprints(dep)["block_propagation_five_minute"]
         assert {c.version for c in forward} == {new_five}, "every re-run says the new definition computed it"
-        assert "task handled" in (dep.log_dir / "worker-old-files.log").read_text(), "the old worker took tasks"
+        olds = set(fingerprints(dep, old_files).values())
+        by_old = [c for c in after if c.worker == old_worker_id(dep) and c.position is not None]
+        assert by_old and all(c.version not in olds for c in by_old), \
+            f"the old worker computed the new versions only: {[(c.model, c.version) for c in by_old]}"
         start = min((c.position or 0 for c in forward), default=None)
         assert start is not None and FORWARD_FROM - 300 < start <= FORWARD_FROM, \
             f"the new definition starts at the task that holds {FORWARD_FROM}: " \
@@ -338,9 +341,16 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
         assert verdict["holds"], verdict["problems"]
 
 
-def fingerprints(dep: Deployment) -> dict[str, str]:
-    """Each transformation's short version as the deployment's current files define it."""
-    config = load_config(CONFIG, environ={**dep.overrides})
+def old_worker_id(dep: Deployment) -> str:
+    started = re.search(r"worker started\s+owner=(\S+)", (dep.log_dir / "worker-old-files.log").read_text())
+    assert started, "the old worker did not start"
+    return started[1]
+
+
+def fingerprints(dep: Deployment, files: Path | None = None) -> dict[str, str]:
+    """Each transformation's short version as the deployment's current files (or ``files``) define it."""
+    paths = {} if files is None else {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{files}]"}
+    config = load_config(CONFIG, environ={**dep.overrides, **paths})
     prints, _ = model_changes.files_versions(config, load_models(config))
     return {m.split(".")[1]: p.short for m, p in prints.items()}
 
@@ -351,13 +361,14 @@ def edit(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new, 1))
 
 
-def wait_in_flight(dep: Deployment, model_id: str, timeout_s: float = 300.0) -> None:
-    """Until a task of ``model_id`` is in flight (claimed by a worker)."""
+def wait_handled(dep: Deployment, process: str, model_id: str, timeout_s: float = 300.0) -> None:
+    """Until the worker process ``process`` has completed a task of ``model_id``."""
+    log, done = dep.log_dir / f"{process}.log", re.compile(rf"outcome=completed .*model={re.escape(model_id)} ")
     deadline = time.monotonic() + timeout_s
-    while not dep.state.ledger.in_flight([model_id], int(time.time() * 1000)).get(model_id):
+    while not (log.exists() and done.search(log.read_text())):
         assert not dep.procs.exited(), f"services exited: {dep.procs.exited()}; logs in {dep.log_dir}"
-        assert time.monotonic() < deadline, f"no task of {model_id} in flight; logs in {dep.log_dir}"
-        time.sleep(0.05)
+        assert time.monotonic() < deadline, f"{process} completed no task of {model_id}; logs in {dep.log_dir}"
+        time.sleep(0.1)
 
 
 def wait_live(dep: Deployment, model_id: str, version: int, timeout_s: float = 300.0) -> int:
