@@ -74,7 +74,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     from cbt.adapters.switch import restore
     from cbt.cli.plan_cmds import redis_state
     from cbt.contract.messages import Invalidation
-    from cbt.models.builds import build_id
+    from cbt.models.builds import kept_rows_id
     from cbt.models.deployment import NothingToRollBack, plan_rollback
     from cbt.models.loader import load_project
     from cbt.models.versions import short_version
@@ -93,15 +93,16 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     for table, version in plan.restores:
         restore(spark, table, version)
         print(f"restored {table} to its table version {version}")
+    rolled = {table for table, _ in plan.restores}
+    covered = admin.coverage(sorted({*rolled, *(d for m in rolled for d in models.dependents(m))}))  # (before
+    # the kept rows come back: what the rolled-back version computed after the switch is re-run below)
     for kept in (v for v in plan.rows if v.state == "live"):  # (the rows the switch kept: none before they were)
-        rows_of = build_id(kept.model, kept.version)
+        rows_of = kept_rows_id(kept.model, kept.version)
         if admin.version_coverage([rows_of]).get(rows_of):
             admin.adopt(kept.model, rows_of)
     record.record_versions(plan.rows)
     redis_state(config).coverage.announce_versions(
         {v.model: short_version(v.data_hash) for v in plan.rows if v.state == "live"})
-    rolled = {table for table, _ in plan.restores}
-    covered = admin.coverage(sorted({*rolled, *(d for m in rolled for d in models.dependents(m))}))
     events = [Invalidation(id=f"rollback-{uuid.uuid4().hex}", model=m, start=start, end=covered[m][-1][1],
                            reason="rollback: computed by the version rolled back", source="cbt-cli", cascade=True)
               for m, start in plan.heads.items() if covered.get(m) and covered[m][-1][1] > start]

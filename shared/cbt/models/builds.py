@@ -59,6 +59,12 @@ def build_id(model_id: ModelId, version: int) -> ModelId:
     return f"{model_id}{BUILD_MARK}{version}"
 
 
+def kept_rows_id(model_id: ModelId, version: int) -> ModelId:
+    """Where a switch keeps the completion rows of the version it retires (``cbt rollback`` adopts them back): an
+    id of its own — a build's id keeps that build's rows."""
+    return f"{model_id}__cbt_kept_v{version}"
+
+
 def built_model(model_id: ModelId) -> tuple[ModelId, int] | None:
     """The model and version a build table builds; None for any other id."""
     found = _BUILD_ID.match(model_id)

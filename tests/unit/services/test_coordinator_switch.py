@@ -104,8 +104,8 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
     asyncio.run(switch.run(files(), {build.model: build}))
 
     assert switched == [("an.parent", "an.parent__cbt_v2")] and dropped == ["an.parent__cbt_v2"]
-    assert durable.version_coverage(["an.parent", "an.parent__cbt_v1"]) == {
-        "an.parent": {"new": ((0, 400),)}, "an.parent__cbt_v1": {"old": ((0, 317),)}}, \
+    assert durable.version_coverage(["an.parent", "an.parent__cbt_kept_v1"]) == {
+        "an.parent": {"new": ((0, 400),)}, "an.parent__cbt_kept_v1": {"old": ((0, 317),)}}, \
         "the model's rows are the build's; its old rows are kept for a rollback"
     assert state.coverage.coverage("an.parent") == ((0, 400),), "with what the build covered beyond"
     assert state.coverage.deployed_versions(["an.parent"]) == {"an.parent": "new"}, "its old tasks are dropped"
@@ -135,10 +135,13 @@ def test_the_head_a_build_left_is_recomputed_at_the_switch_without_its_descendan
 
 
 def test_a_switch_repeated_after_a_crash_keeps_the_old_version_s_rows_not_the_build_s() -> None:
-    durable = MemoryRecord()
+    """And a version kept before (its id already holds rows: a build of the same number, an earlier switch) is kept
+    again, as the model holds it now."""
+    durable, build = MemoryRecord(), parent_build()
     durable.record_completed([CompletedInterval("an.parent", 0, 300, "p", version="old"),
-                              CompletedInterval("an.parent__cbt_v2", 0, 300, "b", version="new")])
+                              CompletedInterval(build.table, 0, 300, "b", version="new"),
+                              CompletedInterval("an.parent__cbt_kept_v1", 0, 100, "stale", version="older")])
     for _ in range(2):
-        adopt_build(durable, "an.parent", "an.parent__cbt_v2", "an.parent__cbt_v1")
-    assert durable.version_coverage(["an.parent", "an.parent__cbt_v1"]) == {
-        "an.parent": {"new": ((0, 300),)}, "an.parent__cbt_v1": {"old": ((0, 300),)}}
+        adopt_build(durable, "an.parent", build, "an.parent__cbt_kept_v1")
+    assert durable.version_coverage(["an.parent", "an.parent__cbt_kept_v1"]) == {
+        "an.parent": {"new": ((0, 300),)}, "an.parent__cbt_kept_v1": {"old": ((0, 300),)}}

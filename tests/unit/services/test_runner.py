@@ -173,6 +173,21 @@ def test_a_task_planned_before_a_deployment_is_dropped_not_run_even_by_a_worker_
     assert handle(runner, task().model_copy(update={"version": "old"})) == "completed"
 
 
+def test_a_version_announced_while_a_task_runs_keeps_its_completion_out_of_the_record() -> None:
+    """Its range may lie beyond the change's invalidation (forward fill at the head): recorded, the old definition's
+    rows would stand; not recorded, the interval is planned again in the new version, whose run rewrites them."""
+    state = ready_state()
+    executor = Executor(during=[lambda: state.coverage.announce_versions({MODEL: "new"})])
+    runner, published, rows = make_runner(executor, state)
+    runner.versions = {MODEL: "old"}
+    state.coverage.announce_versions({MODEL: "old"})
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+
+    assert handle(runner, task().model_copy(update={"version": "old"})) == "stale-version"
+    assert len(executor.runs) == 1 and rows.rows == [] and published.messages == []
+    assert state.coverage.coverage(MODEL) == (), "not covered: planned again"
+
+
 def test_a_task_of_a_build_or_a_kept_version_runs_the_definition_the_versions_record_gives() -> None:
     """A build began after this worker loaded its files: a task names the build, or the live version of a model its
     files define anew; the worker reads the models to run (files, builds, kept definitions) and runs the task's."""

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 
 from cbt.contract.messages import Invalidation
-from cbt.models.builds import Build, build_id
+from cbt.models.builds import Build, kept_rows_id
 from cbt.models.changes import classify, impact
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionRecord, latest_versions, live_versions
@@ -73,14 +73,16 @@ def waiting_in_place(files: ModelSet, builds: Mapping[ModelId, Build],
     return [m for m in reached.recompute if m not in builds and isinstance(files.models.get(m), IncrementalModel)]
 
 
-def adopt_build(record: DurableRecord, model_id: ModelId, build: ModelId, retired: ModelId | None,
+def adopt_build(record: DurableRecord, model_id: ModelId, build: Build, retired: ModelId | None,
                 head: Coverage = ()) -> None:
     """The model's completion rows become its build's, but for those of the ``head`` its build did not cover (their
-    re-run must find them); its live version's rows are kept under ``retired`` (its build id: ``cbt rollback``
-    adopts them back) — once: a switch repeated after a crash must not keep the build's."""
-    if retired is not None and not record.version_coverage([retired]).get(retired):
+    re-run must find them); its live version's rows are kept under ``retired`` (``kept_rows_id``: ``cbt rollback``
+    adopts them back) — unless the model's rows already hold the build's version: a switch repeated after a crash
+    must not keep the build's rows as the old version's."""
+    held = record.version_coverage([model_id]).get(model_id, {})
+    if retired is not None and build.new_version not in held:
         record.adopt(retired, model_id)
-    record.adopt(model_id, build, (head[0][0], head[-1][1]) if head else None)
+    record.adopt(model_id, build.table, (head[0][0], head[-1][1]) if head else None)
 
 
 @dataclass
@@ -115,9 +117,9 @@ class Switch:
         for model_id in [m for m in files.topological_order() if m in builds]:
             build = builds[model_id]
             before = await asyncio.to_thread(self.switch_table, model_id, build.table)
-            retired = build_id(model_id, live[model_id].version) if model_id in live else None
+            retired = kept_rows_id(model_id, live[model_id].version) if model_id in live else None
             head = head_left(build, coverage)
-            await asyncio.to_thread(adopt_build, self.durable(), model_id, build.table, retired, head)
+            await asyncio.to_thread(adopt_build, self.durable(), model_id, build, retired, head)
             self._cover(model_id, beyond(coverage.get(model_id, ()), coverage.get(build.table, ())))
             await self._recompute_head(model_id, head, builds)
             ranges = coverage.get(model_id, ())

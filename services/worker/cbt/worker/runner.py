@@ -268,6 +268,10 @@ class TaskRunner:
         seq, duration_ms = executed.invalidation_seq, executed.duration_ms
         if not self._still_holds(held):
             return await self._lease_lost(task, held)
+        superseded = self._superseded(model, task)  # (again: a version announced while it ran — its range may lie
+        # beyond what the change's invalidation covered, and the next run of its version rewrites its rows)
+        if superseded is not None:
+            return superseded
         with tracing.tracer.start_as_current_span("admin commit"):
             await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, version=self.versions.get(model.id)))
         if isinstance(model, ScheduledModel) and task.scheduled_unix is not None:
