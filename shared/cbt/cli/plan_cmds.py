@@ -63,6 +63,12 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="show positions as the config's interval_types do (a slot as its time…): by the transformation NAME "
         "(e.g. Time), or each type's first one when no NAME is given",
     )
+    status.add_argument(
+        "--versions",
+        action="store_true",
+        help="also list the tables an in-place change has not finished with: the intervals each version's rows "
+        "hold (read from the admin tables' files; needs spark.warehouse)",
+    )
     status.set_defaults(func=run_status)
 
 
@@ -107,7 +113,8 @@ def run_status(args: argparse.Namespace) -> int:
     now_ms = (state.now if state.now is not None else int(time.time())) * 1000
     shown = None if args.show is None else position_display(config, model_set, args.show, now_ms)
     schedules = [] if args.state or args.model else read_live_schedules(config, model_set, now_ms // 1000)
-    mixed = {} if args.state else model_changes.read_mixed_versions(config, [s.model_id for s in statuses])
+    mixed = model_changes.read_mixed_versions(config, [s.model_id for s in statuses]) if args.versions and \
+        not args.state else {}
     if args.json:
         document = statuses_to_json(statuses, state, failures, shown)
         if schedules:
