@@ -21,6 +21,8 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -95,18 +97,7 @@ ROLLED_BACK = o.Pipeline(o.EXAMPLE.externals, {
 def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_only(
         endpoints: Endpoints, spark_backend: SparkBackend, tmp_path: Path) -> None:
     files = tmp_path / "transformations"
-    shutil.copytree(PROJECT / "models" / "transformations", files)
-    tag = f"tm{uuid.uuid4().hex[:8]}"
-    paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{files}]"}
-    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.session,
-                             spark_backend.remote, tag, paths) as dep:
-        dep.create_tables()
-        dep.write_entities()
-        dep.write_sources(T0, SOURCE_END)
-        dep.start(*SERVICES)
-        dep.wait_quiet(LAST_SLOT_END)
-        dep.stop()
-
+    with caught_up(endpoints, spark_backend, files) as (dep, tag):
         middle = files / f"{MIDDLE}.sql"
         middle.write_text(middle.read_text().replace(OLD_CLASS, NEW_CLASS))
         assert_plan_says_what_a_deployment_recomputes(dep)
@@ -173,6 +164,24 @@ def recorded_versions(dep: Deployment, table: str) -> set[str | None]:
     model_id = f"{dep.output_db}.{table}"
     return set(admin_from_config(dep.spark, load_config(CONFIG, environ={**dep.overrides})).version_coverage(
         [model_id])[model_id])
+
+
+@contextmanager
+def caught_up(endpoints: Endpoints, spark_backend: SparkBackend, files: Path) -> Iterator[tuple[Deployment, str]]:
+    """A deployment of the example pipeline over its own copy of the model files (``files``, edited by the test),
+    caught up with the source data and stopped; and its tag."""
+    shutil.copytree(PROJECT / "models" / "transformations", files)
+    tag = f"tm{uuid.uuid4().hex[:8]}"
+    paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{files}]"}
+    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.session,
+                             spark_backend.remote, tag, paths) as dep:
+        dep.create_tables()
+        dep.write_entities()
+        dep.write_sources(T0, SOURCE_END)
+        dep.start(*SERVICES)
+        dep.wait_quiet(LAST_SLOT_END)
+        dep.stop()
+        yield dep, tag
 
 
 class VersionSampler:
@@ -264,18 +273,8 @@ def test_an_added_column_a_formatting_and_tag_edit_and_a_forward_only_change_rec
     record, never with its files' definitions; it is SIGKILLed and the coordinator restarted while the build runs,
     then a worker with the new files takes over: nothing is lost and the build switches once."""
     files, old_files = tmp_path / "transformations", tmp_path / "old-transformations"
-    shutil.copytree(PROJECT / "models" / "transformations", files)
-    shutil.copytree(files, old_files)
-    tag = f"tm{uuid.uuid4().hex[:8]}"
-    paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{files}]"}
-    with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_backend.session,
-                             spark_backend.remote, tag, paths) as dep:
-        dep.create_tables()
-        dep.write_entities()
-        dep.write_sources(T0, SOURCE_END)
-        dep.start(*SERVICES)
-        dep.wait_quiet(LAST_SLOT_END)
-        dep.stop()
+    with caught_up(endpoints, spark_backend, files) as (dep, tag):
+        shutil.copytree(files, old_files)
         old_paths = {"CBT__MODELS__TRANSFORMATIONS__PATHS": f"[{old_files}]"}
         old_worker = ServiceProcesses(CONFIG, {**dep.overrides, **old_paths}, dep.log_dir)
 
