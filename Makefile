@@ -82,8 +82,10 @@ status:
 bench: install system-deps
 	$(BIN)/python -m bench.run
 
-# Randomized faults on the real stack, then the oracle checks; CHAOS_ARGS="--rounds 50 --seed 7" replays a run.
+# The long e2e suite (a Spark standalone cluster, its worker and executor killed mid-task), then randomized faults
+# on the real stack and the oracle checks; CHAOS_ARGS="--rounds 50 --seed 7" replays a run.
 chaos: install system-deps
+	CBT_LONG_TESTS=1 $(BIN)/pytest -m long tests/e2e
 	$(BIN)/python -m tests.chaos $(CHAOS_ARGS)
 
 clean: down

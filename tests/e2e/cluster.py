@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import time
 import urllib.request
@@ -23,8 +24,12 @@ from cbt.dev.process import wait_until
 from cbt.dev.spark_cluster import SparkWorker, alive_workers, master_state
 from tests.e2e.harness import PROJECT
 
-BACKENDS = ("local", pytest.param("cluster", id="spark-cluster"))
-"""``@pytest.mark.parametrize("spark_backend", BACKENDS, indirect=True)`` runs a test on both."""
+LONG_SUITE = pytest.mark.skipif(os.environ.get("CBT_LONG_TESTS") != "1",
+                                reason="long suite: `make chaos` (CBT_LONG_TESTS=1), to keep `make test` short")
+"""Runs in ``make chaos``, not ``make test``: a second Spark (a standalone cluster) and a fault on it, ~3 minutes."""
+BACKENDS = ("local", pytest.param("cluster", id="spark-cluster", marks=[pytest.mark.long, LONG_SUITE]))
+"""``@pytest.mark.parametrize("spark_backend", BACKENDS, indirect=True)`` runs a test on both (the cluster in the long
+suite)."""
 HOME = PROJECT / "var" / "test-spark-cluster"
 """Its own var/ (metastore, warehouse, worker's work dir, logs): emptied at every start."""
 

@@ -26,7 +26,7 @@ def test_demo_runs_for_a_while_and_models_catch_up(endpoints: Endpoints, spark: 
     tag = f"tdemo{uuid.uuid4().hex[:8]}"
     env = {**os.environ, "CBT__KAFKA__BOOTSTRAP_SERVERS": endpoints.kafka_bootstrap,
            "CBT__REDIS__URL": endpoints.redis_url, "CBT__SPARK__REMOTE": endpoints.spark_remote}
-    argv = [sys.executable, "-m", "cbt.dev.demo", "--tag", tag, "--no-stack", "--duration", "150",
+    argv = [sys.executable, "-m", "cbt.dev.demo", "--tag", tag, "--no-stack", "--duration", "90",
             "--backlog", "300", "--refresh", "10"]
     try:
         done = subprocess.run(argv, env=env, cwd=PROJECT, capture_output=True, text=True, timeout=480)
