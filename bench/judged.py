@@ -122,6 +122,16 @@ def _switch(part: Part) -> tuple[dict[str, Measured], Figures]:
             part.get("one_statement_s")), " s")}
 
 
+def _checks(part: Part) -> tuple[dict[str, Measured], Figures]:
+    n = part.get("intervals")
+    holds = None if "same_rows" not in part else bool(part["same_rows"] and part.get("every_interval_passed"))
+    return {"ratio_with_checks": Measured(part.get("ratio_with_checks"), n), "same_rows_all_passed": Measured(holds)}, {
+        "median_wall_ms_without": ("(l) the backlog without checks, median of two runs",
+                                   Measured(part.get("median_wall_ms_without"), n), " ms"),
+        "median_wall_ms_with": ("(l) the backlog with two checks, median of two runs",
+                                Measured(part.get("median_wall_ms_with"), n), " ms")}
+
+
 def _head(part: Part) -> tuple[dict[str, Measured], Figures]:
     return {"overhead_p50_ms": _summary(part, "overhead_ms")}, {
         "latency_p50_ms": ("(e) source minute released to the third level covering it, p50",
@@ -278,6 +288,10 @@ TARGETS: dict[str, tuple[Target, ...]] = {
                                                 "vs one statement", 1.5, "x"),
                Target("same_rows_build_dropped", "(k) after the switch: the rows of one statement, the build dropped",
                       comparison="holds")),
+    "checks": (Target("ratio_with_checks", "(l) 300 hourly intervals with two checks vs without, first task to last "
+                                           "completion", 1.2, "x"),
+               Target("same_rows_all_passed", "(l) the same rows, and every interval passed both checks",
+                      comparison="holds")),
     "rebuild": (Target("empty_open_and_rebuild_s", "(i) open the admin tables and rebuild an empty record", 1.0,
                        " s"),
                 Target("million_open_and_rebuild_s", "(i) open the admin tables and rebuild 1,000,000 rows", 30.0,
@@ -287,7 +301,7 @@ TARGETS: dict[str, tuple[Target, ...]] = {
 READERS: dict[str, Callable[[Part], tuple[dict[str, Measured], Figures]]] = {
     "overhead": _overhead, "worker_profile": _profile, "cascade": _cascade, "backfill": _backfill,
     "backlog": _backlog, "head": _head, "scale": _scale, "catchup": _catchup, "mixed": _mixed, "rebuild": _rebuild,
-    "live": _live, "switch": _switch,
+    "live": _live, "switch": _switch, "checks": _checks,
 }
 
 

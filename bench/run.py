@@ -49,6 +49,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds (j) watches the models keep up after catching up (default 600)")
     parser.add_argument("--switch", action="store_true",
                         help="(k) a breaking change over 300 hourly intervals: deploy to switch vs one statement")
+    parser.add_argument("--checks", action="store_true",
+                        help="(l) the backlog of (d) with two interval checks vs without")
     parser.add_argument("--scale", action="store_true",
                         help="(f) planning 10,000 models over 1,000,000 completed intervals, against Redis alone")
     parser.add_argument("--intervals", type=int, default=12, help="intervals for (a) (default 12)")
@@ -63,12 +65,26 @@ def main(argv: list[str] | None = None) -> int:
                         help="seconds (h) waits for quiet before reporting 'not quiet' (default 1200)")
     args = parser.parse_args(argv)
     every = ("overhead", "cascade", "backfill", "backlog", "head", "catchup", "mixed", "rebuild", "scale", "live",
-             "switch")
+             "switch", "checks")
     chosen = [name for name in every if getattr(args, name)] or list(every)
     if chosen == ["scale"]:  # Redis alone: no Spark or Kafka is started for (f)
         return _scale_only(args)
 
-    from bench import backfill, backlog, cascade, catchup, head, live, mixed, overhead, profile, rebuild, scale, switch
+    from bench import (
+        backfill,
+        backlog,
+        cascade,
+        catchup,
+        checks,
+        head,
+        live,
+        mixed,
+        overhead,
+        profile,
+        rebuild,
+        scale,
+        switch,
+    )
     from cbt.adapters.spark import connect
     from cbt.dev import stack
 
@@ -90,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
         "scale": lambda: scale.benchmark(endpoints.redis_url, args.scale_models, args.scale_intervals),
         "live": lambda: live.benchmark(spark, endpoints, args.live_watch),
         "switch": lambda: switch.benchmark(spark, endpoints, args.backlog_intervals),
+        "checks": lambda: checks.benchmark(spark, endpoints, args.backlog_intervals),
     }
     try:
         for name, benchmark in runs.items():

@@ -21,6 +21,10 @@ write:
   replace_where: >-
     slot_start_date_time >= timestamp_seconds({{ bounds.start }})
     AND slot_start_date_time < timestamp_seconds({{ bounds.end }})
+checks:               # an interval is published only if these hold (docs/checks.md); else it waits, and so do its
+  - not_null: [block_root, proposer_index]             # dependents, until its source is repaired and re-run
+  - expression: min_propagation_ms >= 0                # a block seen before its slot started: a broken clock
+    name: seen_after_slot_start
 ---
 SELECT
   slot,

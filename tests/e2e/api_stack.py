@@ -80,7 +80,7 @@ class ApiStack:
         return body
 
 
-def _start_api(procs: ServiceProcesses, key: str) -> None:
+def start_api(procs: ServiceProcesses, key: str) -> None:
     procs.start("api", key)
     wait_until(f"api{key} to be ready", timeout_s=300,
                check=lambda: (r := procs.readiness(f"api{key}")) and all(v == "ok" for v in r.values()))
@@ -104,9 +104,9 @@ def api_deployment(endpoints: Endpoints, spark_sessions: SessionPool, *, t0: int
             dep.write_entities()
             dep.write_sources(t0, source_end)
             dep.start(*PIPELINE)
-            _start_api(dep.procs, "")
+            start_api(dep.procs, "")
             if tokenless:
-                _start_api(without_token, "-open")
+                start_api(without_token, "-open")
             dep.wait_quiet(last_slot_end, timeout_s=900)
             yield ApiStack(f"http://127.0.0.1:{port}", token, dep,
                            f"http://127.0.0.1:{open_port}" if tokenless else None)
@@ -123,5 +123,5 @@ def lone_api(endpoints: Endpoints, spark_sessions: SessionPool, api_overrides: d
     with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_sessions.session("tests"),
                              endpoints.spark_remote, f"tlone{uuid.uuid4().hex[:8]}",
                              {"CBT__API__ADDR": f"127.0.0.1:{port}", **api_overrides}) as dep:
-        _start_api(dep.procs, "")
+        start_api(dep.procs, "")
         yield f"http://127.0.0.1:{port}", dep

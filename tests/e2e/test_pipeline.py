@@ -140,7 +140,7 @@ def assert_metrics_follow_the_work(dep: Deployment) -> None:
     labels = {label for series in (worker, coordinator, scans) for name, labelset in series
               if name.startswith("cbt_") for label, _ in labelset}
     assert labels <= {"model", "status", "direction", "le", "component", "error_type", "result", "pool",
-                      "bound_type", "scan", "priority", "worker", "operation", "queue"}, labels
+                      "bound_type", "scan", "priority", "worker", "operation", "queue", "check"}, labels
 
 
 def assert_a_trace_follows_a_cascade(dep: Deployment, timeout_s: float = 15.0) -> None:

@@ -24,10 +24,10 @@ from cbt.planning import hot_index
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.protocol import UNKNOWN_STEP, Piece, subtract
 from cbt.scheduling.task_runs import TaskRun, compress
-from cbt.state.admin_records import CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
-from cbt.state.ports import DurableRecord
+from cbt.state.admin_records import CheckedInterval, CompletedInterval, InvalidationRecord, RetriedAttempt, ScheduledRun
+from cbt.state.ports import CheckFilter, CheckResultsRecord, DurableRecord
 from tests.conftest import Endpoints
-from tests.twins.memory_record import MemoryRecord, MemoryVersions
+from tests.twins.memory_record import MemoryCheckResults, MemoryRecord, MemoryVersions
 from tests.twins.memory_state import MemoryCoverage
 
 M = "an.hourly"
@@ -602,6 +602,23 @@ def test_a_fresh_installation_creates_its_tables_without_a_spark_job_and_registe
         "cbt_incremental", "cbt_scheduled", "cbt_invalidations", "cbt_failures", "cbt_retries"}
 
 
+@pytest.mark.integration
+def test_tables_whose_files_were_created_but_never_registered_are_registered_at_the_next_start(
+        spark: SparkSession, spark_database: str) -> None:
+    """A process that created the tables' files and stopped before its registrations ran (a service restarted in
+    its first seconds): the next start finds the files and registers them, so Spark SQL reads them by name."""
+    warehouse = warehouse_of(spark, spark_database)
+    DeltaAdmin(None, (spark_database, "cbt_incremental"), (spark_database, "cbt_scheduled"),
+               (spark_database, "cbt_invalidations"), files=(warehouse, {})).ensure_tables()
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {spark_database}").collect()
+    files = open_admin(spark, spark_database, "files")
+    files.ensure_tables()
+    files.record_completed([done(0, 10)])
+
+    files.wait_registered()
+    assert stored_rows(spark, spark_database) == 1
+
+
 def test_services_creating_the_same_tables_at_once_share_one_table(tmp_path: Path) -> None:
     """Four processes starting together on a fresh installation each create the tables' files: one first commit
     wins, the others use that table, and nothing recorded is lost."""
@@ -668,3 +685,41 @@ def test_a_versions_table_of_an_earlier_release_gains_the_new_columns_and_its_ro
         admin.wait_registered()
         assert record.deployed_versions() == {M: deployed(M, 1, 1_000)}, backend
     assert set(spark.table(table).columns) >= set(ADDED_COLUMNS)
+
+
+@pytest.fixture(params=[pytest.param("memory", id="memory"),
+                        pytest.param("files-alone", id="delta-files-alone"),
+                        pytest.param("spark", id="delta-spark", marks=pytest.mark.integration),
+                        pytest.param("files", id="delta-files", marks=pytest.mark.integration)])
+def check_results(request: pytest.FixtureRequest, tmp_path: Path) -> CheckResultsRecord:
+    if request.param == "memory":
+        return MemoryCheckResults()
+    if request.param == "files-alone":
+        return files_alone(tmp_path).check_results_record()
+    spark, database = request.getfixturevalue("spark"), request.getfixturevalue("spark_database")
+    admin = open_admin(spark, database, request.param)
+    record = admin.check_results_record()
+    admin.wait_registered()
+    return record
+
+
+def checked(position: int, check: str, status: str, at_ms: int, model: str = M) -> CheckedInterval:
+    return CheckedInterval(model, position, position + 10, check, "error", status, 0 if status == "passed" else 2,
+                           40, ('{"a": null}', '{"a": 1}') if status != "passed" else (), "v1", "t-1", 12, at_ms)
+
+
+def test_check_results_are_kept_whole_and_listed_newest_first(check_results: CheckResultsRecord) -> None:
+    assert check_results.check_results([M]) == []
+    first = [checked(0, "not_null_a", "passed", 1_000), checked(10, "not_null_a", "failed", 1_000)]
+    later = [checked(10, "not_null_a", "passed", 2_000), checked(0, "row_count", "warned", 2_000, OTHER)]
+    check_results.record_check_results(first)
+    check_results.record_check_results(later)
+
+    assert check_results.check_results([M]) == [later[0], first[1], first[0]]
+    assert check_results.check_results([M], limit=1) == [later[0]]
+    assert check_results.check_results() == [later[0], later[1], first[1], first[0]]
+    assert check_results.check_results([OTHER])[0].sample == ('{"a": null}', '{"a": 1}')
+    assert check_results.check_results([M], where=CheckFilter(status="failed")) == [first[1]]
+    assert check_results.check_results(None, where=CheckFilter(check="not_null_a", window=(5, 12))) == [
+        later[0], first[1], first[0]]
+    assert check_results.check_results([M], where=CheckFilter(window=(10, 20))) == [later[0], first[1]]

@@ -21,7 +21,8 @@ from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.snapshot import RawBounds
 from cbt.scheduling.task_runs import TaskRun
-from cbt.state.ports import Fence, InFlightTask, StatePorts
+from cbt.state.holds import held_ranges
+from cbt.state.ports import Fence, HeldInterval, InFlightTask, StatePorts
 from tests.twins.memory_state import DEFAULT_KEEP_INVALIDATIONS, MemoryState
 
 A, B, C = "db.a", "db.b", "db.c"
@@ -514,6 +515,45 @@ def test_concurrent_skips_of_one_model_are_all_kept(state: StatePorts) -> None:
     for t in threads:
         t.join()
     assert state.skips.skipped([A]) == {A: tuple(ranges)}
+
+
+def test_intervals_held_by_a_failed_check_are_replaced_and_released_whole(state: StatePorts) -> None:
+    assert state.holds.held([A, B]) == {}
+    first = [HeldInterval(0, 10, "v1", "check not_null_a failed: 1 violating row"), HeldInterval(20, 30, "v1", "x")]
+    state.holds.hold(A, first)
+    state.holds.hold(A, [HeldInterval(20, 30, "v2", "y")])
+    state.holds.hold(B, [HeldInterval(0, 10, None, "z")])
+    assert state.holds.held([A, B, C]) == {A: (first[0], HeldInterval(20, 30, "v2", "y")),
+                                           B: (HeldInterval(0, 10, None, "z"),)}
+
+    assert state.holds.release(A, (5, 6)) == [first[0]], "any overlap releases the whole interval"
+    assert state.holds.release(A, (10, 20)) == []
+    assert state.holds.held([A]) == {A: (HeldInterval(20, 30, "v2", "y"),)}
+    assert state.holds.release(A, (0, 100)) == [HeldInterval(20, 30, "v2", "y")]
+    assert state.holds.held([A, B]) == {B: (HeldInterval(0, 10, None, "z"),)}
+
+
+def test_an_accepted_interval_stays_listed_but_planning_no_longer_leaves_it_alone(state: StatePorts) -> None:
+    state.holds.hold(A, [HeldInterval(0, 10, "v1", "x"), HeldInterval(20, 30, "v2", "y")])
+    assert state.holds.accept(A, (0, 100), "tok-1", "v1") == [HeldInterval(0, 10, "v1", "x", "tok-1")]
+    assert state.holds.accept(A, (0, 5), "tok-2", None) == [HeldInterval(0, 10, "v1", "x", "tok-1")], \
+        "who accepted first stays"
+    assert state.holds.accept(B, (0, 100), "tok-1", None) == []
+    held = state.holds.held([A])
+    assert held == {A: (HeldInterval(0, 10, "v1", "x", "tok-1"), HeldInterval(20, 30, "v2", "y"))}
+    assert held_ranges(held, {A: "v2"}) == {A: ((20, 30),)}
+    assert held_ranges(held, {A: "v1"}) == {}
+    assert state.holds.release(A, (0, 10)) == [HeldInterval(0, 10, "v1", "x", "tok-1")]
+
+
+def test_concurrent_holds_of_one_model_are_all_kept(state: StatePorts) -> None:
+    held = [HeldInterval(i * 10, i * 10 + 5, "v", "r") for i in range(40)]
+    threads = [threading.Thread(target=state.holds.hold, args=(A, [h])) for h in held]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert state.holds.held([A]) == {A: tuple(held)}
 
 
 def test_a_re_run_listed_before_runs_one_task_per_member_is_still_read_and_dropped(redis_client: Redis,

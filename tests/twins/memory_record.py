@@ -17,7 +17,15 @@ from cbt.scheduling import protocol
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import UNKNOWN_STEP, CompletedRange, Mark, Piece
 from cbt.scheduling.task_runs import TaskRun
-from cbt.state.admin_records import CONSOLIDATED, CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
+from cbt.state.admin_records import (
+    CONSOLIDATED,
+    CheckedInterval,
+    CompletedInterval,
+    Consolidation,
+    InvalidationRecord,
+    ScheduledRun,
+)
+from cbt.state.ports import ALL_RESULTS, CheckFilter
 
 
 class MemoryRecord:
@@ -181,3 +189,18 @@ class MemoryVersions:
             if seen is None or (version.deployed_ms, version.version) >= (seen.deployed_ms, seen.version):
                 out[version.model] = version
         return out
+
+
+class MemoryCheckResults:
+    """``cbt.state.ports.CheckResultsRecord`` in memory."""
+
+    def __init__(self) -> None:
+        self.rows: list[CheckedInterval] = []
+
+    def record_check_results(self, results: Collection[CheckedInterval]) -> None:
+        self.rows.extend(results)
+
+    def check_results(self, model_ids: Collection[ModelId] | None = None, limit: int = 100,
+                      where: CheckFilter = ALL_RESULTS) -> list[CheckedInterval]:
+        found = [r for r in self.rows if (model_ids is None or r.model in model_ids) and where.selects(r)]
+        return sorted(found, key=lambda r: (-r.checked_at_ms, -r.position, r.check))[:limit]

@@ -23,7 +23,8 @@ from cbt.scheduling.coverage import EMPTY, Coverage, Range
 from cbt.scheduling.protocol import Mark
 from cbt.scheduling.snapshot import RawBounds
 from cbt.scheduling.task_runs import TaskRun, all_tasks, tasks
-from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, InFlightTask
+from cbt.state.holds import accepted, add_held, overlapping, without
+from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, KEEP_FAILURES, Fence, HeldInterval, InFlightTask
 
 
 def _monotonic_ms() -> int:
@@ -346,6 +347,30 @@ class MemorySkips:
             return self.ranges[model_id]
 
 
+@dataclass
+class MemoryHolds:
+    intervals: dict[ModelId, tuple[HeldInterval, ...]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def held(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[HeldInterval, ...]]:
+        return {m: self.intervals[m] for m in model_ids if self.intervals.get(m)}
+
+    def hold(self, model_id: ModelId, held: Sequence[HeldInterval]) -> None:
+        with self._lock:
+            self.intervals[model_id] = add_held(self.intervals.get(model_id, ()), held)
+
+    def release(self, model_id: ModelId, r: Range) -> list[HeldInterval]:
+        with self._lock:
+            before = self.intervals.get(model_id, ())
+            self.intervals[model_id] = without(before, r)
+            return overlapping(before, r)
+
+    def accept(self, model_id: ModelId, r: Range, who: str, version: str | None) -> list[HeldInterval]:
+        with self._lock:
+            self.intervals[model_id], marked = accepted(self.intervals.get(model_id, ()), r, who, version)
+            return marked
+
+
 class MemoryState:
     """The in-memory ports together, like ``RedisState``; the coverage checks fences against the leases."""
 
@@ -357,3 +382,4 @@ class MemoryState:
         self.ledger = MemoryTaskLedger()
         self.failures = MemoryFailures()
         self.skips = MemorySkips()
+        self.holds = MemoryHolds()

@@ -22,7 +22,7 @@ from cbt.models.spec import IncrementalModel, ModelId
 from cbt.models.stored import definition_document
 from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import CompletedInterval, InvalidationRecord
-from cbt.state.ports import InFlightTask
+from cbt.state.ports import HeldInterval, InFlightTask
 from tests.twins.memory_record import MemoryRecord
 from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc, models_of
@@ -84,7 +84,8 @@ class Rig:
 
     def handler(self) -> InvalidationHandler:
         return InvalidationHandler(MODELS, self.state.coverage, self.state.ledger, self.admin, self.seen,
-                                   self.publisher, TOPICS, self.replan, max_range=10_000, max_tasks=100_000)
+                                   self.publisher, TOPICS, self.replan, max_range=10_000, max_tasks=100_000,
+                                   holds=self.state.holds)
 
     def rejected(self) -> list[InvalidationRejected]:
         return [m for t, m in self.publisher.sent if t == TOPICS.invalidation_rejected
@@ -95,6 +96,21 @@ def good(event_id: str = "e1", **changes: object) -> bytes:
     fields: dict[str, object] = {"id": event_id, "model": "ext.blocks", "start": 130, "end": 150, "reason": "reorg",
                                  "source": "test", **changes}
     return json.dumps(fields).encode()
+
+
+def test_an_invalidation_releases_the_intervals_failed_checks_held_over_its_range_in_its_reach() -> None:
+    rig = Rig()
+    rig.state.holds.hold("an.minute", [HeldInterval(120, 180, "v", "check failed"),
+                                       HeldInterval(300, 360, "v", "check failed")])
+    rig.state.holds.hold("an.two", [HeldInterval(120, 240, "v", "check failed")])
+
+    assert asyncio.run(rig.handler().handle(good())) == "applied"
+
+    assert rig.state.holds.held(["an.minute", "an.two"]) == {
+        "an.minute": (HeldInterval(300, 360, "v", "check failed"),)}, "held over [130, 150) in the model or below"
+    assert asyncio.run(rig.handler().handle(good("e2", model="an.minute", start=300, end=301, cascade=False))) \
+        == "applied"
+    assert rig.state.holds.held(["an.minute"]) == {}
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,7 @@ from confluent_kafka import Consumer
 from pyspark.sql import SparkSession
 from redis import Redis
 
+from cbt.adapters.invalidation_publisher import publish_invalidation
 from cbt.adapters.kafka_admin import ensure_topics
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import connect
@@ -39,7 +40,13 @@ from cbt.dev.ddl import apply_ddl
 from cbt.dev.demo_ops import LogWatch, Namespace, clear, drain_counts
 from cbt.dev.demo_view import Frame, TaskCounts, glance, render, span_text, summary
 from cbt.dev.feed import LiveFeed, Write
-from cbt.dev.generator import SourceTables, write_blocks, write_transactions, write_validator_entities
+from cbt.dev.generator import (
+    SLOT_S,
+    SourceTables,
+    write_blocks,
+    write_transactions,
+    write_validator_entities,
+)
 from cbt.dev.layout import Layout, project_dir
 from cbt.dev.pipeline import ServiceProcesses, free_port, is_free
 from cbt.models.dag import ModelSet
@@ -122,9 +129,18 @@ class EventLog:
             return list(self._lines)
 
 
-def write_source(spark: SparkSession, src: SourceTables, write: Write) -> None:
+def write_source(spark: SparkSession, src: SourceTables, write: Write, config: Config | None = None) -> None:
+    """Write the feed's rows; a broken clock's row (``poison``) or its repair, which ``config``'s Kafka hears of as
+    an invalidation of the slot (what a chain follower that rewrote a range publishes)."""
+    if write.purpose == "poison":
+        write_blocks(spark, src, write.start, write.end, broken_clock_at=write.end - SLOT_S)
+        return
     writer = write_blocks if write.feed == "blocks" else write_transactions
     writer(spark, src, write.start, write.end)
+    if write.purpose == "repair" and config is not None:
+        publish_invalidation(config.kafka.bootstrap_servers, "beacon_blocks", write.start, write.end,
+                             reason="repaired a broken clock's block", source="demo-generator",
+                             id=f"demo-repair:{write.start}", topic_prefix=config.kafka.topic_prefix)
 
 
 def written_until(spark: SparkSession, src: SourceTables) -> int | None:
@@ -137,29 +153,31 @@ def written_until(spark: SparkSession, src: SourceTables) -> int | None:
 class FeedThread(threading.Thread):
     """Writes what the feed plans every ``FEED_STEP_S`` seconds; a failed write is planned again next step."""
 
-    def __init__(self, spark: SparkSession, src: SourceTables, feed: LiveFeed, events: EventLog) -> None:
+    def __init__(self, spark: SparkSession, src: SourceTables, feed: LiveFeed, events: EventLog,
+                 config: Config | None = None) -> None:
         super().__init__(name="demo-feed", daemon=True)
-        self.spark, self.src, self.feed, self.events = spark, src, feed, events
+        self.spark, self.src, self.feed, self.events, self.config = spark, src, feed, events, config
         self.stopping = threading.Event()
 
     def run(self) -> None:
         started = time.monotonic()
         while not self.stopping.wait(FEED_STEP_S):
-            writes, events = self.feed.plan(int(time.time()), time.monotonic() - started)
+            elapsed_s = time.monotonic() - started
+            writes, events = self.feed.plan(int(time.time()), elapsed_s)
             for event in events:
                 self.events.add(event)
             for write in writes:
-                if not self.apply(write):
+                if not self.apply(write, elapsed_s):
                     break
 
-    def apply(self, write: Write) -> bool:
+    def apply(self, write: Write, elapsed_s: float = 0.0) -> bool:
         try:
-            write_source(self.spark, self.src, write)
+            write_source(self.spark, self.src, write, self.config)
         except Exception as e:  # Spark Connect raises many types; say it and try again next step
             self.events.add(f"generator: writing {write.feed} {span_text((write.start, write.end))} failed "
                             f"({str(e).splitlines()[0][:120]}); retrying")
             return False
-        self.feed.record(write)
+        self.feed.record(write, elapsed_s)
         if write.note:
             self.events.add(f"{write.note} {span_text((write.start, write.end))}")
         return True
@@ -243,6 +261,7 @@ class Demo:
             scheduled=[m.id for m in self.models.scheduled], counts=counts, services=self.services,
             events=self.events.lines(), problems=[*exited, *logs.poll()],
             metrics=f"{self.metrics_glance()}\n         {self.metrics_urls()}",
+            held=reader.holds.held([m.id for m in incrementals]) if reader.holds is not None else {},
         )
 
 
@@ -309,7 +328,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     spark = connect(config.spark.remote)
     demo = Demo(opts, config, load_models(config), spark, ServiceProcesses(
         opts.config_path, overrides, log_dir, metrics_base_port=int(config.metrics_addr.rpartition(":")[2])))
-    feed = FeedThread(spark, demo.sources, demo.feed, demo.events)
+    feed = FeedThread(spark, demo.sources, demo.feed, demo.events, demo.config)
     try:
         demo.prepare()
         demo.start_services()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from cbt.contract.messages import IntervalCompleted, TaskFailed
@@ -18,8 +18,10 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.status import ModelStatus
+from cbt.state.ports import HeldInterval
 
-LEGEND = "bar: # covered   > in flight   . valid but not covered yet (gap or not reached)   blank: no data yet"
+LEGEND = ("bar: # covered   > in flight   x failed a check (held)   . valid but not covered yet (gap or not reached)"
+          "   blank: no data yet")
 HEADER = ("MODEL", "VALID RANGE (UTC)", "RANGES", "GAPS", "IN FLIGHT", "LAG", "BEHIND NOW", "DONE fwd/back")
 
 
@@ -77,6 +79,8 @@ class Frame:
     problems: Sequence[str]
     metrics: str = ""
     """One line read from the services' ``/metrics`` (``glance``)."""
+    held: Mapping[ModelId, Sequence[HeldInterval]] = field(default_factory=dict)
+    """The intervals failed checks hold, by model (docs/checks.md)."""
 
 
 Samples = dict[tuple[str, frozenset[tuple[str, str]]], float]
@@ -102,15 +106,19 @@ def short_name(model_id: ModelId) -> str:
     return model_id.partition(".")[2] or model_id
 
 
-def bar(status: ModelStatus, window: Range, width: int) -> str:
-    """One character per slice of ``window``, judged at the slice's middle position."""
+def bar(status: ModelStatus, window: Range, width: int, held: Sequence[HeldInterval] = ()) -> str:
+    """One character per slice of ``window``, judged at the slice's middle position — or at any position of the
+    slice for a held interval (a few seconds would hide in a slice of a minute)."""
     low, high = window
     step = max((high - low) / width, 1e-9)
     chars = []
     for i in range(width):
         p = int(low + (i + 0.5) * step)
+        lo, hi = int(low + i * step), int(low + (i + 1) * step)
         if any(start <= p < end for start, end in status.in_flight):
             chars.append(">")
+        elif any(h.start < max(hi, lo + 1) and lo < h.end for h in held):
+            chars.append("x")
         elif cov.covers(status.coverage, (p, p + 1)):
             chars.append("#")
         elif status.valid is not None and status.valid[0] <= p < status.valid[1]:
@@ -145,7 +153,8 @@ def timeline(frame: Frame, bar_width: int) -> list[str]:
     name_width = max(len(short_name(s.model_id)) for s in frame.statuses) if frame.statuses else 0
     left, right = clock(frame.window[0]), clock(frame.window[1])
     head = " " * (name_width + 3) + left + right.rjust(bar_width - len(left))
-    return [head, *(f"{short_name(s.model_id):<{name_width}}  {bar(s, frame.window, bar_width)}"
+    return [head, *(f"{short_name(s.model_id):<{name_width}}  "
+                    f"{bar(s, frame.window, bar_width, frame.held.get(s.model_id, ()))}"
                     for s in frame.statuses), LEGEND]
 
 
@@ -165,6 +174,9 @@ def render(frame: Frame, bar_width: int = 40) -> str:
         "events:",
         *(f"  {e}" for e in frame.events[-8:]),
     ]
+    held = [f"  {short_name(m)} {span_text((h.start, h.end))}: {h.reason}" for m, hs in frame.held.items() for h in hs]
+    if held:
+        lines += ["held by failed checks (not published; dependents wait until an invalidation re-runs them):", *held]
     waiting = [f"  {short_name(s.model_id)}: {s.reason}" for s in frame.statuses if s.reason]
     if waiting:
         lines += ["waiting:", *waiting]

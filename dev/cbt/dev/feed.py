@@ -11,6 +11,11 @@ The story repeats every ``Story.cycle_s`` seconds (counted from the first live s
   moves back, every model gets a leading gap and backfill fills it, newest first.
 - ``outage_at_s``: the beacon feed stalls for ``outage_s`` while transactions keep coming; afterwards the
   delayed slots arrive in one batch. The propagation models fall behind and catch up; ``transactions`` does not.
+- ``broken_clock_at_s``: the next live write of blocks (a ``poison`` write) also reports its newest slot's block
+  seen 5 s before its slot started. That slot's interval of ``block_propagation_minute`` fails the check
+  ``seen_after_slot_start``: it is not published and its dependents wait on it (docs/checks.md).
+  ``repair_after_s`` later the slot is written again without it (a ``repair`` write, which the demo announces with
+  an invalidation): it is published.
 
 A slot is never skipped inside the written range: external bounds are only ``[min, max)``, so a hole inside them
 would be read as "no rows" and processed, not waited for (re-running it needs an invalidation).
@@ -26,7 +31,7 @@ SLOT_S = 12
 
 Feed = Literal["blocks", "transactions"]
 FEEDS: tuple[Feed, ...] = ("blocks", "transactions")
-Purpose = Literal["backlog", "live", "late", "history"]
+Purpose = Literal["backlog", "live", "late", "history", "poison", "repair"]
 
 
 def slot_floor(position: int) -> int:
@@ -58,6 +63,8 @@ class Story:
     history_times: int = 2
     outage_at_s: int = 60
     outage_s: int = 30
+    broken_clock_at_s: int = 100
+    repair_after_s: int = 40
 
 
 @dataclass
@@ -79,6 +86,9 @@ class LiveFeed:
     stalled_since_s: float | None = None
     outages: int = 0
     has_delayed_blocks: bool = False
+    broken_clocks: int = 0
+    poisoned: tuple[int, float] | None = None
+    """The slot time a broken clock's block was written at, and when (seconds into the run): repaired later."""
 
     @property
     def history_s(self) -> int:
@@ -111,8 +121,26 @@ class LiveFeed:
             if phase >= self.story.history_at_s and cursor.histories <= cycle < self.story.history_times:
                 writes.append(self._history(feed, cursor))
             if top > cursor.next and not (feed == "blocks" and stalled):
-                writes.append(self._live(feed, cursor, top))
+                write = self._live(feed, cursor, top)
+                if feed == "blocks" and write.purpose == "live" and self._is_broken_clock_due(cycle, phase):
+                    write = Write(feed, write.start, write.end, "poison", "a broken clock: the newest slot's block "
+                                  "is also reported 5 s before its slot started; its minute fails the check "
+                                  "seen_after_slot_start and waits, with its dependents")
+                writes.append(write)
+        writes += self._broken_clock(elapsed_s, cycle, phase)
         return writes, events
+
+    def _broken_clock(self, elapsed_s: float, cycle: int, phase: int) -> list[Write]:
+        """The repair of this cycle's broken clock when it is due (planned until recorded); the broken clock
+        itself rides on a live write of blocks (``_live``)."""
+        if self.poisoned is not None and elapsed_s - self.poisoned[1] >= self.story.repair_after_s:
+            slot = self.poisoned[0]
+            return [Write("blocks", slot, slot + SLOT_S, "repair", "repaired: the broken clock's slot is written "
+                          "again and an invalidation announces it; its minute is published, its dependents go on")]
+        return []
+
+    def _is_broken_clock_due(self, cycle: int, phase: int) -> bool:
+        return self.poisoned is None and phase >= self.story.broken_clock_at_s and self.broken_clocks <= cycle
 
     def _outage(self, elapsed_s: float, cycle: int, phase: int) -> list[str]:
         """Start or end this cycle's outage; it lasts ``outage_s`` however late the steps come."""
@@ -124,8 +152,13 @@ class LiveFeed:
             self.stalled_since_s = None
         return []
 
-    def record(self, write: Write) -> None:
-        """``write`` is durable: move its feed's cursor."""
+    def record(self, write: Write, elapsed_s: float = 0.0) -> None:
+        """``write`` is durable: move its feed's cursor (``elapsed_s``: when, seconds into the run)."""
+        if write.purpose == "poison":
+            self.poisoned, self.broken_clocks = (write.end - SLOT_S, elapsed_s), self.broken_clocks + 1
+        elif write.purpose == "repair":
+            self.poisoned = None
+            return
         cursor = self.cursors[write.feed]
         if write.purpose == "history":
             cursor.oldest = min(cursor.oldest, write.start)

@@ -32,8 +32,12 @@ def first_slot_time(position: int) -> int:
     return -(-position // SLOT_S) * SLOT_S
 
 
-def write_blocks(spark: SparkSession, src: SourceTables, start: int, end: int, version: int = 0) -> None:
-    """Beacon blocks for slot times in ``[start, end)``; replaces whatever the range held."""
+def write_blocks(spark: SparkSession, src: SourceTables, start: int, end: int, version: int = 0,
+                 broken_clock_at: int | None = None) -> None:
+    """Beacon blocks for slot times in ``[start, end)``; replaces whatever the range held. ``broken_clock_at``: a
+    slot time in the range whose block is also reported by a broken clock (``BROKEN_CLOCK_ROW``), in the same
+    commit."""
+    broken = "" if broken_clock_at is None else f"UNION ALL {broken_clock_row(broken_clock_at)}"
     spark.sql(f"""
         INSERT INTO {src.table('beacon_blocks')}
         REPLACE WHERE slot_start_date_time >= timestamp_seconds({start})
@@ -45,7 +49,22 @@ def write_blocks(spark: SparkSession, src: SourceTables, start: int, end: int, v
                CAST(pmod(hash(t, c, {version}), 6000) AS BIGINT) AS propagation_slot_start_diff
         FROM range({first_slot_time(start)}, {end}, {SLOT_S}) AS r(t)
         CROSS JOIN (SELECT explode(array(1, 2, 3)) AS c)
+        {broken}
     """)
+
+
+def broken_clock_row(slot_time: int) -> str:
+    """A SELECT of one beacon block row for the slot at ``slot_time``, reported 5 s before its slot started (what the
+    example pipeline's check ``seen_after_slot_start`` refuses)."""
+    return (f"SELECT {slot_time // SLOT_S} AS slot, timestamp_seconds({slot_time}) AS slot_start_date_time, "
+            "'broken-clock' AS block_root, 7 AS proposer_index, 'client-9' AS meta_client_name, "
+            "CAST(-5000 AS BIGINT) AS propagation_slot_start_diff")
+
+
+def write_broken_clock_block(spark: SparkSession, src: SourceTables, slot_time: int) -> None:
+    """The broken clock's row for the slot at ``slot_time``, added to what is there; ``write_blocks`` over the slot
+    repairs it."""
+    spark.sql(f"INSERT INTO {src.table('beacon_blocks')} {broken_clock_row(slot_time)}")
 
 
 def write_transactions(spark: SparkSession, src: SourceTables, start: int, end: int, version: int = 0) -> None:

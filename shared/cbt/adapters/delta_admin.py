@@ -34,10 +34,12 @@ from typing import Protocol
 
 from pyspark.sql import SparkSession
 
+from cbt.adapters.admin_tables.check_results import CHECK_RESULTS, CHECK_RESULTS_TABLE, CheckResultsTable
 from cbt.adapters.admin_tables.columns import TableSpec, sql_string
 from cbt.adapters.admin_tables.completions import COMPLETIONS, CompletionsTable
 from cbt.adapters.admin_tables.failures import FAILURES, FailuresTable
 from cbt.adapters.admin_tables.file_tables import (
+    CheckResultsFiles,
     CompletionsFiles,
     FailuresFiles,
     InvalidationsFiles,
@@ -138,11 +140,14 @@ class DatabaseListings:
 
 class Registrations:
     """Tables whose files were created here, registered in Spark's catalog by a thread of its own (``CREATE TABLE …
-    USING DELTA LOCATION``), so that creating them never waits for Spark. A failed registration is tried again, with
-    a growing pause, until it is done or the process ends; ``wait`` blocks until every one so far is done."""
+    USING DELTA LOCATION``), so that creating them never waits for Spark; a table the catalog already lists is left
+    as it is (files found at a start are registered too: the process that created them may have stopped first). A
+    failed registration is tried again, with a growing pause, until it is done or the process ends; ``wait`` blocks
+    until every one so far is done."""
 
-    def __init__(self, session: AdminSession, *, pause_s: float = 0.5, max_pause_s: float = 30.0) -> None:
-        self._session = session
+    def __init__(self, session: AdminSession, listings: DatabaseListings, *, pause_s: float = 0.5,
+                 max_pause_s: float = 30.0) -> None:
+        self._session, self._listings = session, listings
         self._pause_s, self._max_pause_s = pause_s, max_pause_s
         self._queue: queue.Queue[tuple[TableName, str]] = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -169,12 +174,15 @@ class Registrations:
 
     def _registered(self, name: TableName, uri: str) -> bool:
         try:
+            if name[1].lower() in self._listings.tables(name[0]):
+                return True
             self._session.create("create database", f"CREATE DATABASE IF NOT EXISTS {quote_identifier(name[0])}")
             self._session.create(f"register {'.'.join(name)}",
                                  f"CREATE TABLE IF NOT EXISTS {qualified(name)} USING DELTA LOCATION {sql_string(uri)}")
-        except AdminTableError as e:
+        except Exception as e:  # a closed or lost session raises errors that are not Spark's; this
+            # thread has no caller to tell, so it logs and tries again
             log.warning("admin tables: registering %s in the catalog failed; trying again", ".".join(name),
-                        extra={"error": str(e)[:500]})
+                        extra={"error": f"{type(e).__name__}: {e}"[:500]})
             return False
         log.info("admin tables: %s registered in the catalog at %s", ".".join(name), uri)
         return True
@@ -195,6 +203,8 @@ class AdminTables:
     """``cbt_config_overrides``, beside ``cbt_incremental`` (created when first used: ``ensure_overrides``)."""
     versions: VersionsTable | VersionsFiles
     """``cbt_model_versions``, beside ``cbt_incremental`` (created when first used: ``ensure_versions``)."""
+    check_results: CheckResultsTable | CheckResultsFiles
+    """``cbt_check_results``, beside ``cbt_incremental`` (created when first used: ``ensure_check_results``)."""
     registrations: Registrations | None = None
     """Tables created as files, being registered in the catalog (files with Spark)."""
 
@@ -229,8 +239,8 @@ class AdminTables:
         session = None if spark is None else AdminSession(spark, reconnect=reconnect, permit=permit)
         names = _table_names(incremental, scheduled, invalidations, failures, retries)
         spark_tables = None if session is None else _spark_tables(session, names)
-        registrations = None if session is None else Registrations(session)
         listings = None if session is None else DatabaseListings(session)
+        registrations = None if session is None or listings is None else Registrations(session, listings)
 
         def files(index: int, spec: TableSpec) -> FileTable:
             catalog = None
@@ -242,7 +252,7 @@ class AdminTables:
         return cls(session, CompletionsFiles(files(0, COMPLETIONS), invalidation_files),
                    ScheduledFiles(files(1, SCHEDULED)), invalidation_files, FailuresFiles(files(3, FAILURES)),
                    RetriesFiles(files(4, RETRIES)), OverridesFiles(files(5, OVERRIDES)),
-                   VersionsFiles(files(6, VERSIONS)), registrations)
+                   VersionsFiles(files(6, VERSIONS)), CheckResultsFiles(files(7, CHECK_RESULTS)), registrations)
 
     def ensure_overrides(self) -> OverridesTable | OverridesFiles:
         """The live config overrides' table, created when missing (read when Redis lost the overrides)."""
@@ -261,6 +271,15 @@ class AdminTables:
                                 f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self.versions.database)}")
         self.versions.ensure()
         return self.versions
+
+    def ensure_check_results(self) -> CheckResultsTable | CheckResultsFiles:
+        """The interval checks' results table, created when missing."""
+        if isinstance(self.check_results, CheckResultsTable):
+            assert self.session is not None
+            self.session.create("create database",
+                                f"CREATE DATABASE IF NOT EXISTS {quote_identifier(self.check_results.database)}")
+        self.check_results.ensure()
+        return self.check_results
 
     def ensure(self) -> None:
         """Create the databases and tables when missing, and check existing ones have the columns this code uses.
@@ -316,6 +335,10 @@ class DeltaAdmin:
     def versions_record(self) -> VersionsTable | VersionsFiles:
         """The deployed model versions' table beside the others, created when missing."""
         return self.tables.ensure_versions()
+
+    def check_results_record(self) -> CheckResultsTable | CheckResultsFiles:
+        """The interval checks' results table beside the others, created when missing."""
+        return self.tables.ensure_check_results()
 
     def ensure_tables(self) -> None:
         self.tables.ensure()
@@ -396,25 +419,26 @@ class DeltaAdmin:
         return self.tables.retries.retries(model_ids, limit)
 
 
-Names = tuple[TableName, TableName, TableName, TableName, TableName, TableName, TableName]
-"""Completions, scheduled runs, invalidations, failures, retries, overrides and model versions."""
+Names = tuple[TableName, TableName, TableName, TableName, TableName, TableName, TableName, TableName]
+"""Completions, scheduled runs, invalidations, failures, retries, overrides, model versions and check results."""
 
 
 def _table_names(incremental: TableName, scheduled: TableName, invalidations: TableName, failures: TableName | None,
                  retries: TableName | None) -> Names:
-    """Failures, retries, overrides and versions default to the incremental table's database."""
+    """Failures, retries, overrides, versions and check results default to the incremental table's database."""
     return (incremental, scheduled, invalidations, failures or (incremental[0], "cbt_failures"),
             retries or (incremental[0], "cbt_retries"), (incremental[0], OVERRIDES_TABLE),
-            (incremental[0], VERSIONS_TABLE))
+            (incremental[0], VERSIONS_TABLE), (incremental[0], CHECK_RESULTS_TABLE))
 
 
 def _spark_tables(session: AdminSession, names: Names) -> tuple[
         CompletionsTable, ScheduledRunsTable, InvalidationsTable, FailuresTable, RetriesTable, OverridesTable,
-        VersionsTable]:
-    incremental, scheduled, invalidations, failures, retries, overrides, versions = names
+        VersionsTable, CheckResultsTable]:
+    incremental, scheduled, invalidations, failures, retries, overrides, versions, checks = names
     return (CompletionsTable(session, incremental, invalidations), ScheduledRunsTable(session, scheduled),
             InvalidationsTable(session, invalidations), FailuresTable(session, failures),
-            RetriesTable(session, retries), OverridesTable(session, overrides), VersionsTable(session, versions))
+            RetriesTable(session, retries), OverridesTable(session, overrides), VersionsTable(session, versions),
+            CheckResultsTable(session, checks))
 
 
 def tables_from_config(spark: SparkSession, config: Config, *, permit: Permit | None = None) -> AdminTables:

@@ -12,6 +12,7 @@ with the same contract as its in-memory twin (one contract test suite runs again
     leases     {prefix}lease:{n}, lease-token:{n}                  named leases and their fencing tokens
     failures   {prefix}failed:{m}                                  the newest task failures per model
     skips      {prefix}skipped                                     ranges an operator skipped
+    holds      {prefix}check-held                                  intervals a failed check holds
     overrides  {prefix}overrides, overrides-version, overrides-restored   live config overrides
 
 Each module's docstring describes its keys' values.
@@ -24,6 +25,7 @@ from redis import Redis
 from cbt.adapters.redis_stores.bounds import RedisBounds
 from cbt.adapters.redis_stores.coverage import RedisCoverage
 from cbt.adapters.redis_stores.failures import RedisFailures
+from cbt.adapters.redis_stores.holds import RedisHolds
 from cbt.adapters.redis_stores.leases import RedisLeases
 from cbt.adapters.redis_stores.ledger import RedisTaskLedger
 from cbt.adapters.redis_stores.overrides import RedisOverrides
@@ -41,4 +43,5 @@ class RedisState:
         self.leases = RedisLeases(client, prefix)
         self.failures = RedisFailures(client, prefix)
         self.skips = RedisSkips(client, prefix)
+        self.holds = RedisHolds(client, prefix)
         self.overrides = RedisOverrides(client, prefix)

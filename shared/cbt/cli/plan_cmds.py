@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from cbt.scheduling.plan import ModelPlan
     from cbt.scheduling.snapshot import StateSnapshot
     from cbt.scheduling.status import ModelStatus
+    from cbt.state.ports import HeldInterval
 
     ShowPosition = Callable[[ModelId, int], str]  # a model's position as people read it (cbt status --show)
 
@@ -89,12 +90,16 @@ def run_plan(args: argparse.Namespace) -> int:
     concurrency = args.concurrency if args.concurrency is not None else config.worker.model_concurrency
     plans = [p for p in plan_all(model_set.models, state, concurrency=concurrency) if _selected(args, p.model_id)]
     changes = None if args.state else model_changes.compare(config, model_set, state.coverage)
+    held = {} if args.state else read_live_holds(config, [p.model_id for p in plans])
     if args.json:
         document = plans_to_json(plans)
+        if held:
+            document["held_by_checks"] = held_to_json(held)
         print(json.dumps(document if changes is None else {**document, "model_changes": model_changes.to_json(
             changes)}, indent=2))
     else:
-        print(render_plans(plans) + ("" if changes is None else f"\n\n{model_changes.render(changes)}"))
+        sections = [render_plans(plans), render_held(held), "" if changes is None else model_changes.render(changes)]
+        print("\n\n".join(s for s in sections if s))
     return 0
 
 
@@ -110,6 +115,7 @@ def run_status(args: argparse.Namespace) -> int:
               "coverage below may be incomplete", file=sys.stderr)
     statuses = [model_status(m, models, state) for m in incremental_models(models.values()) if _selected(args, m.id)]
     failures = {} if args.state else read_live_failures(config, [s.model_id for s in statuses])
+    held = {} if args.state else read_live_holds(config, [s.model_id for s in statuses])
     now_ms = (state.now if state.now is not None else int(time.time())) * 1000
     shown = None if args.show is None else position_display(config, model_set, args.show, now_ms)
     schedules = [] if args.state or args.model else read_live_schedules(config, model_set, now_ms // 1000)
@@ -119,15 +125,31 @@ def run_status(args: argparse.Namespace) -> int:
         document = statuses_to_json(statuses, state, failures, shown)
         if schedules:
             document = {**document, "scheduled": [asdict(s) for s in schedules]}
+        if held:
+            document = {**document, "held_by_checks": held_to_json(held)}
         if mixed:
             document = {**document, "versions_held": {m: [{"version": v, "ranges": [list(r) for r in ranges]}
                                                           for v, ranges in held.items()] for m, held in mixed.items()}}
         print(json.dumps(document, indent=2))
     else:
-        sections = [render_statuses(statuses, failures, shown), render_schedules(schedules) if schedules else "",
-                    render_mixed_versions(mixed, shown)]
+        sections = [render_statuses(statuses, failures, shown), render_held(held, shown),
+                    render_schedules(schedules) if schedules else "", render_mixed_versions(mixed, shown)]
         print("\n\n".join(s for s in sections if s))
     return 0
+
+
+def render_held(held: Mapping[ModelId, Sequence[HeldInterval]], shown: ShowPosition | None = None) -> str:
+    """The intervals failed checks hold (not published; their dependents wait: docs/checks.md)."""
+    lines = [f"{model}: HELD {_fmt((h.start, h.end), model, shown)} {h.reason}"
+             for model, intervals in sorted(held.items()) for h in intervals]
+    return "\n".join(["held by failed checks (published once an invalidation over them re-runs them):", *lines]) \
+        if lines else ""
+
+
+def held_to_json(held: Mapping[ModelId, Sequence[HeldInterval]]) -> dict[ModelId, list[dict[str, Any]]]:
+    """The intervals checks hold, as the api's `held` items: range, version, reason, who accepted them anyway."""
+    return {m: [{"range": [h.start, h.end], "version": h.version, "reason": h.reason, "accepted_by": h.accepted_by}
+                for h in intervals] for m, intervals in held.items()}
 
 
 def render_mixed_versions(mixed: Mapping[ModelId, Mapping[int | None, Sequence[Range]]],
@@ -261,6 +283,14 @@ def read_live_failures(config: Config, model_ids: list[ModelId]) -> dict[ModelId
     """The failure log in Redis (tasks that failed their last attempt), newest first."""
     try:
         return redis_state(config).failures.recent_failures(model_ids)
+    except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
+        raise CbtError(f"cannot read live state from {config.redis.shown_url} ({e}); {LIVE_STATE_HELP}") from e
+
+
+def read_live_holds(config: Config, model_ids: list[ModelId]) -> dict[ModelId, tuple[HeldInterval, ...]]:
+    """The intervals failed checks hold, in Redis."""
+    try:
+        return redis_state(config).holds.held(model_ids)
     except Exception as e:  # the Redis client raises its own hierarchy; say what to do instead of a traceback
         raise CbtError(f"cannot read live state from {config.redis.shown_url} ({e}); {LIVE_STATE_HELP}") from e
 

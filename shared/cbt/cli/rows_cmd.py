@@ -146,8 +146,9 @@ def api_url(given: str | None, environ: Mapping[str, str], addr: Callable[[], st
     return url.rstrip("/")
 
 
-def problem_line(status: int, body: bytes, reason: str) -> str:
-    """An error answer as one line: the status and the problem's ``detail`` (RFC 9457), else the HTTP reason."""
+def problem_line(status: int, body: bytes, reason: str, tokens: str = "api.auth.read_tokens") -> str:
+    """An error answer as one line: the status and the problem's ``detail`` (RFC 9457), else the HTTP reason;
+    ``tokens``: the config's list of tokens the request needs one of."""
     try:
         problem = json.loads(body)
     except ValueError:
@@ -155,7 +156,7 @@ def problem_line(status: int, body: bytes, reason: str) -> str:
     detail = problem.get("detail") if isinstance(problem, dict) else None
     text = " ".join(str(detail or reason).split())
     if status in (401, 403):
-        text += f" (give a token of api.auth.read_tokens in ${API_TOKEN_ENV_VAR} or --token)"
+        text += f" (give a token of {tokens} in ${API_TOKEN_ENV_VAR} or --token)"
     return f"{status} {text}"
 
 
@@ -264,22 +265,32 @@ def _opener() -> Any:
 
 
 class HttpApi:
-    """GETs on the api at ``base_url`` with the standard library's client; every failure a one-line CbtError."""
+    """GETs and POSTs on the api at ``base_url`` with the standard library's client; every failure a one-line
+    CbtError."""
 
     def __init__(self, base_url: str, token: str | None) -> None:
         self.base_url = base_url
         self.headers = {"Accept": "application/json", **({"Authorization": f"Bearer {token}"} if token else {})}
 
     def get(self, path: str) -> Any:
+        return self._call(path, None)
+
+    def post(self, path: str, body: Mapping[str, object]) -> Any:
+        """A change: it needs a token of ``api.auth.tokens``."""
+        return self._call(path, json.dumps(body).encode())
+
+    def _call(self, path: str, data: bytes | None) -> Any:
         import urllib.error
         import urllib.request
 
-        request = urllib.request.Request(self.base_url + path, headers=self.headers)
+        headers = self.headers if data is None else {**self.headers, "Content-Type": "application/json"}
+        request = urllib.request.Request(self.base_url + path, data=data, headers=headers)
         try:
             with _opener().open(request, timeout=TIMEOUT_S) as response:
                 body = response.read()
         except urllib.error.HTTPError as e:
-            raise CbtError(problem_line(e.code, e.read(), str(e.reason))) from None
+            tokens = "api.auth.read_tokens" if data is None else "api.auth.tokens"
+            raise CbtError(problem_line(e.code, e.read(), str(e.reason), tokens)) from None
         except urllib.error.URLError as e:
             raise CbtError(
                 f"cannot reach the api at {self.base_url}: {e.reason} (is `cbt run api` running there? "

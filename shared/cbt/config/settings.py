@@ -554,6 +554,14 @@ class TelemetryConfig(Section):
         return value
 
 
+class ChecksConfig(Section):
+    """Interval checks (docs/checks.md)."""
+
+    retention_s: DurationS | None = Field(default=7 * 24 * 3600, validation_alias=AliasChoices("retention"))
+    """How long the rows of an interval that failed a check stay in the model's ``<table>__cbt_failed`` table, for
+    inspection (``7d``, ``48h``…); ``null``: keep none."""
+
+
 class Config(Section):
     """The whole configuration. ``base_dir`` is the config file's folder; model paths are already absolute."""
 
@@ -568,6 +576,7 @@ class Config(Section):
     invalidator: InvalidatorConfig = InvalidatorConfig()
     api: ApiConfig = ApiConfig()
     telemetry: TelemetryConfig = TelemetryConfig()
+    checks: ChecksConfig = ChecksConfig()
     interval_types: dict[str, tuple[Transformation, ...]] = {}
     """How positions of each ``interval.type`` are shown (``cbt.config.interval_types``; CBT's form loads as is)."""
     metrics_addr: str = "127.0.0.1:9464"

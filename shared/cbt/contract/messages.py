@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, model_validator
 
 from cbt.base.tasks import TaskDirection, incremental_task_id, scheduled_task_id
+from cbt.models.interval_checks import IntervalCheck
 from cbt.models.spec import ModelId
 
 MAX_POSITION = 2**53
@@ -53,6 +54,9 @@ class TaskRequested(Message):
     version: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     """The model's version the coordinator planned it with (``cbt.models.versions``): a worker whose files define
     another version hands the task back or drops it (docs/changing-models.md); ``None``: any version."""
+    recheck: tuple[IntervalCheck, ...] | None = None
+    """Run only these checks over the interval's published rows, as a deployment whose checks changed asks
+    (docs/checks.md#when-a-check-changes): nothing is computed, written or covered; ``None``: run the model."""
 
     @model_validator(mode="after")
     def _one_shape(self) -> TaskRequested:

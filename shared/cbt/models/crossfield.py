@@ -15,6 +15,7 @@ from cbt.base.errors import Problem
 from cbt.base.reserved_env import reserved_env_problem
 from cbt.base.yamldoc import Loc
 from cbt.models.discovery import RawDoc
+from cbt.models.schema import CHECK_KINDS
 from cbt.models.spec import Dependency
 
 _ID = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*\.[A-Za-z0-9_][A-Za-z0-9_-]*")
@@ -85,7 +86,8 @@ def field_rules(doc: RawDoc, kind: str) -> list[Problem]:
     if kind == "external":
         found += _cache_rules(_dict(data.get("cache")))
     elif kind == "incremental":
-        found += _interval_rules(data) + _schedule_rules(data) + _write_rules(data) + _batch_rules(data)
+        found += (_interval_rules(data) + _schedule_rules(data) + _write_rules(data) + _batch_rules(data)
+                  + _check_rules(data))
         if data.get("dependencies") == []:
             found.append((("dependencies",), "an incremental model needs at least one dependency"))
     return [doc.smap.problem(loc, message) for loc, message in found]
@@ -126,6 +128,40 @@ def _schedule_rules(data: dict[str, Any]) -> Found:
     return []
 
 
+def _check_rules(data: dict[str, Any]) -> Found:
+    """Checks need rows the worker computes before writing them (a SELECT under write strategy ``replace`` or
+    ``append``); each has a name of its own; an ``expression`` or ``sql`` parses as Spark SQL."""
+    checks = data.get("checks")
+    if not isinstance(checks, list) or not checks:
+        return []
+    write = _dict(data.get("write"))
+    if data.get("exec") is not None or write.get("strategy", "sql") not in ("replace", "append"):
+        return [(("checks",), "checks apply to SQL models whose rows the worker writes (write.strategy replace or "
+                              "append): the rows are computed, checked, then published")]
+    found: Found = []
+    seen: set[str] = set()
+    for index, item in enumerate(checks):
+        if not isinstance(item, dict):
+            continue
+        kinds = [k for k in CHECK_KINDS if k in item]
+        if len(kinds) != 1:
+            continue  # (the schema reports it)
+        columns = item.get(kinds[0]) if kinds[0] in ("not_null", "unique") else item.get("accepted_values")
+        listed = [columns] if isinstance(columns, str) else list(columns or []) if isinstance(columns, list | dict) \
+            else []
+        name = item.get("name") or "_".join([kinds[0], *map(str, listed)])
+        if name in seen:
+            found.append((("checks", index, "name"), f"another check is named {name!r}: give this one a name"))
+        seen.add(name)
+        text = item.get(kinds[0])
+        if kinds[0] in ("expression", "sql") and isinstance(text, str) and text.strip():
+            wrapped = f"SELECT * FROM t WHERE {text}" if kinds[0] == "expression" else text
+            why = sql_problem(wrapped)
+            if why is not None:
+                found.append((("checks", index, kinds[0]), f"does not parse as Spark SQL: {why}"))
+    return found
+
+
 def _write_rules(data: dict[str, Any]) -> Found:
     write = data.get("write")
     if not isinstance(write, dict):
@@ -162,3 +198,15 @@ def _batch_rules(data: dict[str, Any]) -> Found:
                    f"REPLACE WHERE), not {what}; use mode bounds if one run over the whole range gives the same rows")
         return [(("batch", "mode"), message)]
     return []
+
+
+def sql_problem(sql: str) -> str | None:
+    """Why ``sql`` does not parse as Spark SQL (the parser's first complaint), or None."""
+    import sqlglot  # (imported here: parsing is needed only for models with checks)
+    from sqlglot.errors import ParseError, TokenError
+
+    try:
+        sqlglot.parse_one(sql, dialect="spark")
+    except (ParseError, TokenError) as e:
+        return str(e).splitlines()[0][:200]
+    return None

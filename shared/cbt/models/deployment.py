@@ -13,8 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol
 
+from pydantic import TypeAdapter
+
 from cbt.models.changes import Change, Impact, classify, impact
 from cbt.models.dag import ModelSet
+from cbt.models.interval_checks import IntervalCheck
 from cbt.models.spec import IncrementalModel, ModelId, Transformation
 from cbt.models.stored import definition_document
 from cbt.models.versions import Fingerprint
@@ -107,10 +110,18 @@ class DeploymentPlan:
     ``effective_from``, and the descendants it reaches); absent: all it covered."""
     at_ms: int = 0
     """When it was planned (the deployment's time, on every row it records)."""
+    rechecks: dict[ModelId, tuple[IntervalCheck, ...]] = field(default_factory=dict)
+    """Models not recomputed whose checks are new or changed: those checks run again over their published intervals
+    (``changed_checks``)."""
 
     @property
     def recompute(self) -> dict[ModelId, tuple[str, ...]]:
         return self.impact.recompute
+
+
+_CHECK: TypeAdapter[IntervalCheck] = TypeAdapter(IntervalCheck)
+RECHECK_INTERVALS = 1440
+"""The most intervals one re-check task covers (a day of minutes)."""
 
 
 def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint],
@@ -143,7 +154,37 @@ def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint
     tables = {m.id: m.id for m in models}
     statements = {model_id: print_.definition.get("sql") for model_id, print_ in fingerprints.items()}
     reached = impact(for_impact, models.topological_order(), parents, statements, tables)
-    return DeploymentPlan(changes, reached, new_versions, _starts(reached, own_starts, parents), at_ms)
+    rechecks = {m.id: changed for m in models.incrementals
+                if m.id not in reached.recompute and (changed := changed_checks(m, deployed.get(m.id)))}
+    return DeploymentPlan(changes, reached, new_versions, _starts(reached, own_starts, parents), at_ms, rechecks)
+
+
+def recheck_pieces(step: int, covered: Iterable[tuple[int, int]],
+                   most: int = RECHECK_INTERVALS) -> list[tuple[int, int, int | None]]:
+    """``(position, length, step)`` of the re-check tasks over ``covered``: runs of up to ``most`` whole intervals
+    of ``step`` from each covered range's start (``step`` None: one interval), and what is left at a range's end as
+    one piece."""
+    pieces: list[tuple[int, int, int | None]] = []
+    for start, end in covered:
+        position = start
+        while end - position >= step:
+            length = min(most, (end - position) // step) * step
+            pieces.append((position, length, step if length > step else None))
+            position += length
+        if position < end:
+            pieces.append((position, end - position, None))
+    return pieces
+
+
+def changed_checks(model: IncrementalModel, deployed: DeployedVersion | None) -> tuple[IntervalCheck, ...]:
+    """The model's checks that are new or differ from the deployed version's (its kept definition): a check's
+    definition is metadata, so only these checks run again over the published intervals. None for a model first
+    deployed, or deployed before definitions were kept, or whose rows carry no interval predicate (``append``)."""
+    if deployed is None or deployed.spec is None or not model.checks or model.write.strategy == "append":
+        return ()
+    before = {c.get("name"): c for c in deployed.spec.get("model", {}).get("checks") or [] if isinstance(c, dict)}
+    dump = _CHECK.dump_python
+    return tuple(c for c in model.checks if before.get(c.name) != dump(c, mode="json"))
 
 
 def _with_policy(change: Change, model: IncrementalModel) -> tuple[Change, Change, int | None]:

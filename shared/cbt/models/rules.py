@@ -15,7 +15,17 @@ from cbt.base.errors import Problem
 from cbt.base.problems import pydantic_problems
 from cbt.models.crossfield import body_rules, field_rules, parse_dependencies
 from cbt.models.discovery import RawDoc
-from cbt.models.schema import ExecFields, ExposeFields, ExternalFields, Fields, IncrementalFields, ScheduledFields
+from cbt.models.interval_checks import CheckKind, IntervalCheck, default_name
+from cbt.models.schema import (
+    CHECK_KINDS,
+    CheckFields,
+    ExecFields,
+    ExposeFields,
+    ExternalFields,
+    Fields,
+    IncrementalFields,
+    ScheduledFields,
+)
 from cbt.models.spec import (
     Batch,
     Cache,
@@ -172,7 +182,19 @@ def _to_model(
         batch=Batch(fields.batch.mode, fields.batch.max_intervals),
         expose=_exposure(fields.expose, write.unique_key),
         change=ChangePolicy(fields.change.mode, fields.change.effective_from, fields.change.category),
+        checks=tuple(map(_check, fields.checks)),
     )
+
+
+def _check(fields: CheckFields) -> IntervalCheck:
+    kind = cast(CheckKind, next(k for k in CHECK_KINDS if getattr(fields, k) is not None))
+    columns = tuple(fields.not_null or fields.unique or ())
+    accepted = {c: tuple(v) for c, v in (fields.accepted_values or {}).items()}
+    name = fields.name or default_name(kind, columns or tuple(accepted))
+    rows = fields.row_count
+    return IntervalCheck(name, kind, fields.severity, fields.threshold, columns, accepted,
+                         rows.min if rows else None, rows.max if rows else None, rows.within if rows else None,
+                         rows.of_last if rows else 10, fields.expression or fields.sql)
 
 
 def _exposure(fields: ExposeFields | None, unique_key: tuple[str, ...]) -> Expose | None:

@@ -64,6 +64,11 @@ def _env_name(name: str) -> str:
     return name
 
 
+def _number(value: Any) -> Any:
+    """An int where a float is wanted (``within: 3``) is that float; a bool is not a number."""
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
+
+
 def _one_or_many(value: Any) -> Any:
     return [value] if isinstance(value, str) else value
 
@@ -163,6 +168,48 @@ class ChangeFields(Strict):
         return self
 
 
+class RowCountFields(Strict):
+    min: Position | None = None
+    max: Position | None = None
+    within: Annotated[float, BeforeValidator(_number), Field(gt=1)] | None = None
+    """A factor: the count must lie within [median / within, median * within] of the last ``of_last`` published."""
+    of_last: int = Field(default=10, gt=0)
+
+    @model_validator(mode="after")
+    def _a_bound(self) -> RowCountFields:
+        if self.min is None and self.max is None and self.within is None:
+            raise ValueError("give min, max, within (a factor of the recent median) or several")
+        if self.min is not None and self.max is not None and self.min > self.max:
+            raise ValueError(f"min ({self.min}) must be <= max ({self.max})")
+        return self
+
+
+CHECK_KINDS = ("not_null", "unique", "accepted_values", "row_count", "expression", "sql")
+
+
+class CheckFields(Strict):
+    """One item of ``checks:``: exactly one kind (its key), with an optional name, severity and threshold."""
+
+    name: Name | None = None
+    severity: Literal["error", "warn"] = "error"
+    threshold: Position = 0
+    not_null: Annotated[list[Text], BeforeValidator(_one_or_many), Field(min_length=1)] | None = None
+    unique: Annotated[list[Text], BeforeValidator(_one_or_many), Field(min_length=1)] | None = None
+    accepted_values: Annotated[dict[Text, Annotated[list[str | int | float | bool], Field(min_length=1)]],
+                               Field(min_length=1)] | None = None
+    row_count: RowCountFields | None = None
+    expression: Text | None = None
+    sql: Text | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> CheckFields:
+        kinds = [k for k in CHECK_KINDS if getattr(self, k) is not None]
+        if len(kinds) != 1:
+            raise ValueError(f"a check has exactly one of {', '.join(CHECK_KINDS)}; got "
+                             f"{', '.join(kinds) if kinds else 'none'}")
+        return self
+
+
 class ExposeFields(Strict):
     key: Annotated[list[Text], BeforeValidator(_one_or_many)] | None = None
     position: Text | None = None
@@ -195,6 +242,7 @@ class IncrementalFields(Strict):
     batch: BatchFields = BatchFields()
     expose: Exposure = None
     change: ChangeFields = ChangeFields()
+    checks: list[CheckFields] = []
 
 
 class ScheduledFields(Strict):

@@ -12,6 +12,8 @@ import zoneinfo
 from dataclasses import dataclass, field
 from typing import Literal
 
+from cbt.models.interval_checks import IntervalCheck
+
 ModelId = str
 """``database.table``."""
 
@@ -252,6 +254,8 @@ class IncrementalModel:
     """Served by the read API; ``None``: not served."""
     exec_options: ExecOptions = ExecOptions()
     change: ChangePolicy = ChangePolicy()
+    checks: tuple[IntervalCheck, ...] = ()
+    """What each interval's rows must satisfy before they are published (``cbt.models.interval_checks``)."""
     reads: dict[ModelId, ModelId] = field(default_factory=dict)
     """Set on a build only (``cbt.models.builds``), never from a file: for a dependency being rebuilt too, the
     build table its ``ref()`` and ``dep`` read instead (its dependencies already name that build)."""

@@ -80,6 +80,9 @@ class TaskContext:
     step: int | None = None
     """A batch: ``[start, end)`` is intervals of ``step`` run as one task (docs/design/scheduling.md#batched-runs);
     ``None``: one interval."""
+    accepted: tuple[tuple[int, int], ...] = ()
+    """Intervals an operator accepted despite failed checks (``cbt checks accept``): published whatever their
+    ``error`` checks say."""
 
     @property
     def interval(self) -> int | None:

@@ -32,7 +32,7 @@ DATA_FIELDS = frozenset({"sql", "exec", "exec_options", "env", "interval", "depe
 """Fields of a transformation that change the rows an interval gets (``env``: an exec model's; a template's
 reads show in its rendered SQL)."""
 METADATA_FIELDS = frozenset({"schedules", "schedule", "limits", "fill", "tags", "timeout_s", "batch", "expose",
-                             "change"})
+                             "change", "checks"})
 """Fields that change when or how a model runs, or who reads it, never an interval's rows."""
 IDENTITY_FIELDS = frozenset({"database", "table", "source", "reads"})
 """What names the model, where its file is and which tables a build of it reads: a model renamed is another

@@ -13,6 +13,10 @@ of every interval's SELECT, or the intervals in turn. Pure, so ``cbt render`` sh
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+
+from cbt.models.interval_checks import STAGED, interval_index
 from cbt.models.render import render_replace_where, render_statements
 from cbt.models.spec import IncrementalModel, Transformation
 from cbt.models.templates import RenderSettings, TaskContext, quote_part
@@ -44,6 +48,104 @@ def task_statements(model: Transformation, task: TaskContext, settings: RenderSe
         return [*runs[0][:-1], _replace(model, " OR ".join(f"({p})" for p in predicates),
                                         "\nUNION ALL\n".join(f"({select})" for select in selects))]
     return [statement for interval in intervals for statement in _one_run(model, interval, settings)]
+
+
+@dataclass(frozen=True)
+class StagedRun:
+    """A task's rows computed once under a name of its own (``interval_checks.staged_name``), checked, then written
+    for the intervals that passed
+    (write, audit, publish: docs/checks.md). ``predicates``: each interval's rows (strategy ``replace``); ``None``
+    for ``append``, whose intervals are checked and published together."""
+
+    before: tuple[str, ...]
+    select: str
+    intervals: tuple[TaskContext, ...]
+    predicates: tuple[str, ...] | None
+    whole: str | None = None
+    """The predicate of every interval at once (a batch run over its whole range), when there is one."""
+
+    by_interval: str = "0"
+    """The index of a staged row's interval in ``intervals`` (``interval_checks.interval_index``); "0": one
+    verdict for the whole run."""
+
+    @property
+    def verdicts(self) -> int:
+        """How many verdicts the checks give: one per interval, or one for the whole run."""
+        return 1 if self.by_interval == "0" else len(self.intervals)
+
+    def publish(self, model: IncrementalModel, passed: Sequence[int], staged: str = STAGED) -> str | None:
+        """The one write of the rows staged as ``staged`` of the intervals ``passed`` (indexes into
+        ``intervals``); None when none passed."""
+        if not passed:
+            return None
+        if self.predicates is None:
+            return _merge(model, f"SELECT * FROM {staged}")
+        if len(passed) == len(self.intervals):
+            every = self.whole or " OR ".join(f"({p})" for p in self.predicates)
+            return _replace(model, every, f"SELECT * FROM {staged}")
+        chosen = " OR ".join(f"({self.predicates[i]})" for i in passed)
+        return _replace(model, chosen, f"SELECT * FROM {staged} WHERE {chosen}")
+
+
+    def publish_checked(self, model: IncrementalModel, guard: Callable[[str], str]) -> str:
+        """The one write of every interval's rows with each row checked as it is computed (``guard``:
+        ``interval_checks.guarded``), no staging."""
+        if self.predicates is None:
+            return _merge(model, guard(self.select))
+        return _replace(model, self.whole or " OR ".join(f"({p})" for p in self.predicates), guard(self.select))
+
+
+def staged_runs(model: IncrementalModel, task: TaskContext, settings: RenderSettings) -> list[StagedRun]:
+    """``task_statements``' runs, each staged for its checks (``write.strategy`` ``replace`` or ``append``): one run
+    for a task or a batch that runs whole or as one union, one run per interval when the intervals run in turn."""
+    if task.is_batch and task.start is not None and task.step is not None \
+            and not model.batch_choice.runs_whole(task.start, task.step, settings.is_whole_hour_zone):
+        intervals = run_order(task)
+        runs = [render_statements(model, interval, settings) for interval in intervals]
+        if model.batch_choice.mode == "off" or len({tuple(r[:-1]) for r in runs}) != 1:
+            return [_staged(model, interval, settings, [interval]) for interval in intervals]
+        selects = [run[-1] for run in runs]
+        if model.write.strategy == "append":
+            return [StagedRun(tuple(runs[0][:-1]), first_runs(model.write.unique_key, selects), tuple(intervals),
+                              None)]
+        predicates = tuple(render_replace_where(model, interval, settings) for interval in intervals)
+        return [StagedRun(tuple(runs[0][:-1]), "\nUNION ALL\n".join(f"({select})" for select in selects),
+                          tuple(intervals), predicates, by_interval=_by_interval(model, intervals, settings))]
+    return [_staged(model, task, settings, task.intervals())]
+
+
+def _staged(model: IncrementalModel, task: TaskContext, settings: RenderSettings,
+            intervals: Sequence[TaskContext]) -> StagedRun:
+    *prelude, select = render_statements(model, task, settings)
+    if model.write.strategy == "append":
+        return StagedRun(tuple(prelude), select, tuple(intervals), None)
+    predicates = tuple(render_replace_where(model, interval, settings) for interval in intervals)
+    return StagedRun(tuple(prelude), select, tuple(intervals), predicates, render_replace_where(model, task, settings),
+                     _by_interval(model, intervals, settings))
+
+
+def published_run(model: IncrementalModel, task: TaskContext, settings: RenderSettings) -> StagedRun:
+    """The rows the task's intervals hold in the model's table now — each interval's by its ``replace_where`` — as a
+    run to check again (a deployment changed the model's checks); only for ``replace`` models: an ``append``
+    model's rows carry no interval predicate."""
+    if model.write.strategy != "replace":
+        raise ValueError(f"{model.id}: only a replace model's published rows can be told apart by interval")
+    intervals = task.intervals()
+    whole = render_replace_where(model, replace(task, step=None), settings)
+    predicates = tuple(render_replace_where(model, interval, settings) for interval in intervals)
+    return StagedRun((), f"SELECT * FROM {_target(model)} WHERE {whole}", tuple(intervals), predicates, whole,
+                     _by_interval(model, intervals, settings))
+
+
+def _by_interval(model: IncrementalModel, intervals: Sequence[TaskContext], settings: RenderSettings) -> str:
+    """Which of the adjacent ``intervals`` a staged row belongs to, by their ``replace_where`` over joined ranges."""
+
+    def span(lo: int, hi: int) -> str:
+        part = intervals[lo:hi]
+        start, end = min(i.start or 0 for i in part), max(i.end or 0 for i in part)
+        return render_replace_where(model, replace(part[0], start=start, end=end, step=None), settings)
+
+    return interval_index(len(intervals), span)
 
 
 def run_order(task: TaskContext) -> list[TaskContext]:

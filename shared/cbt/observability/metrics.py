@@ -40,6 +40,9 @@ tasks_running = _meter.create_up_down_counter(
 positions_completed = _meter.create_counter(
     "cbt_positions_completed", unit="",
     description="Positions covered by completed incremental tasks, by model (a batch counts all its intervals)")
+check_results = _meter.create_counter(
+    "cbt_check_results", unit="",
+    description="Interval check verdicts, by model, check and status (passed, warned, failed): docs/checks.md")
 spark_job_duration = _meter.create_histogram(
     "cbt_spark_job_duration", unit="s", description="A task's statements on Spark Connect (or its script), by model",
     explicit_bucket_boundaries_advisory=SECONDS_BUCKETS)

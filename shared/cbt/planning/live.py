@@ -10,9 +10,20 @@ from dataclasses import dataclass, replace
 
 from cbt.models.dag import ModelSet
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, ScheduledModel
-from cbt.scheduling.coverage import Range
+from cbt.scheduling import coverage as cov
+from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.snapshot import StateSnapshot
-from cbt.state.ports import BoundsStore, CoverageReader, InFlightTask, SkippedRanges, StatePorts, TaskLedger
+from cbt.state.holds import held_ranges
+from cbt.state.ports import (
+    BoundsStore,
+    CheckHolds,
+    CoverageReader,
+    HeldInterval,
+    InFlightTask,
+    SkippedRanges,
+    StatePorts,
+    TaskLedger,
+)
 
 
 @dataclass(frozen=True)
@@ -24,10 +35,25 @@ class LiveStateReader:
     bounds: BoundsStore
     ledger: TaskLedger
     skips: SkippedRanges | None = None
+    holds: CheckHolds | None = None
 
     @classmethod
     def of(cls, models: ModelSet, state: StatePorts) -> LiveStateReader:
-        return cls(models, state.coverage, state.bounds, state.ledger, state.skips)
+        return cls(models, state.coverage, state.bounds, state.ledger, state.skips, state.holds)
+
+    def held(self, model_id: ModelId) -> tuple[HeldInterval, ...]:
+        """The intervals failed checks hold for the model now."""
+        return () if self.holds is None else self.holds.held([model_id]).get(model_id, ())
+
+    def left_alone(self, model_ids: list[ModelId]) -> dict[ModelId, Coverage]:
+        """What planning must not schedule: the ranges an operator skipped, and the intervals a failed check holds
+        in the model's deployed version (``cbt.state.holds``). Both stay gaps to dependents."""
+        skipped = self.skips.skipped(model_ids) if self.skips is not None else {}
+        held = self.holds.held(model_ids) if self.holds is not None else {}
+        if not held:
+            return skipped
+        holding = held_ranges(held, self.coverage.deployed_versions(list(held)))
+        return {m: cov.merge([*skipped.get(m, ()), *holding.get(m, ())]) for m in {*skipped, *holding}}
 
     def read_snapshot(self, model_ids: Collection[ModelId]) -> StateSnapshot:
         involved = set(model_ids)
@@ -40,7 +66,7 @@ class LiveStateReader:
             in_flight={m: _ranges(tasks) for m, tasks in in_flight.items()},
             reruns=self.coverage.reruns([m for m in model_ids if isinstance(self.models.models.get(m),
                                                                               IncrementalModel)]),
-            skipped=self.skips.skipped(list(model_ids)) if self.skips is not None else {},
+            skipped=self.left_alone(list(model_ids)),
             now=now_ms // 1000,
         )
 

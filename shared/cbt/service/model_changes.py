@@ -75,7 +75,7 @@ def read_deployed(config: Config) -> dict[ModelId, DeployedVersion] | None:
 def read_versions(config: Config) -> list[DeployedVersion] | None:
     """Every version of every model in its current state (``VersionRecord.all_versions``), from the table's files;
     ``[]`` when none were recorded; ``None`` without ``spark.warehouse``."""
-    admin = _files_admin(config)
+    admin = files_admin(config)
     if admin is None:
         return None
     from cbt.adapters.admin_tables.session import AdminTableError
@@ -90,7 +90,7 @@ def read_mixed_versions(config: Config, model_ids: list[ModelId]) -> dict[ModelI
     """The models whose tables hold rows of more than one version (an in-place change under way), with the
     intervals each version's rows hold, by version number (``None``: not known) — from the tables' files; ``{}``
     without ``spark.warehouse``."""
-    admin = _files_admin(config)
+    admin = files_admin(config)
     if admin is None or not model_ids:
         return {}
     from cbt.adapters.admin_tables.session import AdminTableError
@@ -104,7 +104,7 @@ def read_mixed_versions(config: Config, model_ids: list[ModelId]) -> dict[ModelI
             for m, by_version in held.items() if len(by_version) > 1}
 
 
-def _files_admin(config: Config) -> DeltaAdmin | None:
+def files_admin(config: Config) -> DeltaAdmin | None:
     """The admin tables over their files, without Spark; ``None`` without ``spark.warehouse``."""
     warehouse = config.warehouse()
     if warehouse is None:

@@ -216,3 +216,29 @@ def decode_seqs(text: str | None) -> dict[ModelId, int]:
 
 def decode_metadata(text: str | None) -> dict[str, object]:
     return _json_object(text, "metadata")
+
+
+@dataclass(frozen=True)
+class CheckedInterval:
+    """One check's verdict on one interval of a model, as recorded (``cbt_check_results``, docs/checks.md)."""
+
+    model: ModelId
+    position: int
+    end: int
+    check: str
+    severity: str
+    status: str
+    """passed, warned, failed, or accepted (published by an operator after it failed)."""
+    violations: int
+    rows: int | None
+    """The interval's rows, as computed; None: not counted (the checks ran inside the write, docs/checks.md)."""
+    sample: tuple[str, ...] = ()
+    """Up to five violating rows, each as JSON."""
+    version: str | None = None
+    task_id: str = ""
+    duration_ms: int = 0
+    """How long the task's checks took (every check of the task in one query)."""
+    checked_at_ms: int = field(default_factory=now_ms)
+
+    def __post_init__(self) -> None:
+        split_model_id(self.model)

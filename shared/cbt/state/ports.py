@@ -20,7 +20,13 @@ from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
 from cbt.scheduling.snapshot import RawBounds
 from cbt.scheduling.task_runs import TaskRun
-from cbt.state.admin_records import CompletedInterval, Consolidation, InvalidationRecord, ScheduledRun
+from cbt.state.admin_records import (
+    CheckedInterval,
+    CompletedInterval,
+    Consolidation,
+    InvalidationRecord,
+    ScheduledRun,
+)
 
 DEFAULT_KEEP_INVALIDATIONS = 1000
 """How many of a model's latest invalidation sequences are kept to check completions against."""
@@ -187,6 +193,37 @@ class DurableRecord(Protocol):
                             successful_only: bool = False) -> dict[ModelId, ScheduledRun]: ...
 
 
+@dataclass(frozen=True)
+class CheckFilter:
+    """Which check results to read: by status, by check name, and overlapping a range of positions."""
+
+    status: str | None = None
+    check: str | None = None
+    window: Range | None = None
+
+    def selects(self, result: CheckedInterval) -> bool:
+        return ((self.status is None or result.status == self.status)
+                and (self.check is None or result.check == self.check)
+                and (self.window is None or (result.position < self.window[1] and self.window[0] < result.end)))
+
+
+ALL_RESULTS = CheckFilter()
+
+
+class CheckResultsRecord(Protocol):
+    """Every interval check's verdict (``cbt_check_results``, docs/checks.md), history kept."""
+
+    def record_check_results(self, results: Collection[CheckedInterval]) -> None:
+        """Returns once the results are durable."""
+        ...
+
+    def check_results(self, model_ids: Collection[ModelId] | None = None, limit: int = 100,
+                      where: CheckFilter = ALL_RESULTS) -> list[CheckedInterval]:
+        """Recorded results that ``where`` selects, newest first (a task's results share their time: then by
+        position, newest first)."""
+        ...
+
+
 class BoundsStore(Protocol):
     def bounds(self, models: Collection[ModelId]) -> dict[ModelId, RawBounds]: ...
     def put_bounds(self, model: ModelId, bounds: RawBounds) -> RawBounds | None:
@@ -259,6 +296,47 @@ class SkippedRanges(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class HeldInterval:
+    """An interval whose rows failed an ``error`` check (docs/checks.md): not published, not covered, and not planned
+    again until its inputs or its definition change (an invalidation over it releases it; a hold of another version
+    than the deployed one is ignored)."""
+
+    start: int
+    end: int
+    version: str | None
+    reason: str
+    accepted_by: str | None = None
+    """Who accepted its rows anyway (``cbt checks accept``: an api token's fingerprint); it is then planned again
+    and published whatever its ``error`` checks say, and released once published. None: held."""
+
+    @property
+    def is_accepted(self) -> bool:
+        return self.accepted_by is not None
+
+
+class CheckHolds(Protocol):
+    """Per model, the intervals held by a failed check. Hot state: an emptied Redis forgets them, and the intervals
+    are then computed and checked again (their results are in ``cbt_check_results``)."""
+
+    def held(self, model_ids: Collection[ModelId]) -> dict[ModelId, tuple[HeldInterval, ...]]:
+        """Models without held intervals are left out."""
+        ...
+
+    def hold(self, model_id: ModelId, held: Sequence[HeldInterval]) -> None:
+        """Add (or replace: same start and end) held intervals."""
+        ...
+
+    def release(self, model_id: ModelId, r: Range) -> list[HeldInterval]:
+        """Release every held interval that overlaps ``r``; returns them."""
+        ...
+
+    def accept(self, model_id: ModelId, r: Range, who: str, version: str | None) -> list[HeldInterval]:
+        """Mark the held intervals of ``version`` (None: any) that overlap ``r`` accepted by ``who``; returns them
+        as they are now."""
+        ...
+
+
 class RefreshRequests(Protocol):
     """Models an operator asked the bounds-cache to scan now (``POST /api/v1/bounds/{id}/refresh``;
     ``cbt.adapters.bounds_refresh``)."""
@@ -307,5 +385,7 @@ class StatePorts(Protocol):
     def leases(self) -> Leases: ...
     @property
     def skips(self) -> SkippedRanges: ...
+    @property
+    def holds(self) -> CheckHolds: ...
     @property
     def failures(self) -> FailureLog: ...

@@ -6,7 +6,7 @@ import itertools
 
 import pytest
 
-from cbt.api.coverage_view import Status, coverage_view, default_window, layer
+from cbt.api.coverage_view import Status, coverage_view, default_window, layer, verdict_layers
 from cbt.scheduling.coverage import Coverage, Range
 
 Layers = dict[Status, list[Range]]
@@ -35,6 +35,10 @@ def view_of(window: Range, layers: Layers, interval: int | None = None) -> list[
     pytest.param((0, 100), {"covered": [(0, 30)], "skipped": [(20, 60)], "failed": [(40, 80)]},
                  [(0, 30, "covered"), (30, 60, "skipped"), (60, 80, "failed"), (80, 100, "missing")],
                  id="skipped-beats-failed-not-covered"),
+    pytest.param((0, 100), {"covered": [(0, 40)], "held": [(40, 60)], "failed": [(40, 80)],
+                            "invalidated_pending": [(50, 90)]},
+                 [(0, 40, "covered"), (40, 60, "held"), (60, 80, "failed"), (80, 90, "invalidated_pending"),
+                  (90, 100, "missing")], id="held-by-a-check-beats-failed-and-pending"),
 ])
 def test_status_ranges_cover_the_window_exactly(window: Range, layers: Layers,
                                                 expected: list[tuple[int, int, str]]) -> None:
@@ -47,10 +51,22 @@ def test_status_ranges_cover_the_window_exactly(window: Range, layers: Layers,
 def test_counts_in_positions_and_in_intervals() -> None:
     view = coverage_view((0, 100), {"covered": layer([(0, 45)]), "in_flight": layer([(45, 50)])}, interval=10)
     assert dict(view.counts) == {"covered": 45, "in_flight": 5, "failed": 0, "missing": 50, "invalidated_pending": 0,
-                                 "skipped": 0}
+                                 "skipped": 0, "held": 0, "passed": 0, "warned": 0, "accepted": 0}
     assert view.intervals is not None
     assert dict(view.intervals) == {"covered": 5, "in_flight": 1, "failed": 0, "missing": 5,
-                                    "invalidated_pending": 0, "skipped": 0}
+                                    "invalidated_pending": 0, "skipped": 0, "held": 0, "passed": 0, "warned": 0,
+                                    "accepted": 0}
+
+
+def test_covered_intervals_take_the_colour_of_their_latest_checks() -> None:
+    """Newest first: [0, 10) warned in its latest run (its older run passed), [10, 20) passed, [20, 30) failed then
+    was accepted, [30, 40) failed and is held (not covered: no verdict colour)."""
+    results = [(0, 10, "t3", "warned"), (0, 10, "t3", "passed"), (10, 20, "t2", "passed"), (20, 30, "t4", "accepted"),
+               (30, 40, "t1", "failed"), (0, 10, "t1", "passed")]
+    covered = layer([(0, 30)])
+    layers = {"covered": covered, "held": layer([(30, 40)]), **verdict_layers(results, covered)}
+    assert view_of((0, 50), layers) == [(0, 10, "warned"), (10, 20, "passed"), (20, 30, "accepted"),
+                                        (30, 40, "held"), (40, 50, "missing")]
 
 
 @pytest.mark.parametrize(("valid", "layers", "expected"), [

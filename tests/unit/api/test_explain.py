@@ -7,6 +7,7 @@ import pytest
 
 from cbt.api.explain import DependencyExplanation, explain
 from cbt.scheduling.snapshot import StateSnapshot
+from cbt.state.ports import HeldInterval
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot
 
 BLOCKS, TXS, ENT = "src.blocks", "src.transactions", "src.entities"
@@ -50,6 +51,14 @@ def test_the_reason_names_the_dependency_and_its_hole(position: int, reason: str
     assert not found.ready and found.reason == reason
     dep = by_id(found.dependencies)[culprit]
     assert not dep.covers and dep.holes[0] == hole and dep.reason == why
+
+
+def test_an_interval_a_failed_check_holds_is_not_ready_and_says_which_check() -> None:
+    held = (HeldInterval(2950, 3050, "v1", "check not_null_a failed: 2 violating rows"),)
+    found = explain(MODELS[MODEL], MODELS, STATE, 3000, held)  # type: ignore[arg-type]
+    assert not found.ready and found.reason is not None
+    assert found.reason.startswith("held: its rows [2950, 3050) failed a check (check not_null_a failed")
+    assert explain(MODELS[MODEL], MODELS, STATE, 3050, held).ready, "the next interval is not held"  # type: ignore[arg-type]
 
 
 def test_covered_and_in_flight_intervals_say_so() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from cbt.contract.messages import IntervalCompleted, TaskFailed
 from cbt.dev.demo_view import Frame, TaskCounts, bar, glance, render, summary
 from cbt.scheduling.status import ModelStatus
+from cbt.state.ports import HeldInterval
 
 T = 1_700_000_400
 
@@ -16,6 +17,16 @@ def status(coverage: tuple[tuple[int, int], ...], in_flight: tuple[tuple[int, in
 def test_bar_marks_covered_in_flight_valid_and_no_data() -> None:
     s = status(((T + 40, T + 80),), in_flight=((T + 20, T + 40),))
     assert bar(s, (T, T + 120), 12) == "|..>>####..  |"
+
+
+def test_a_held_interval_shows_in_its_slice_however_short_and_is_listed_with_its_reason() -> None:
+    s = status(((T, T + 30), (T + 33, T + 100)))
+    held = (HeldInterval(T + 30, T + 33, "v", "check seen_after_slot_start failed: 1 violating row"),)
+    assert bar(s, (T, T + 120), 12) == "|##########  |", "three seconds hide in a slice judged at its middle"
+    assert bar(s, (T, T + 120), 12, held) == "|###x######  |"
+    frame = Frame(now=T + 120, elapsed_s=65, window=(T, T + 120), statuses=[s], scheduled=[], counts=TaskCounts(),
+                  services="worker", events=[], problems=[], held={"an.minute": held})
+    assert "minute [" in render(frame) and "seen_after_slot_start failed" in render(frame)
 
 
 def test_counts_by_direction_and_failures() -> None:

@@ -24,7 +24,7 @@ def step(feed: LiveFeed, elapsed_s: float) -> tuple[list[Write], list[str]]:
     """Plan at ``NOW + elapsed_s`` and record every write, as the demo does when they succeed."""
     writes, events = feed.plan(NOW + int(elapsed_s), elapsed_s)
     for write in writes:
-        feed.record(write)
+        feed.record(write, elapsed_s)
     return writes, events
 
 
@@ -65,7 +65,7 @@ def test_outage_holds_blocks_back_then_delivers_them_in_one_late_batch_without_a
     for t in range(0, 120, 6):
         writes, new = step(feed, t)
         events += new
-        blocks += [w for w in writes if w.feed == "blocks" and w.purpose != "history"]
+        blocks += [w for w in writes if w.feed == "blocks" and w.purpose in ("backlog", "live", "late")]
     assert any(e.startswith("outage") for e in events)
     late = [w for w in blocks if w.purpose == "late"]
     assert len(late) == 1 and late[0].end - late[0].start >= 30 // SLOT_S * SLOT_S
@@ -78,7 +78,7 @@ def test_outage_lasts_its_length_even_when_steps_come_late() -> None:
     _, events = step(feed, 95)  # the step that would have started the outage came late
     assert events and feed.stalled_since_s == 95
     writes, _ = step(feed, 110)
-    assert [w.feed for w in writes if w.purpose != "history"] == ["transactions"]
+    assert [w.feed for w in writes if w.purpose in ("live", "late")] == ["transactions"]
     writes, _ = step(feed, 126)
     assert [w.purpose for w in writes if w.feed == "blocks"] == ["late"]
 
@@ -94,3 +94,20 @@ def test_a_resumed_run_writes_from_where_the_previous_one_stopped() -> None:
     writes = LiveFeed(900, STORY).begin(NOW + 5, resume_at=NOW - 3600 + 1)
     assert {w.start for w in writes} == {NOW - 3600}
     assert LiveFeed(900, STORY).begin(NOW + 5, resume_at=NOW)[0].start == NOW + SLOT_S - 900
+
+
+def test_a_broken_clock_rides_on_one_live_write_per_cycle_and_its_repair_follows() -> None:
+    feed = started(900)
+    planned: list[tuple[float, Write]] = []
+    for t in range(0, 2 * 180, 6):
+        writes, _ = feed.plan(NOW + t, t)
+        for write in writes:
+            feed.record(write, t)
+            if write.purpose in ("poison", "repair"):
+                planned.append((t, write))
+    assert [(t, w.purpose) for t, w in planned] == [(108, "poison"), (150, "repair"), (288, "poison"),
+                                                    (330, "repair")], "the first live write of blocks after 100 s"
+    (_, poison), (_, repair) = planned[:2]
+    assert (poison.feed, poison.start, poison.end) == ("blocks", NOW + 108, NOW + 120), "the newest slot, live"
+    assert (repair.start, repair.end) == (poison.end - SLOT_S, poison.end)
+    assert "seen_after_slot_start" in poison.note

@@ -282,8 +282,9 @@ def test_every_problem_of_one_file_is_reported_at_its_own_line(project_with_bloc
         "models/transformations/many.sql:13: limits.min: limits.min (5) must be <= limits.max (2)",
         "models/transformations/many.sql:14: write.unique_key: write strategy append requires unique_key (the "
         "columns identifying a row, so a re-run does not insert it twice)",
-        "models/transformations/many.sql:15: colour: unknown field; expected one of: batch, change, database, "
-        "dependencies, env, exec, expose, fill, interval, limits, schedules, table, tags, timeout, type, write",
+        "models/transformations/many.sql:15: colour: unknown field; expected one of: batch, change, checks, "
+        "database, dependencies, env, exec, expose, fill, interval, limits, schedules, table, tags, timeout, type, "
+        "write",
     ]
 
 

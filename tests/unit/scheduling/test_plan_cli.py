@@ -189,6 +189,7 @@ def test_status_warns_while_the_live_coverage_index_is_rebuilt(
     monkeypatch.setattr(plan_cmds, "read_live_state", lambda config, models: StateSnapshot(coverage_known=False))
     monkeypatch.setattr(plan_cmds, "read_live_failures", lambda config, ids: {})
     monkeypatch.setattr(plan_cmds, "read_live_schedules", lambda config, models, now: [])
+    monkeypatch.setattr(plan_cmds, "read_live_holds", lambda config, ids: {})
     assert main(["status"]) == 0
     assert "being rebuilt" in capsys.readouterr().err
 
@@ -204,6 +205,7 @@ def test_status_reports_a_models_latest_failure(
     monkeypatch.setattr(plan_cmds, "read_live_failures",
                         lambda config, ids: {model: [failure]} if model in ids else {})
     monkeypatch.setattr(plan_cmds, "read_live_schedules", lambda config, models, now: [])
+    monkeypatch.setattr(plan_cmds, "read_live_holds", lambda config, ids: {})
 
     assert main(["status"]) == 0
     assert (f"{model}: FAILED 1 task(s) recently; last {model}:60:60 at 2023-11-14 22:13:20Z after 3 attempt(s): "

@@ -5,14 +5,16 @@ changed; the same files again change nothing."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 
-from cbt.contract.messages import Invalidation
+from cbt.contract.messages import Invalidation, TaskRequested
 from cbt.coordinator import deploy
 from cbt.models.builds import builds_from
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeploymentPlan, transformations
+from cbt.models.deployment import DeploymentPlan, recheck_pieces, transformations
+from cbt.models.interval_checks import IntervalCheck
 from cbt.models.spec import ChangePolicy, IncrementalModel, Write
 from cbt.models.templates import RenderSettings
 from cbt.models.versions import fingerprint
@@ -184,3 +186,46 @@ def test_an_in_place_model_below_a_build_whose_change_it_does_not_read_recompute
 
     assert set(builds_from(record.all_versions())) == {"an.parent"}
     assert [(e.model, e.start, e.end) for e in published] == [("an.reads_total", 0, 100)]
+
+
+def test_a_changed_check_is_run_again_over_the_published_intervals_and_nothing_is_recomputed() -> None:
+    """Issue 37: a check's definition is metadata — only the new or changed checks run, as re-check tasks over what
+    the model covers; an unchanged check and the model's rows are left alone."""
+    not_null, positive = (IntervalCheck("not_null_slot", "not_null", columns=("slot",)),
+                          IntervalCheck("positive", "expression", sql="total > 0"))
+    write = Write("replace", replace_where="slot >= {{ bounds.start }} AND slot < {{ bounds.end }}")
+
+    def with_checks(*checks: IntervalCheck) -> ModelSet:
+        models = pipeline()
+        parent = replace(models.get("an.parent"), write=write, checks=checks)  # type: ignore[arg-type]
+        return ModelSet({**models.models, "an.parent": parent})
+
+    record = MemoryVersions()
+    deployed(with_checks(not_null), record, 1_000)
+    sent: list[TaskRequested] = []
+
+    async def recheck(plan: DeploymentPlan, covered: Mapping[str, Coverage]) -> None:
+        sent.extend(deploy.recheck_tasks(plan, with_checks(not_null, positive), covered, lambda _: "default",
+                                         {"an.parent": "v1"}))
+
+    edited = with_checks(not_null, replace(positive, sql="total >= 0"))
+    prints = {m.id: fingerprint(m, SETTINGS, Path(".")) for m in transformations(edited)}
+    plan = asyncio.run(deploy.deploy(edited, prints, record, lambda ids: {m: COVERED.get(m, ()) for m in ids},
+                                     _no_invalidation, 2_000, recheck=recheck))
+
+    assert plan.recompute == {} and plan.changes["an.parent"].category == "metadata"
+    assert {m: [c.name for c in cs] for m, cs in plan.rechecks.items()} == {"an.parent": ["positive"]}
+    assert [(t.position, t.interval, t.step, [c.name for c in t.recheck or ()]) for t in sent] == [
+        (0, 100, None, ["positive"]), (200, 100, None, ["positive"])], "one task per interval.max (100) covered"
+    again = asyncio.run(deploy.deploy(edited, prints, record, lambda ids: {m: COVERED.get(m, ()) for m in ids},
+                                      _no_invalidation, 3_000, recheck=recheck))
+    assert again.rechecks == {}, "the same checks deployed again run nothing"
+
+
+async def _no_invalidation(event: Invalidation) -> None:
+    raise AssertionError(f"nothing is recomputed: {event}")
+
+
+def test_recheck_pieces_are_runs_of_whole_intervals_then_what_is_left() -> None:
+    assert recheck_pieces(60, [(0, 600), (900, 1_000)], most=4) == [
+        (0, 240, 60), (240, 240, 60), (480, 120, 60), (900, 60, None), (960, 40, None)]

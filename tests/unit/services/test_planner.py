@@ -17,6 +17,7 @@ from cbt.planning.live import LiveStateReader
 from cbt.planning.planner import PUBLISH_GRACE_MS, Planner
 from cbt.scheduling.batching import BatchSizer
 from cbt.scheduling.snapshot import RawBounds
+from cbt.state.ports import HeldInterval
 from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc
 
@@ -151,3 +152,20 @@ def test_a_replan_reads_the_sources_upstream_of_its_models() -> None:
                       lambda tags: "default", model_concurrency=4, task_deadline_ms=DEADLINE_MS)
     assert asyncio.run(planner.replan([top.id])) == 0
     assert publisher.sent == []
+
+
+def test_an_interval_a_failed_check_holds_is_not_planned_until_released_or_its_version_changes() -> None:
+    publisher = Publisher()
+    planner, state = make_planner(publisher)
+    state.holds.hold(MODEL, [HeldInterval(0, 60, "v1", "check not_null_a failed: 1 violating row")])
+    state.coverage.announce_versions({MODEL: "v1"})
+    assert asyncio.run(planner.replan([MODEL])) == 0, "held in the deployed version"
+
+    state.coverage.announce_versions({MODEL: "v2"})
+    assert asyncio.run(planner.replan([MODEL])) == 1, "a new version computes it again"
+
+    state.ledger.release(MODEL, f"{MODEL}:0:60")
+    state.coverage.announce_versions({MODEL: "v1"})
+    assert asyncio.run(planner.replan([MODEL])) == 0
+    state.holds.release(MODEL, (30, 31))
+    assert asyncio.run(planner.replan([MODEL])) == 1, "released (an invalidation over it)"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 import pytest
@@ -12,12 +13,13 @@ import pytest
 from cbt.contract.messages import IntervalCompleted, Message, TaskFailed, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
-from cbt.models.spec import Transformation
+from cbt.models.interval_checks import CheckedRun, CheckResult, IntervalCheck, IntervalVerdict
+from cbt.models.spec import IncrementalModel, Transformation, Write
 from cbt.models.templates import TaskContext
 from cbt.scheduling.snapshot import RawBounds
 from cbt.scheduling.task_runs import TaskRun
-from cbt.state.admin_records import RetriedAttempt
-from cbt.state.ports import InFlightTask
+from cbt.state.admin_records import CheckedInterval, RetriedAttempt
+from cbt.state.ports import HeldInterval, InFlightTask
 from cbt.worker.runner import CompletionRow, Outcome, RetryPolicy, TaskRunner, WorkerPorts
 from tests.twins.memory_state import MemoryState
 from tests.unit.scheduling.factories import ext, inc, sched
@@ -38,6 +40,7 @@ class Rows:
     rows: list[CompletionRow] = field(default_factory=list)
     failures: list[TaskFailed] = field(default_factory=list)
     retries: list[RetriedAttempt] = field(default_factory=list)
+    checks: list[CheckedInterval] = field(default_factory=list)
 
     async def record(self, row: CompletionRow) -> None:
         self.rows.append(row)
@@ -47,6 +50,9 @@ class Rows:
 
     async def record_retry(self, retried: RetriedAttempt) -> None:
         self.retries.append(retried)
+
+    async def record_checks(self, results: list[CheckedInterval]) -> None:
+        self.checks.extend(results)
 
 
 @dataclass
@@ -75,7 +81,7 @@ def make_runner(executor: Executor, state: MemoryState,
                 models: ModelSet | None = None) -> tuple[TaskRunner, Published, Rows]:
     published, rows = Published(), Rows()
     models = models or ModelSet({SRC: ext(SRC), MODEL: inc(MODEL, [SRC], imax=60)})
-    ports = WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, published, rows)
+    ports = WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, published, rows, state.holds)
     runner = TaskRunner(models, ports, executor, Topics("t."), "worker-1",
                         retry=RetryPolicy(max_attempts=3, backoff_initial_s=0.001), lease_ttl_s=0.3)
     return runner, published, rows
@@ -115,6 +121,146 @@ def test_a_ready_task_runs_records_then_publishes_completion() -> None:
     assert state.coverage.coverage(MODEL) == ((0, 60),)
     assert [type(m) for _, m in published.messages] == [IntervalCompleted]
     assert state.ledger.in_flight([MODEL], 0)[MODEL] == ()
+
+
+@dataclass
+class Checking(Executor):
+    """Runs like ``Executor``, then says the intervals starting at ``failing`` failed a check (not written)."""
+
+    failing: tuple[int, ...] = ()
+
+    async def run(self, model: Transformation, task: TaskContext) -> CheckedRun:  # type: ignore[override]
+        await super().run(model, task)
+        assert task.start is not None and task.end is not None
+        step = task.step or task.end - task.start
+        verdicts = []
+        for start in range(task.start, task.end, step):
+            bad = start in self.failing
+            accepted = any(a <= start < e for a, e in task.accepted)  # (as the executor: accepted_anyway)
+            result = CheckResult("not_null_a", "error", ("accepted" if accepted else "failed") if bad else "passed",
+                                 2 if bad else 0, ('{"a":null}',) if bad else ())
+            verdicts.append(IntervalVerdict(start, start + step, (result,), 10))
+        return CheckedRun(0.1, tuple(verdicts), 0.02)
+
+
+def test_a_batch_publishes_the_intervals_that_passed_and_holds_the_one_that_failed() -> None:
+    state, executor = ready_state(), Checking(failing=(60,))
+    runner, published, rows = make_runner(executor, state)
+    runner.versions = {MODEL: "v1"}
+    batch = TaskRequested(task_id=f"{MODEL}:0:180", model=MODEL, position=0, interval=180, step=60)
+    state.ledger.claim(MODEL, InFlightTask(batch.task_id, (0, 180), 10**15))
+
+    assert handle(runner, batch) == "checks-failed"
+    assert state.coverage.coverage(MODEL) == ((0, 60), (120, 180))
+    assert [(r.task.position, r.task.interval) for r in rows.rows] == [(0, 60), (120, 60)]
+    assert [(m.position, m.interval) for _, m in published.messages if isinstance(m, IntervalCompleted)] == [
+        (0, 60), (120, 60)]
+    assert state.holds.held([MODEL]) == {MODEL: (HeldInterval(60, 120, "v1",
+                                                              "check not_null_a failed: 2 violating rows"),)}
+    assert [(c.position, c.status, c.violations, c.sample) for c in rows.checks] == [
+        (0, "passed", 0, ()), (60, "failed", 2, ('{"a":null}',)), (120, "passed", 0, ())]
+    assert state.ledger.in_flight([MODEL], 0)[MODEL] == ()
+    assert len(executor.runs) == 1, "a failed check is not retried: the same inputs give the same rows"
+
+
+def test_a_redelivered_task_of_a_held_interval_is_acknowledged_without_running() -> None:
+    """Found on CI: the coordinator's task message came twice; the second ran the failing interval again."""
+    checked = ModelSet({SRC: ext(SRC), MODEL: replace(inc(MODEL, [SRC], imax=60), checks=(
+        IntervalCheck("not_null_a", "not_null", columns=("a",)),))})
+    state, executor = ready_state(), Checking(failing=(60,))
+    runner, _, rows = make_runner(executor, state, checked)
+    runner.versions = {MODEL: "v1"}
+    batch = TaskRequested(task_id=f"{MODEL}:0:180", model=MODEL, position=0, interval=180, step=60)
+
+    assert handle(runner, batch) == "checks-failed"
+    assert handle(runner, batch) == "held"
+    assert len(executor.runs) == 1 and len(rows.checks) == 3
+    runner.versions = {MODEL: "v2"}
+    assert handle(runner, batch) == "checks-failed", "a hold of another version is not this version's"
+
+
+def test_a_duplicate_waiting_for_the_lease_does_not_run_the_interval_its_holder_found_failing() -> None:
+    """Found on CI too: two copies of one task at once; the second took the lease after the first held the
+    interval, and ran it again."""
+    checked = ModelSet({SRC: ext(SRC), MODEL: replace(inc(MODEL, [SRC], imax=60), checks=(
+        IntervalCheck("not_null_a", "not_null", columns=("a",)),))})
+    state, executor = ready_state(), Checking(failing=(0,), seconds=0.3)
+    runner, _, rows = make_runner(executor, state, checked)
+
+    async def both() -> list[Outcome]:
+        return list(await asyncio.gather(runner.handle(task()), runner.handle(task())))
+
+    assert sorted(asyncio.run(both())) == ["checks-failed", "held"]
+    assert len(executor.runs) == 1 and len(rows.checks) == 1
+
+
+def test_an_accepted_interval_is_run_again_published_whatever_its_checks_say_and_no_longer_held() -> None:
+    checked = ModelSet({SRC: ext(SRC), MODEL: replace(inc(MODEL, [SRC], imax=60), checks=(
+        IntervalCheck("not_null_a", "not_null", columns=("a",)),))})
+    state, executor = ready_state(), Checking(failing=(60,))
+    runner, published, rows = make_runner(executor, state, checked)
+    runner.versions = {MODEL: "v1"}
+    state.coverage.record_completed(MODEL, (0, 60), 0)
+    state.holds.hold(MODEL, [HeldInterval(60, 120, "v1", "check not_null_a failed: 2 violating rows")])
+    again = TaskRequested(task_id=f"{MODEL}:60:60", model=MODEL, position=60, interval=60)
+    assert handle(runner, again) == "held", "held: a redelivered copy does not run"
+
+    state.holds.accept(MODEL, (60, 120), "tok-1", None)
+    assert handle(runner, again) == "completed"
+    assert executor.runs[-1].accepted == ((60, 120),), "the executor is told which intervals were accepted"
+    assert state.coverage.coverage(MODEL) == ((0, 120),)
+    assert state.holds.held([MODEL]) == {}, "published: no longer held"
+    assert [(c.position, c.status) for c in rows.checks] == [(60, "accepted")]
+    assert [m.position for _, m in published.messages if isinstance(m, IntervalCompleted)] == [60]
+
+
+@dataclass
+class Rechecking(Checking):
+    """``Checking``, and a re-check that says the intervals starting at ``failing`` fail its checks."""
+
+    rechecked: list[tuple[TaskContext, tuple[str, ...]]] = field(default_factory=list)
+
+    async def recheck(self, model: IncrementalModel, task: TaskContext,
+                      checks: Sequence[IntervalCheck]) -> CheckedRun:
+        self.rechecked.append((task, tuple(c.name for c in checks)))
+        assert task.start is not None and task.end is not None
+        step = task.step or task.end - task.start
+        return CheckedRun(0.1, tuple(IntervalVerdict(s, s + step, tuple(
+            CheckResult(c.name, c.severity, "failed" if s in self.failing else "passed", int(s in self.failing))
+            for c in checks), 5) for s in range(task.start, task.end, step)), 0.1)
+
+
+def test_a_recheck_task_records_the_verdicts_of_the_published_intervals_and_writes_or_covers_nothing() -> None:
+    replacing = Write("replace", replace_where="slot >= {{ bounds.start }} AND slot < {{ bounds.end }}")
+    checked = ModelSet({SRC: ext(SRC), MODEL: replace(inc(MODEL, [SRC], imax=60), write=replacing, checks=(
+        IntervalCheck("not_null_a", "not_null", columns=("a",)),))})
+    state, executor = ready_state(), Rechecking(failing=(60,))
+    runner, published, rows = make_runner(executor, state, checked)
+    state.coverage.record_completed(MODEL, (0, 180), 0)
+    positive = IntervalCheck("positive", "expression", sql="a > 0")
+    request = TaskRequested(task_id=f"{MODEL}:0:180", model=MODEL, position=0, interval=180, step=60,
+                            direction="backfill", recheck=(positive,))
+
+    assert handle(runner, request) == "rechecked", "covered: a re-check runs all the same"
+    assert executor.runs == [] and [(t.start, t.end, t.step, names) for t, names in executor.rechecked] == [
+        (0, 180, 60, ("positive",))]
+    assert [(c.position, c.check, c.status, c.task_id) for c in rows.checks] == [
+        (0, "positive", "passed", f"recheck:{MODEL}:0:180"), (60, "positive", "failed", f"recheck:{MODEL}:0:180"),
+        (120, "positive", "passed", f"recheck:{MODEL}:0:180")]
+    assert rows.rows == [] and published.messages == [], "no completion recorded or announced"
+    assert state.coverage.coverage(MODEL) == ((0, 180),) and state.holds.held([MODEL]) == {}, \
+        "a failed re-check holds nothing: the rows were published before"
+
+
+def test_a_task_whose_checks_pass_is_recorded_whole_with_its_results() -> None:
+    state, executor = ready_state(), Checking()
+    runner, _, rows = make_runner(executor, state)
+    state.ledger.claim(MODEL, InFlightTask(task().task_id, (0, 60), 10**15))
+
+    assert handle(runner, task()) == "completed"
+    assert state.coverage.coverage(MODEL) == ((0, 60),) and len(rows.rows) == 1
+    assert [(c.check, c.status, c.rows, c.duration_ms) for c in rows.checks] == [("not_null_a", "passed", 10, 20)]
+    assert state.holds.held([MODEL]) == {}
 
 
 def test_a_completion_says_which_version_of_the_model_computed_it() -> None:

@@ -21,8 +21,8 @@ from cbt.planning.live import LiveStateReader
 from cbt.planning.override_sync import LiveOverrides
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
-from cbt.state.admin_records import Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
-from cbt.state.ports import RefreshRequests, StatePorts
+from cbt.state.admin_records import CheckedInterval, Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
+from cbt.state.ports import ALL_RESULTS, CheckFilter, RefreshRequests, StatePorts
 
 
 class AdminRecords(Protocol):
@@ -33,6 +33,8 @@ class AdminRecords(Protocol):
     def recent_scheduled_runs(self, model_ids: Collection[ModelId] | None, limit: int) -> list[ScheduledRun]: ...
     def retries(self, model_ids: Collection[ModelId] | None = None, limit: int = 100) -> list[RetriedAttempt]: ...
     def invalidations(self, limit: int = 100) -> list[InvalidationRecord]: ...
+    def check_results(self, model_ids: Collection[ModelId] | None, limit: int,
+                      where: CheckFilter = ALL_RESULTS) -> list[CheckedInterval]: ...
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]: ...
     def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
         """What each version of each model computed that the table still holds (``DurableRecord``)."""

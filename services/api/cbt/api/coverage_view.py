@@ -4,8 +4,8 @@ Pure: the inputs are the same values the planner reads (coverage, in-flight task
 log's task ranges. Ranges are half-open ``[start, end)``. Where layers overlap, the first status of ``PRECEDENCE``
 wins: a task in flight over a range is what happens there now; a covered position is done even when an older task
 over it failed (a failed batch stays in the failure log after smaller tasks covered its intervals); a range an operator
-skipped is skipped, not failed (nothing will try it); a failed re-run is shown as failed; what no layer holds is
-missing.
+skipped is skipped, not failed (nothing will try it); an interval a failed check holds (docs/checks.md) is held; a
+failed re-run is shown as failed; what no layer holds is missing.
 """
 
 from __future__ import annotations
@@ -17,10 +17,14 @@ from typing import Literal
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 
-Status = Literal["covered", "in_flight", "skipped", "failed", "invalidated_pending", "missing"]
-PRECEDENCE: tuple[Status, ...] = ("in_flight", "covered", "skipped", "failed", "invalidated_pending")
-"""Layer order where they overlap (``missing`` is what none of them holds)."""
-STATUSES: tuple[Status, ...] = ("covered", "in_flight", "failed", "missing", "invalidated_pending", "skipped")
+Status = Literal["covered", "in_flight", "skipped", "held", "failed", "invalidated_pending", "missing", "passed",
+                 "warned", "accepted"]
+PRECEDENCE: tuple[Status, ...] = ("in_flight", "warned", "accepted", "passed", "covered", "skipped", "held", "failed",
+                                  "invalidated_pending")
+"""Layer order where they overlap (``missing`` is what none of them holds). ``passed``, ``warned``, ``accepted``: a
+covered interval whose latest checks passed, warned, or failed and were accepted (``verdict_layers``)."""
+STATUSES: tuple[Status, ...] = ("covered", "in_flight", "failed", "missing", "invalidated_pending", "skipped", "held",
+                                "passed", "warned", "accepted")
 
 
 @dataclass(frozen=True)
@@ -44,6 +48,21 @@ class CoverageView:
 def layer(ranges: Iterable[Range]) -> Coverage:
     """Any ranges (tasks, failures) as one canonical layer."""
     return cov.merge(ranges)
+
+
+def verdict_layers(results: Iterable[tuple[int, int, str, str]], covered: Coverage) -> dict[Status, Coverage]:
+    """The covered intervals by their latest checks (``results``: ``(start, end, task, status)`` of each verdict,
+    newest first): ``warned`` when one of the latest task's checks warned, ``accepted`` when one failed and an
+    operator accepted it, else ``passed``. Only what is covered counts (a held interval has a layer of its own)."""
+    latest: dict[tuple[int, int], tuple[str, set[str]]] = {}
+    for start, end, task, status in results:
+        task_of, statuses = latest.setdefault((start, end), (task, set()))
+        if task == task_of:
+            statuses.add(status)
+    by: dict[Status, list[Range]] = {"passed": [], "warned": [], "accepted": []}
+    for span, (_, statuses) in latest.items():
+        by["warned" if "warned" in statuses else "accepted" if "accepted" in statuses else "passed"].append(span)
+    return {status: cov.intersect(layer(spans), covered) for status, spans in by.items()}
 
 
 def default_window(valid: Range | None, layers: Iterable[Coverage]) -> Range | None:

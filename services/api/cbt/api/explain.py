@@ -8,7 +8,7 @@ same way for the same interval, down to the sources (every model of a pipeline s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -17,6 +17,7 @@ from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.snapshot import StateSnapshot
+from cbt.state.ports import HeldInterval
 
 MAX_DEPTH = 12
 """Deeper dependencies are not expanded (their own entry still says whether they cover the interval)."""
@@ -55,17 +56,23 @@ class Explanation:
 
 
 def explain(model: IncrementalModel, models: Mapping[ModelId, Model], state: StateSnapshot,
-            position: int) -> Explanation:
-    """The verdict on ``[position, position + interval.max)`` of ``model`` and its dependency tree."""
+            position: int, held: Sequence[HeldInterval] = ()) -> Explanation:
+    """The verdict on ``[position, position + interval.max)`` of ``model`` and its dependency tree; ``held``: the
+    model's intervals failed checks hold (one holding ``position`` is not run, whatever its dependencies say)."""
     interval = (position, position + model.interval.max)
     ready = bnd.readiness(model, models, state)
     running = state.in_flight.get(model.id, ())
+    holding = next((h for h in held if h.start <= position < h.end), None)
+    reason = bnd.why_not_ready(ready, interval)
+    if holding is not None:
+        reason = (f"held: its rows [{holding.start}, {holding.end}) failed a check ({holding.reason}); they are "
+                  "computed again when an invalidation over them arrives or the model's version changes")
     return Explanation(
         model=model.id, position=position, interval=interval, valid=ready.valid,
-        ready=bnd.is_ready(ready, interval),
+        ready=bnd.is_ready(ready, interval) and holding is None,
         covered=cov.covers(state.coverage.get(model.id, cov.EMPTY), interval),
         in_flight=any(s < interval[1] and interval[0] < e for s, e in running),
-        reason=bnd.why_not_ready(ready, interval),
+        reason=reason,
         dependencies=_dependencies(model.dependencies, models, state, interval, 1),
     )
 

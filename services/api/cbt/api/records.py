@@ -13,7 +13,9 @@ from collections.abc import Collection
 
 from pyspark.sql import SparkSession
 
+from cbt.adapters.admin_tables.check_results import CheckResultsTable
 from cbt.adapters.admin_tables.columns import Column, TableSpec, timestamp
+from cbt.adapters.admin_tables.file_tables import CheckResultsFiles
 from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
 from cbt.adapters.admin_tables.session import qualified
 from cbt.adapters.delta_admin import AdminTables, Permit, tables_from_config
@@ -24,12 +26,14 @@ from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
 from cbt.state.admin_records import (
+    CheckedInterval,
     Consolidation,
     InvalidationRecord,
     RetriedAttempt,
     ScheduledRun,
     split_model_id,
 )
+from cbt.state.ports import ALL_RESULTS, CheckFilter
 
 AUDIT_TABLE = "cbt_api_actions"
 AUDIT = TableSpec(
@@ -55,6 +59,7 @@ class ApiRecords:
         self._session = tables.session
         self._audit = qualified((tables.completions.database, AUDIT_TABLE))
         self.overrides: OverridesTable = overrides_table(self._session, tables.completions.database)
+        self._checks: CheckResultsTable | CheckResultsFiles | None = None
 
     def ensure_tables(self) -> None:
         self._tables.ensure()
@@ -71,6 +76,13 @@ ORDER BY updated_date_time DESC, position DESC LIMIT :limit"""
         return [Completion(task_id=r["task_id"] or "", position=int(r["position"]), interval=int(r["interval"]),
                            direction=r["direction"] or "", worker=r["worker"] or "",
                            duration_ms=int(r["duration_ms"] or 0), at_ms=int(r["at_ms"])) for r in rows]
+
+    def check_results(self, model_ids: Collection[ModelId] | None, limit: int,
+                      where: CheckFilter = ALL_RESULTS) -> list[CheckedInterval]:
+        """Interval checks' verdicts, newest first (the table is created when first read)."""
+        if self._checks is None:
+            self._checks = self._tables.ensure_check_results()
+        return self._checks.check_results(model_ids, limit, where)
 
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
         return self._tables.completions.live_pieces(model_ids, window)

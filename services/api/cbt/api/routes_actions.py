@@ -1,5 +1,5 @@
-"""Changes: re-run a range (with a preview first), skip a range (or stop skipping it), run a scheduled model now,
-refresh an external model's bounds.
+"""Changes: re-run a range (with a preview first), skip a range (or stop skipping it), accept intervals failed checks
+hold, run a scheduled model now, refresh an external model's bounds.
 
 Each needs a bearer token (``cbt.api.auth``) and is recorded in the audit table with who (the token's fingerprint),
 when and what. A rerun and a run-now go out as the same messages the CLI and the coordinator send; a skip and a bounds
@@ -27,6 +27,9 @@ from cbt.api.context import ApiContext
 from cbt.api.history import AuditAction
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.api.schemas import (
+    AcceptRequest,
+    ChecksAccepted,
+    HeldItem,
     RefreshAccepted,
     RerunAccepted,
     RerunPreview,
@@ -160,6 +163,27 @@ async def unskip(ctx: Ctx, who: Who, model_id: str, body: SkipRequest) -> Skippe
     after = await blocking(ctx.hot.skips.unskip, model.id, (body.start, body.end))
     await _record(ctx, who, "unskip", model.id, {"start": body.start, "end": body.end, "reason": body.reason})
     return SkippedRanges(model=model.id, skipped=list(after))
+
+
+@router.post("/models/{model_id}/checks/accept", response_model=ChecksAccepted,
+             responses={409: {"description": "no interval a failed check holds overlaps the range"}},
+             summary="Publish the intervals of [start, end) that failed checks hold, whatever their error checks "
+                     "say: they are planned again, their verdicts recorded as accepted (docs/checks.md)")
+async def accept_checks(ctx: Ctx, who: Who, model_id: str, body: AcceptRequest) -> ChecksAccepted:
+    model = model_of(ctx, model_id)
+    if not isinstance(model, IncrementalModel) or not model.checks:
+        raise bad_request(f"{model_id} has no checks: only an incremental model's checks hold intervals")
+    check_range(body.start, body.end)
+    accepted = await blocking(ctx.hot.holds.accept, model.id, (body.start, body.end), who, None)
+    if not accepted:
+        raise ApiProblem(409, f"no interval of {model.id} that a failed check holds overlaps [{body.start}, "
+                         f"{body.end}) (cbt checks show {model.id})", "conflict")
+    spans = [[h.start, h.end] for h in accepted]
+    await _record(ctx, who, "checks-accept", model.id, {"start": body.start, "end": body.end,
+                                                        "reason": body.reason, "intervals": spans})
+    return ChecksAccepted(model=model.id, accepted=[
+        HeldItem(range=(h.start, h.end), version=h.version, reason=h.reason, accepted_by=h.accepted_by)
+        for h in accepted])
 
 
 @router.post("/models/{model_id}/run-now", response_model=RunNowAccepted, status_code=202,

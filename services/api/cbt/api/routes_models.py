@@ -5,22 +5,25 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Query
 
 from cbt.api import catalog
 from cbt.api.common import PROBLEMS, blocking, check_range, context, incremental_of, model_of
 from cbt.api.context import ApiContext
-from cbt.api.coverage_view import STATUSES, Status, coverage_view, default_window, layer
+from cbt.api.coverage_view import STATUSES, Status, coverage_view, default_window, layer, verdict_layers
 from cbt.api.explain import explain
 from cbt.api.history import merged
 from cbt.api.problems import bad_request
 from cbt.api.rendering import rendered
 from cbt.api.schemas import (
+    CheckResultItem,
+    CheckResultList,
     CoverageBody,
     ExplainBody,
     GapsBody,
+    HeldItem,
     IntervalSettings,
     ModelDetail,
     ModelFilter,
@@ -47,6 +50,7 @@ from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage
 from cbt.scheduling.snapshot import StateSnapshot
 from cbt.scheduling.status import model_status
+from cbt.state.ports import CheckFilter
 
 router = APIRouter(prefix="/api/v1/models", tags=["models"], responses=PROBLEMS)
 Ctx = Annotated[ApiContext, Depends(context)]
@@ -102,11 +106,18 @@ async def get_rendered(ctx: Ctx, model_id: str, start: PositionParam | None = No
     return await asyncio.to_thread(rendered, ctx.config, model, start, end, int(time.time()))
 
 
+VERDICTS_SHOWN = 5000
+"""The most check verdicts a timeline reads (newest first); older covered intervals show as covered."""
+
+
 @router.get("/{model_id}/coverage", response_model=CoverageBody,
             summary="Coverage in a window as merged ranges with a status, and counts")
 async def get_coverage(ctx: Ctx, model_id: str, from_: Annotated[int | None, Query(alias="from", ge=0,
                                                                                      le=MAX_POSITION)] = None,
-                       to: PositionParam | None = None) -> CoverageBody:
+                       to: PositionParam | None = None,
+                       checks: Annotated[bool, Query(description="split covered intervals by their latest checks: "
+                                                                 "passed, warned, accepted (a model with checks)")]
+                       = False) -> CoverageBody:
     model = model_of(ctx, model_id)
     if isinstance(model, ScheduledModel):
         raise bad_request(f"{model_id} is a scheduled model: it runs at times, it has no positions to cover")
@@ -122,9 +133,13 @@ async def get_coverage(ctx: Ctx, model_id: str, from_: Annotated[int | None, Que
                   "failed": layer((f.position, f.position + f.interval) for f in failures
                                   if f.position is not None and f.interval is not None),
                   "invalidated_pending": layer(state.reruns.get(model_id, ())),
-                  "skipped": state.skipped.get(model_id, cov.EMPTY)}
+                  "skipped": state.skipped.get(model_id, cov.EMPTY),
+                  "held": layer((h.start, h.end) for h in await blocking(ctx.live.held, model_id))}
         valid, imax, lag, frontier = status.valid, model.interval.max, status.lag, cov.frontier(status.coverage)
     window = _window(from_, to, default_window(valid, layers.values()))
+    if checks and window is not None and isinstance(model, IncrementalModel) and model.checks:
+        results = await blocking(ctx.admin.check_results, [model_id], VERDICTS_SHOWN, CheckFilter(window=window))
+        layers |= verdict_layers(((r.position, r.end, r.task_id, r.status) for r in results), layers["covered"])
     view = None if window is None else coverage_view(window, layers, imax)
     seconds = lag if lag is not None and _is_time(model) else None
     return CoverageBody(
@@ -168,8 +183,40 @@ async def get_gaps(ctx: Ctx, model_id: str) -> GapsBody:
             summary="Why [position, position + interval.max) can or cannot run: the dependency tree")
 async def get_explain(ctx: Ctx, model_id: str, position: PositionParam) -> ExplainBody:
     model = incremental_of(ctx, model_id, "explain")
-    state = await blocking(ctx.live.read_shown, _involved(ctx, model_id))
-    return explanation_body(explain(model, ctx.models.models, state, position))
+    state, held = await asyncio.gather(blocking(ctx.live.read_shown, _involved(ctx, model_id)),
+                                       blocking(ctx.live.held, model_id))
+    return explanation_body(explain(model, ctx.models.models, state, position, held))
+
+
+@router.get("/{model_id}/checks", response_model=CheckResultList,
+            summary="Interval checks: the verdicts recorded (newest first) and the intervals held now")
+async def get_checks(ctx: Ctx, model_id: str,
+                     status: Annotated[Literal["passed", "warned", "failed", "accepted"] | None, Query()] = None,
+                     check: Annotated[str | None, Query(max_length=200)] = None,
+                     low: Annotated[int | None, Query(alias="from", ge=0, le=MAX_POSITION)] = None,
+                     high: Annotated[int | None, Query(alias="to", ge=0, le=MAX_POSITION)] = None,
+                     limit: Annotated[int, Query(ge=1, le=1000)] = 100) -> CheckResultList:
+    model = model_of(ctx, model_id)
+    checks = [c.name for c in model.checks] if isinstance(model, IncrementalModel) else []
+    if check is not None and check not in checks:
+        raise bad_request(f"check: {model_id} has no check {check!r}; its checks: {', '.join(checks) or 'none'}")
+    window = None
+    if low is not None or high is not None:
+        window = (low or 0, MAX_POSITION if high is None else high)
+        check_range(*window, "from, to")
+    if not checks:
+        return CheckResultList(checks=[], held=[], results=[])
+    where = CheckFilter(status, check, window)
+    results, held = await asyncio.gather(blocking(ctx.admin.check_results, [model_id], limit, where),
+                                         blocking(ctx.live.held, model_id))
+    return CheckResultList(
+        checks=checks,
+        held=[HeldItem(range=(h.start, h.end), version=h.version, reason=h.reason, accepted_by=h.accepted_by)
+              for h in held],
+        results=[CheckResultItem(range=(r.position, r.end), check=r.check, severity=r.severity,  # type: ignore[arg-type]
+                                 status=r.status, violations=r.violations, rows=r.rows,  # type: ignore[arg-type]
+                                 sample=list(r.sample), version=r.version, task_id=r.task_id,
+                                 duration_ms=r.duration_ms, checked_at_ms=r.checked_at_ms) for r in results])
 
 
 @router.get("/{model_id}/tasks", response_model=TaskList, summary="Task history, newest first (admin tables)")

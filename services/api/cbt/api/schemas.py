@@ -88,7 +88,8 @@ class Rendered(Body):
     env: dict[str, str] | None
 
 
-StatusName = Literal["covered", "in_flight", "failed", "missing", "invalidated_pending", "skipped"]
+StatusName = Literal["covered", "in_flight", "failed", "missing", "invalidated_pending", "skipped", "held", "passed",
+                     "warned", "accepted"]
 
 
 class StatusRangeBody(Body):
@@ -172,6 +173,47 @@ class FailureItem(Body):
 
 class FailureList(Body):
     failures: list[FailureItem]
+
+
+class CheckResultItem(Body):
+    range: Span = Field(description="the interval [position, end)")
+    check: str
+    severity: Literal["error", "warn"]
+    status: Literal["passed", "warned", "failed", "accepted"]
+    violations: int = Field(description="violating rows found (row_count: 1 when the count is out of bounds)")
+    rows: int | None = Field(description="the interval's rows as computed; null: not counted (the checks ran "
+                             "inside the write and every row passed)")
+    sample: list[str] = Field(description="up to five violating rows, each as JSON")
+    version: str | None = Field(description="the model's version that computed the rows")
+    task_id: str
+    duration_ms: int = Field(description="how long the task's checks took (one query for all of them)")
+    checked_at_ms: int
+
+
+class HeldItem(Body):
+    range: Span
+    version: str | None
+    reason: str = Field(description="the checks that failed, e.g. 'check not_null_a failed: 2 violating rows'")
+    accepted_by: str | None = Field(default=None, description="who accepted its rows anyway (a token's "
+                                    "fingerprint): it is being published; null while held")
+
+
+class AcceptRequest(Body):
+    start: int = Field(ge=0, le=MAX_POSITION, description="first position of the range")
+    end: int = Field(gt=0, le=MAX_POSITION, description="end of the range, exclusive: [start, end)")
+    reason: str = Field(default="manual", min_length=1, max_length=200, description="recorded in the audit row")
+
+
+class ChecksAccepted(Body):
+    model: str
+    accepted: list[HeldItem] = Field(description="the held intervals the range overlaps, now accepted: planned "
+                                     "again and published whatever their error checks say")
+
+
+class CheckResultList(Body):
+    checks: list[str] = Field(description="the model's checks, by name, as its file declares them")
+    held: list[HeldItem] = Field(description="intervals failed checks hold now: not published, dependents waiting")
+    results: list[CheckResultItem] = Field(description="recorded verdicts, newest first (cbt_check_results)")
 
 
 class InvalidationItem(Body):

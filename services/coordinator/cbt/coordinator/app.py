@@ -40,7 +40,7 @@ from cbt.models.builds import (
     with_builds,
 )
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import VersionRecord
+from cbt.models.deployment import DeploymentPlan, VersionRecord
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel
 from cbt.models.versions import Fingerprint
 from cbt.observability import metrics, model_state
@@ -49,6 +49,7 @@ from cbt.planning import hot_index
 from cbt.planning.live import LiveStateReader
 from cbt.planning.override_sync import Applied, LiveOverrides, ModelView
 from cbt.planning.planner import Planner
+from cbt.scheduling.coverage import Coverage
 from cbt.scheduling.message_checks import event_problem
 from cbt.service import skeleton
 from cbt.service.lease import LeaseHolder
@@ -201,11 +202,17 @@ class Coordinator:
         async def publish(event: Invalidation) -> None:
             await self.planner.publisher.publish(topic, event, key=event.model)
 
+        async def recheck(plan: DeploymentPlan, covered: Mapping[ModelId, Coverage]) -> None:
+            planner = self.planner
+            for task in deploy.recheck_tasks(plan, self.files_models, covered, lambda m: planner.pool_for(m.tags),
+                                             planner.versions):
+                await planner.publisher.publish(planner.topics.task_requested(task.pool), task, key=task.task_id)
+
         try:
             async with self._leadership_kept():
                 versions = await asyncio.to_thread(record)
                 await deploy.deploy(self.files_models, self.prints, versions, self.state.coverage.coverages, publish,
-                                    int(time.time() * 1000), self.state.coverage.announce_versions)
+                                    int(time.time() * 1000), self.state.coverage.announce_versions, recheck)
                 states = await asyncio.to_thread(versions.all_versions)
                 self.builds, self.pins = builds_from(states), pins_from(states)
                 self.versions_read_at = int(time.time())

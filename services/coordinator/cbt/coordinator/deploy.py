@@ -20,8 +20,9 @@ import logging
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import replace
 
+from cbt.base.tasks import incremental_task_id
 from cbt.config.settings import Config
-from cbt.contract.messages import Invalidation
+from cbt.contract.messages import Invalidation, TaskRequested
 from cbt.coordinator.switch import waiting_in_place
 from cbt.models.builds import build_id, builds_from, is_buildable, pins_from, running_versions
 from cbt.models.dag import ModelSet
@@ -33,6 +34,7 @@ from cbt.models.deployment import (
     latest_versions,
     live_versions,
     plan_deployment,
+    recheck_pieces,
     rolled_back_files,
 )
 from cbt.models.spec import IncrementalModel, ModelId
@@ -125,13 +127,34 @@ def invalidations(plan: DeploymentPlan, models: ModelSet, covered: Mapping[Model
     return out
 
 
+def recheck_tasks(plan: DeploymentPlan, models: ModelSet, covered: Mapping[ModelId, Coverage],
+                  pool_for: Callable[[IncrementalModel], str],
+                  versions: Mapping[ModelId, str]) -> list[TaskRequested]:
+    """The tasks that run a model's new or changed checks over its published intervals (``plan.rechecks``): runs of
+    up to ``RECHECK_INTERVALS`` intervals of the covered ranges, lowest priority."""
+    out = []
+    for model_id, checks in plan.rechecks.items():
+        model = models.models.get(model_id)
+        if not isinstance(model, IncrementalModel):
+            continue
+        for position, length, step in recheck_pieces(model.interval.max, covered.get(model_id, ())):
+            out.append(TaskRequested(task_id=incremental_task_id(model_id, position, length), model=model_id,
+                                     position=position, interval=length, step=step, direction="backfill",
+                                     pool=pool_for(model), version=versions.get(model_id), recheck=checks))
+    return out
+
+
 async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record: VersionRecord,
                  coverage: Callable[[Collection[ModelId]], Mapping[ModelId, Coverage]],
                  publish: Callable[[Invalidation], Awaitable[None]], at_ms: int,
-                 announce: Callable[[Mapping[ModelId, str]], None] = lambda _: None) -> DeploymentPlan:
+                 announce: Callable[[Mapping[ModelId, str]], None] = lambda _: None,
+                 recheck: Callable[[DeploymentPlan, Mapping[ModelId, Coverage]], Awaitable[None]] | None = None,
+                 ) -> DeploymentPlan:
     """Classify, announce the version each model's tasks carry from now on (a task planned before is dropped by
-    the worker), re-run in place what is not built, then record the versions (a failure before that repeats the
-    same invalidations at the next attempt, which change nothing twice). ``models``: the files' models."""
+    the worker), re-run in place what is not built, run changed checks again over the published intervals
+    (``recheck``), then record the versions (a failure before that repeats the same invalidations at the next
+    attempt, which change nothing twice, and the same re-checks, which record their verdicts again). ``models``:
+    the files' models."""
     versions = await asyncio.to_thread(record.all_versions)
     deployed = latest_versions(versions)
     kept_back = rolled_back_files(prints, versions)
@@ -154,5 +177,10 @@ async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record
         if row.state == "building" and row.model in built:
             log.info("model version: building beside the live version", extra={"model": row.model,
                                                                                "build": row.build_table})
+    if recheck is not None and plan.rechecks:
+        for model_id, checks in plan.rechecks.items():
+            log.info("model checks changed: running them again over the published intervals",
+                     extra={"model": model_id, "checks": [c.name for c in checks]})
+        await recheck(plan, coverage(list(plan.rechecks)))  # (before the record: a crash repeats them)
     await asyncio.to_thread(record.record_versions, rows)
     return plan

@@ -78,6 +78,7 @@ def handler_with(config: Config, models: ModelSet, state: RedisState, client: Re
         models=models, coverage=state.coverage, ledger=state.ledger, admin=admin,
         seen=RedisSeenEvents(client, config.redis.key_prefix), publisher=publisher, topics=topics,
         replan=replan, max_range=config.invalidator.max_range, max_tasks=config.invalidator.max_tasks,
+        holds=state.holds,
     )
 
 

@@ -16,7 +16,7 @@ Order of effects for an accepted event (``docs/protocol.md``), each step safe to
    ranges, so a redelivery applies exactly what the first delivery did;
 5. apply it to the hot index: remove the tasks, list them as re-runs and raise each model's sequence to the
    epoch, atomically and once per epoch — from now on an in-flight task that read an older sequence cannot mark
-   these ranges covered;
+   these ranges covered; then release the intervals failed checks held over the range (docs/checks.md);
 6. mark the id done, then re-plan the affected models at once so their re-runs are enqueued (the coordinator's
    ticks would find them too).
 """
@@ -49,7 +49,7 @@ from cbt.models.spec import IncrementalModel, ModelId
 from cbt.observability import metrics
 from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
 from cbt.state.admin_records import InvalidationRecord
-from cbt.state.ports import DurableRecord, HotIndex, Publisher, SeenEvents, TaskLedger
+from cbt.state.ports import CheckHolds, DurableRecord, HotIndex, Publisher, SeenEvents, TaskLedger
 
 log = logging.getLogger("cbt.invalidator")
 
@@ -70,6 +70,8 @@ class InvalidationHandler:
     max_tasks: int
     counts: Counter[str] = field(default_factory=Counter)
     index_poll_s: float = 0.5
+    holds: CheckHolds | None = None
+    """The intervals failed checks hold: an invalidation over one releases it (step 5)."""
 
     async def handle(self, raw: bytes) -> Outcome:
         """One message body from the ``invalidation`` topic."""
@@ -120,7 +122,19 @@ class InvalidationHandler:
             log.warning("invalidation already recorded (redelivered, or Redis lost its marker); applying it as "
                         "first recorded", extra={"event_id": event.id, "epoch": stored.epoch})
         self.coverage.apply_invalidation(stored.epoch, stored.affected)
+        self._release_holds(involved if event.cascade else [model_id], rng)
         return Impact(dict(stored.affected), result.scheduled)
+
+    def _release_holds(self, models: Collection[ModelId], rng: tuple[int, int]) -> None:
+        """The intervals a failed check held over the range are computed again: their inputs changed (or an
+        operator asked for a re-run)."""
+        if self.holds is None:
+            return
+        for model in models:
+            released = self.holds.release(model, rng)
+            if released:
+                log.info("intervals held by failed checks released", extra={
+                    "model": model, "intervals": [[h.start, h.end] for h in released][:20]})
 
     async def _wait_for_index(self) -> None:
         if self.coverage.is_built():

@@ -17,7 +17,7 @@ import functools
 import logging
 import math
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager
 from typing import Any, cast
@@ -55,6 +55,7 @@ from cbt.service import skeleton
 from cbt.service.model_changes import files_versions
 from cbt.service.poison import PoisonGuard
 from cbt.service.skeleton import Clients, Work
+from cbt.state.admin_records import CheckedInterval
 from cbt.worker.consumer import IN_FLIGHT, Delivered, PipelinedConsumer, Reject
 from cbt.worker.executor import SHARED_SESSION, SparkExecutor
 from cbt.worker.recorder import AdminRecorder
@@ -163,6 +164,15 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
                 is_busy=lambda: any(c.is_running for c in consumers))
 
 
+def published_row_counts(results: Sequence[CheckedInterval]) -> list[int]:
+    """The row counts of the published intervals among ``results`` (newest first): each interval's newest verdict,
+    when it passed or warned (a failed one was not published) and its rows were counted."""
+    seen: dict[tuple[int, int], CheckedInterval] = {}
+    for result in results:
+        seen.setdefault((result.position, result.end), result)
+    return [r.rows for r in seen.values() if r.status in ("passed", "warned", "accepted") and r.rows is not None]
+
+
 def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: AdminRecorder) -> TaskRunner:
     retry = config.worker.retry
     state = clients.state
@@ -170,11 +180,15 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
     deployed = DeployedVersions(recorder.admin.versions_record, mine)
     return TaskRunner(
         models=models,
-        ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, clients.publisher, recorder),
+        ports=WorkerPorts(state.coverage, state.bounds, state.ledger, state.leases, clients.publisher, recorder,
+                          state.holds),
         executor=SparkExecutor(clients.sessions, RenderSettings.from_config(config), config.worker.task_timeout_s,
                                str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency,
                                clients.admission, lead_levels={m.id: models.chain_length(m.id) for m in models},
-                               feeding=frozenset(m.id for m in models if models.dependents(m.id))),
+                               feeding=frozenset(m.id for m in models if models.dependents(m.id)),
+                               published_rows=lambda model_id: published_row_counts(
+                                   recorder.admin.check_results_record().check_results([model_id], limit=1000)),
+                               failed_retention_s=config.checks.retention_s),
         topics=clients.topics, worker_id=clients.owner,
         retry=RetryPolicy(retry.max_attempts, retry.backoff_initial_s, retry.backoff_max_s, retry.backoff_multiplier),
         pools=("default", *config.worker.pools), max_batch_intervals=config.scheduler.batch.max_intervals,

@@ -8,11 +8,13 @@ import asyncio
 import time
 from dataclasses import dataclass, field
 
+from cbt.adapters.admin_tables.check_results import CheckResultsTable
+from cbt.adapters.admin_tables.file_tables import CheckResultsFiles
 from cbt.adapters.delta_admin import DeltaAdmin
 from cbt.concurrency.groupcommit import GroupCommitter
 from cbt.contract.messages import TaskFailed
 from cbt.observability import metrics
-from cbt.state.admin_records import CompletedInterval, RetriedAttempt, ScheduledRun
+from cbt.state.admin_records import CheckedInterval, CompletedInterval, RetriedAttempt, ScheduledRun
 from cbt.worker.runner import CompletionRow
 
 
@@ -21,6 +23,7 @@ class AdminRecorder:
     admin: DeltaAdmin
     worker_id: str
     _intervals: GroupCommitter[CompletedInterval] = field(init=False)
+    _checks: CheckResultsTable | CheckResultsFiles | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
         self._intervals = GroupCommitter(self._flush)
@@ -44,6 +47,15 @@ class AdminRecorder:
 
     async def record_retry(self, retried: RetriedAttempt) -> None:
         await asyncio.to_thread(self.admin.record_retry, retried)
+
+    async def record_checks(self, results: list[CheckedInterval]) -> None:
+        if results:
+            await asyncio.to_thread(self._check_results().record_check_results, results)
+
+    def _check_results(self) -> CheckResultsTable | CheckResultsFiles:
+        if self._checks is None:
+            self._checks = self.admin.check_results_record()
+        return self._checks
 
     async def close(self) -> None:
         await self._intervals.close()

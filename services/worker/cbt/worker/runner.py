@@ -2,8 +2,8 @@
 
 Order of effects for an incremental task (each step makes a crash at any point safe):
 0. while the hot index is being rebuilt (Redis emptied) → wait: "not covered" cannot be trusted yet;
-1. already covered in the hot index (for a scheduled run: its fire time already ran) → acknowledge without running
-   (a redelivered duplicate);
+1. already covered in the hot index (for a scheduled run: its fire time already ran), or covered but for intervals
+   a failed check holds (docs/checks.md) → acknowledge without running (a redelivered duplicate);
 2. take the task's lease and its fencing token (a duplicate running elsewhere waits for it or for its coverage);
    a heartbeat renews it, through transient Redis errors, and stops the run when the lease is lost;
 3. read the model's invalidation sequence, then re-check every dependency (never fail open);
@@ -25,32 +25,48 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from cbt.base.tasks import incremental_task_id
 from cbt.contract.messages import IntervalCompleted, TaskFailed, TaskRequested, now_ms
 from cbt.contract.topics import Topics
 from cbt.models.dag import ModelSet
+from cbt.models.interval_checks import CheckedRun, IntervalCheck
 from cbt.models.spec import IncrementalModel, ModelId, ScheduledModel, Transformation
 from cbt.models.templates import TaskContext
 from cbt.observability import metrics, tracing
 from cbt.planning.live import LiveStateReader
 from cbt.scheduling import bounds as bnd
-from cbt.scheduling.coverage import Range, covers
+from cbt.scheduling.coverage import Range, covers, merge, union
 from cbt.scheduling.message_checks import task_problem
 from cbt.scheduling.snapshot import StateSnapshot
 from cbt.service.lease import LeaseHolder
-from cbt.state.admin_records import RetriedAttempt
-from cbt.state.ports import BoundsStore, HotIndex, Leases, Publisher, TaskLedger
+from cbt.state.admin_records import CheckedInterval, RetriedAttempt
+from cbt.state.ports import BoundsStore, CheckHolds, HeldInterval, HotIndex, Leases, Publisher, TaskLedger
 
 log = logging.getLogger("cbt.worker")
 
 Outcome = Literal["completed", "already-covered", "not-ready", "superseded", "busy", "failed", "unknown-model",
-                  "lease-lost", "handed-back", "stale-version"]
+                  "lease-lost", "handed-back", "stale-version", "checks-failed", "held", "rechecked",
+                  "recheck-failed"]
 HAND_BACK_PAUSE_S = 2.0
 """How long a worker whose files are not the deployed version waits before handing a task back (so, in a rolling
 update, the task goes round the workers at that pace until one has the deployed files)."""
+
+
+def published_runs(checked: CheckedRun) -> list[Range]:
+    """The runs of adjacent intervals that were written (no ``error`` check failed)."""
+    runs: list[Range] = []
+    for verdict in checked.intervals:
+        if not verdict.is_published:
+            continue
+        if runs and runs[-1][1] == verdict.start:
+            runs[-1] = (runs[-1][0], verdict.end)
+        else:
+            runs.append((verdict.start, verdict.end))
+    return runs
 
 
 def task_range(task: TaskRequested) -> Range | None:
@@ -59,9 +75,15 @@ def task_range(task: TaskRequested) -> Range | None:
 
 
 class Executor(Protocol):
-    async def run(self, model: Transformation, task: TaskContext) -> float | None:
+    async def run(self, model: Transformation, task: TaskContext) -> float | CheckedRun | None:
         """Run the task; returns the seconds the work itself took (not waiting for its table or a slot), or
-        ``None`` to let the caller time the whole call."""
+        ``None`` to let the caller time the whole call; for a model with checks, with each interval's verdicts
+        (only the intervals no ``error`` check failed were written)."""
+        ...
+
+    async def recheck(self, model: IncrementalModel, task: TaskContext,
+                      checks: Sequence[IntervalCheck]) -> CheckedRun:
+        """Run ``checks`` over the rows the task's intervals hold in the model's table now; nothing is written."""
         ...
 
 
@@ -71,6 +93,7 @@ class Executed:
 
     invalidation_seq: int
     duration_ms: int
+    checked: CheckedRun | None = None
 
 
 def _is_cancelling() -> bool:
@@ -109,6 +132,10 @@ class CompletionRecorder(Protocol):
         """Returns once the failed attempt is in the admin tables' history."""
         ...
 
+    async def record_checks(self, results: list[CheckedInterval]) -> None:
+        """Returns once the check results are durable (``cbt_check_results``)."""
+        ...
+
 
 @dataclass(frozen=True)
 class RetryPolicy:
@@ -129,6 +156,8 @@ class WorkerPorts:
     leases: Leases
     publisher: Publisher
     recorder: CompletionRecorder
+    holds: CheckHolds | None = None
+    """Where an interval a failed check stopped is held (not planned again until its inputs or definition change)."""
 
 
 @dataclass
@@ -195,14 +224,21 @@ class TaskRunner:
         other_version = await self._other_version(model, task)
         if other_version is not None:
             return _finished(other_version)
+        if task.recheck is not None:
+            return _finished(await self._recheck(model, task, task.recheck))
         await self._wait_for_index()
         if self._is_covered(model, task):
             self.ports.ledger.release(task.model, task.task_id)
             return _finished("already-covered")
+        if self._is_held(model, task):
+            self.ports.ledger.release(task.model, task.task_id)
+            return _finished("held")
         held = await self._acquire(f"task:{task.task_id}", model, task)
         if held is None:
             if self._is_covered(model, task):
                 return _finished("already-covered")
+            if self._is_held(model, task):
+                return _finished("held")
             # Still held elsewhere. This copy is acknowledged, so it must not be the last one: if the holder then
             # fails to record, nothing would run the task until its claim expires (hours). Publish it again.
             await self._requeue(task)
@@ -247,14 +283,14 @@ class TaskRunner:
         log.debug("task started", extra={"task_id": task.task_id, "model": model.id})  # (bench (b) reads it)
         self.milestone("first task started")
         started = time.monotonic()
-        error, worked_s = await self._execute_with_retries(model, task)
+        error, worked_s, verdicts = await self._execute_with_retries(model, task)
         duration_ms = int((time.monotonic() - started if worked_s is None else worked_s) * 1000)
         if error is not None:
             if isinstance(model, ScheduledModel):
                 await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, "failed", error))
             await self._fail(task, self.retry.max_attempts, error)
             return "failed"
-        return Executed(seq, duration_ms)
+        return Executed(seq, duration_ms, verdicts)
 
     async def _record_then_end_lease(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
                                      executed: Executed, held: LeaseHolder, heartbeat: asyncio.Task[None]) -> Outcome:
@@ -272,6 +308,10 @@ class TaskRunner:
         # beyond what the change's invalidation covered, and the next run of its version rewrites its rows)
         if superseded is not None:
             return superseded
+        if executed.checked is not None and isinstance(model, IncrementalModel):
+            await self._record_checks(model, task, executed.checked)
+            if executed.checked.failed:
+                return await self._record_published_parts(model, task, executed, held)
         with tracing.tracer.start_as_current_span("admin commit"):
             await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, version=self.versions.get(model.id)))
         if isinstance(model, ScheduledModel) and task.scheduled_unix is not None:
@@ -285,6 +325,8 @@ class TaskRunner:
             log.info("completion superseded by an invalidation; task requeued", extra={"task_id": task.task_id})
             await self._requeue(task)
             return "superseded"
+        if done is not None and executed.checked is not None and isinstance(model, IncrementalModel):
+            self._release_accepted(model, done)
         await self.ports.publisher.publish(self.topics.interval_completed, IntervalCompleted(
             task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
             scheduled_unix=task.scheduled_unix, direction=task.direction, duration_ms=duration_ms,
@@ -294,6 +336,83 @@ class TaskRunner:
         self.ports.ledger.release(model.id, task.task_id)
         self.milestone("first completion")
         return "completed"
+
+    async def _recheck(self, model: IncrementalModel | ScheduledModel, task: TaskRequested,
+                       checks: Sequence[IntervalCheck]) -> Outcome:
+        """Run the checks a deployment changed over the task's published intervals and record their verdicts
+        (task ``recheck:<task id>``, docs/checks.md#when-a-check-changes): nothing is written or covered, and a
+        failed one holds nothing — the rows were published before. One copy at a time (a lease); a failure is
+        logged, not retried: the checks run again at the next change or re-run of those intervals."""
+        if not isinstance(model, IncrementalModel) or model.write.strategy != "replace" or task.position is None:
+            log.warning("a re-check of a model whose published rows cannot be told apart by interval; dropped",
+                        extra={"task_id": task.task_id})
+            return "recheck-failed"
+        held = LeaseHolder(self.ports.leases, f"recheck:{task.task_id}", f"{self.worker_id}/{uuid.uuid4().hex[:12]}",
+                           self.lease_ttl_s)
+        if held.acquire() is None:
+            return "busy"
+        try:
+            context = TaskContext(model_id=model.id, task_start_unix=int(time.time()), start=task.position,
+                                  end=task.end, direction=task.direction, step=task.step)
+            checked = await self.executor.recheck(model, context, checks)
+            await self._record_checks(model, task, checked, f"recheck:{task.task_id}")
+        except Exception as e:  # a re-check must never take the worker down
+            log.warning("re-checking published intervals failed", extra={"task_id": task.task_id,
+                                                                         "error": str(e)[:500]})
+            return "recheck-failed"
+        finally:
+            held.release()
+        log.info("published intervals checked again", extra={
+            "task_id": task.task_id, "checks": [c.name for c in checks],
+            "failed": [f"[{v.start}, {v.end}): {v.reason()}" for v in checked.failed][:20]})
+        return "rechecked"
+
+    async def _record_checks(self, model: IncrementalModel, task: TaskRequested, checked: CheckedRun,
+                             recorded_as: str | None = None) -> None:
+        """Every verdict in ``cbt_check_results`` (durable before the intervals are covered or held), counted."""
+        version = self.versions.get(model.id)
+        rows = [CheckedInterval(model.id, v.start, v.end, r.check, r.severity, r.status, r.violations, v.rows,
+                                r.sample, version, recorded_as or task.task_id, int(checked.check_s * 1000))
+                for v in checked.intervals for r in v.results]
+        with tracing.tracer.start_as_current_span("check results"):
+            await self.ports.recorder.record_checks(rows)
+        for row in rows:
+            metrics.check_results.add(1, {"model": model.id, "check": row.check, "status": row.status})
+
+    async def _record_published_parts(self, model: IncrementalModel, task: TaskRequested, executed: Executed,
+                                      held: LeaseHolder) -> Outcome:
+        """A task some of whose intervals failed an ``error`` check: those were not written; they are held (not
+        planned again until their inputs or definition change). The runs of intervals that were written are
+        recorded as tasks of their own (covered, published); the task's claim is released."""
+        checked = executed.checked
+        assert checked is not None
+        version = self.versions.get(model.id)
+        failed = checked.failed
+        log.warning("interval checks failed: intervals not published", extra={
+            "task_id": task.task_id, "model": model.id,
+            "failed": [f"[{v.start}, {v.end}): {v.reason()}" for v in failed][:20]})
+        if self.ports.holds is not None:
+            self.ports.holds.hold(model.id, [HeldInterval(v.start, v.end, version, v.reason()) for v in failed])
+        for start, end in published_runs(checked):
+            part = TaskRequested(**{**task.model_dump(), "task_id": incremental_task_id(model.id, start, end - start),
+                                    "position": start, "interval": end - start,
+                                    "step": task.step if task.step and end - start > task.step else None})
+            await self.ports.recorder.record(CompletionRow(part, executed.invalidation_seq, executed.duration_ms,
+                                                           version=version))
+            if not self.ports.coverage.record_completed(model.id, (start, end), executed.invalidation_seq,
+                                                        held.fence):
+                if not self._still_holds(held):
+                    return await self._lease_lost(task, held)
+                await self._requeue(part)  # (an invalidation overlapped it meanwhile: run it again on the new data)
+                continue
+            self._release_accepted(model, (start, end))
+            await self.ports.publisher.publish(self.topics.interval_completed, IntervalCompleted(
+                task_id=part.task_id, model=part.model, position=part.position, interval=part.interval,
+                direction=part.direction, duration_ms=executed.duration_ms, enqueued_at_ms=part.enqueued_at_ms,
+                worker=self.worker_id, step=part.step, version=version), key=part.model)
+            metrics.positions_completed.add(end - start, {"model": model.id})
+        self.ports.ledger.release(model.id, task.task_id)
+        return "checks-failed"
 
     async def _end_lease(self, held: LeaseHolder, heartbeat: asyncio.Task[None]) -> None:
         heartbeat.cancel()
@@ -362,15 +481,16 @@ class TaskRunner:
                                            key=key or task.task_id)
 
     async def _execute_with_retries(self, model: Transformation,
-                                    task: TaskRequested) -> tuple[str | None, float | None]:
-        """``(None, seconds the successful attempt's work took)``, else ``(the last error, None)``. Only the work is
-        timed — not failed attempts, backoff, or waiting for the table or a slot — since the batch sizes are fitted
-        on it."""
+                                    task: TaskRequested) -> tuple[str | None, float | None, CheckedRun | None]:
+        """``(None, seconds the successful attempt's work took, its check verdicts)``, else ``(the last error, None,
+        None)``. Only the work is timed — not failed attempts, backoff, or waiting for the table or a slot — since
+        the batch sizes are fitted on it. A failed check is not an error: retrying the same inputs cannot help."""
         error = ""
+        accepted = self._accepted(model, task)
         for attempt in range(1, self.retry.max_attempts + 1):
             context = TaskContext(
                 model_id=model.id, task_start_unix=int(time.time()), start=task.position, end=task.end,
-                direction=task.direction, attempt=attempt, step=task.step,
+                direction=task.direction, attempt=attempt, step=task.step, accepted=accepted,
             ) if task.scheduled_unix is None else TaskContext(
                 model_id=model.id, task_start_unix=task.scheduled_unix, direction=task.direction, attempt=attempt,
             )
@@ -378,10 +498,12 @@ class TaskRunner:
             try:
                 with tracing.tracer.start_as_current_span("spark job" if model.exec is None else "script",
                                                           attributes={"cbt.attempt": attempt}):
-                    worked_s = await self.executor.run(model, context)
+                    ran = await self.executor.run(model, context)
+                checked = ran if isinstance(ran, CheckedRun) else None
+                worked_s = ran.seconds if isinstance(ran, CheckedRun) else ran
                 worked_s = time.monotonic() - began if worked_s is None else worked_s
                 metrics.spark_job_duration.record(worked_s, {"model": model.id})
-                return None, worked_s
+                return None, worked_s, checked
             except Exception as e:  # a model's failure must never take the worker down
                 error = str(e) or type(e).__name__
                 log.warning("task attempt failed", extra={"task_id": task.task_id, "attempt": attempt,
@@ -395,7 +517,7 @@ class TaskRunner:
                     direction=task.direction, worker=self.worker_id,
                     duration_ms=int((time.monotonic() - began) * 1000))
                 await asyncio.gather(self._record_retry(retried), asyncio.sleep(self.retry.delay_s(attempt)))
-        return error, None
+        return error, None, None
 
     def _why_not_ready(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> str | None:
         wanted = task_range(task)
@@ -424,6 +546,37 @@ class TaskRunner:
         wanted = task_range(task)
         return wanted is not None and covers(self.ports.coverage.coverage(model.id), wanted)
 
+    def _is_held(self, model: IncrementalModel | ScheduledModel, task: TaskRequested) -> bool:
+        """Covered, but for intervals a failed check holds in this version (a redelivered task of a held interval:
+        the same inputs would fail the same way; an invalidation over it releases it and plans it again)."""
+        wanted = task_range(task)
+        if wanted is None or self.ports.holds is None or not isinstance(model, IncrementalModel) or not model.checks:
+            return False
+        version = self.versions.get(model.id)
+        held = [(h.start, h.end) for h in self.ports.holds.held([model.id]).get(model.id, ())
+                if h.version in (None, version) and not h.is_accepted]
+        return bool(held) and covers(union(self.ports.coverage.coverage(model.id), merge(held)), wanted)
+
+    def _accepted(self, model: Transformation, task: TaskRequested) -> tuple[Range, ...]:
+        """The intervals of the task an operator accepted despite failed checks (``cbt checks accept``)."""
+        wanted = task_range(task)
+        if wanted is None or self.ports.holds is None or not isinstance(model, IncrementalModel) or not model.checks:
+            return ()
+        version = self.versions.get(model.id)
+        return tuple((h.start, h.end) for h in self.ports.holds.held([model.id]).get(model.id, ())
+                     if h.is_accepted and h.version in (None, version) and h.start < wanted[1] and wanted[0] < h.end)
+
+    def _release_accepted(self, model: IncrementalModel, published: Range) -> None:
+        """Accepted intervals, once published, are held no more."""
+        if self.ports.holds is None:
+            return
+        accepted = [h for h in self.ports.holds.held([model.id]).get(model.id, ())
+                    if h.is_accepted and published[0] <= h.start and h.end <= published[1]]
+        for h in accepted:
+            self.ports.holds.release(model.id, (h.start, h.end))
+            log.info("an accepted interval was published", extra={"model": model.id, "range": [h.start, h.end],
+                                                                    "accepted_by": h.accepted_by})
+
     async def _acquire(self, lease: str, model: IncrementalModel | ScheduledModel,
                        task: TaskRequested) -> LeaseHolder | None:
         """Take the lease, waiting while a duplicate holds it (it may finish, or its holder may have died). ``None``
@@ -433,10 +586,10 @@ class TaskRunner:
         # The owner is this run, not the process: the process may take the task again.
         held = LeaseHolder(self.ports.leases, lease, f"{self.worker_id}/{uuid.uuid4().hex[:12]}", self.lease_ttl_s)
         while held.acquire() is None:
-            if time.monotonic() > deadline or self._is_covered(model, task):
+            if time.monotonic() > deadline or self._is_covered(model, task) or self._is_held(model, task):
                 return None
             await asyncio.sleep(0.2)
-        if self._is_covered(model, task):
+        if self._is_covered(model, task) or self._is_held(model, task):
             held.release()
             return None
         return held

@@ -14,6 +14,7 @@ from typing import Any
 
 from deltalake import DeltaTable
 
+from cbt.adapters.admin_tables.check_results import check_from, check_row
 from cbt.adapters.admin_tables.columns import timestamp
 from cbt.adapters.admin_tables.completions import completion_row
 from cbt.adapters.admin_tables.failures import failure_from, failure_row
@@ -33,6 +34,7 @@ from cbt.scheduling.protocol import UNKNOWN_STEP, CompletedRange, Mark, Piece
 from cbt.scheduling.task_runs import TaskRun
 from cbt.state.admin_records import (
     CONSOLIDATED,
+    CheckedInterval,
     CompletedInterval,
     Consolidation,
     InvalidationRecord,
@@ -41,6 +43,7 @@ from cbt.state.admin_records import (
     now_ms,
     split_model_id,
 )
+from cbt.state.ports import ALL_RESULTS, CheckFilter
 
 PRUNE_BATCH = 500
 Row = dict[str, Any]
@@ -353,3 +356,17 @@ class VersionsFiles(_OnFiles):
 
     def all_versions(self) -> list[DeployedVersion]:
         return current_states(map(version_from, self.files.read()))
+
+
+class CheckResultsFiles(_OnFiles):
+    """``cbt_check_results`` over its files."""
+
+    def record_check_results(self, results: Collection[CheckedInterval]) -> None:
+        if results:
+            self.files.append([check_row(r) for r in results])
+
+    def check_results(self, model_ids: Collection[ModelId] | None = None, limit: int = 100,
+                      where: CheckFilter = ALL_RESULTS) -> list[CheckedInterval]:
+        wanted = _wanted(model_ids)
+        found = [r for r in (check_from(row) for row in self.files.read() if wanted(_model(row))) if where.selects(r)]
+        return sorted(found, key=lambda r: (-r.checked_at_ms, -r.position, r.check))[:limit]

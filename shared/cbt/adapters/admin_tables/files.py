@@ -50,7 +50,8 @@ class Catalog(Protocol):
         ...
 
     def register(self, uri: str) -> None:
-        """Record that the table's files are at ``uri`` (may return before it is done)."""
+        """Record that the table's files are at ``uri`` unless the catalog has the table already (may return before
+        it is done)."""
         ...
 
     def create(self) -> None:
@@ -100,16 +101,17 @@ class FileTable:
         """Find the table's files (asking the catalog when they are not at ``uri``), or create them and have the
         catalog register them; migrate an older table through the catalog; then check it has every column."""
         missing = self._missing()
-        if missing is None and self._locate():  # registered, with its files somewhere else
+        elsewhere = missing is None and self._locate()  # registered, with its files somewhere else
+        if elsewhere:
             missing = self._missing()
         if missing is None:
             self._create_files()
-            if self._catalog is not None:
-                self._catalog.register(self.uri)
             missing = self._missing()
         elif missing and self._catalog is not None:  # created by an older version: the catalog adds the columns
             self._catalog.create()
             missing = self._missing()
+        if self._catalog is not None and not elsewhere:  # (files found here may be a process's that stopped
+            self._catalog.register(self.uri)  # before registering them)
         if missing is None:
             raise AdminTableError(f"admin table {self.label}: no Delta table at {self.uri} after creating it")
         if missing:

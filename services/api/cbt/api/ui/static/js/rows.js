@@ -8,7 +8,8 @@ import { h } from "./dom.js";
 import { formatLag, formatNumber } from "./format.js";
 
 const COUNT_LABELS = [
-  ["in_flight", "running", "fly"], ["failed", "failed", "fail"],
+  ["in_flight", "running", "fly"], ["failed", "failed", "fail"], ["held", "failed a check", "held"],
+  ["warned", "warned", "warned"], ["accepted", "accepted", "accepted"],
   ["invalidated_pending", "to re-run", "inv"], ["skipped", "skipped", "skip"], ["missing", "missing", "miss"],
 ];
 
@@ -26,10 +27,11 @@ export function coverageStats(data, isTime) {
   return parts;
 }
 
-export function incrementalRow(id, label, isTime, section = null) {
+/** ``checks``: covered intervals coloured by their latest checks (passed, warned, accepted), for a model with checks. */
+export function incrementalRow(id, label, isTime, section = null, checks = false) {
   return {
     key: id, label, section,
-    load: (window) => getJSON(modelPath(id, "/coverage"), { from: window[0], to: window[1] }),
+    load: (window) => getJSON(modelPath(id, "/coverage"), { from: window[0], to: window[1], ...(checks ? { checks: true } : {}) }),
     stats: (data) => coverageStats(data, isTime),
   };
 }

@@ -102,7 +102,7 @@ function coverageRows(model) {
     const dependents = (model.dependents || []).filter((id) => state.index.get(id)?.type === "incremental");
     return [externalRow(modelId, self, bounds), ...dependents.map((id) => rowFor(id, null, "Dependents"))];
   }
-  return [incrementalRow(modelId, self, state.isTime), ...flatDependencies(model).map((d) => rowFor(d.id, d.kind, "Dependencies"))];
+  return [incrementalRow(modelId, self, state.isTime, null, Boolean(model.config?.checks?.length)), ...flatDependencies(model).map((d) => rowFor(d.id, d.kind, "Dependencies"))];
 }
 
 async function extentOf(rows) {
@@ -149,12 +149,48 @@ async function explain(position) {
   }
 }
 
+/** The model's checks: what is held now and the latest verdicts — of the interval holding ``position`` when given,
+ *  with samples of its violating rows (docs/checks.md). */
+async function checks(position = null) {
+  const card = byId("checks-card");
+  if (state.model.type !== "incremental" || !state.model.config?.checks?.length) return;
+  card.hidden = false;
+  const query = position == null ? { limit: 20 } : { from: position, to: position + 1, limit: 50 };
+  byId("checks-position").textContent = position == null ? "latest" :
+    `position ${state.isTime ? position : formatNumber(position)}`;
+  try {
+    const answer = await getJSON(modelPath(modelId, "/checks"), query);
+    if (position != null && state.selected !== position) return;
+    show(byId("checks"), checksView(answer, position));
+  } catch (error) {
+    show(byId("checks"), problemBox(error));
+  }
+}
+
+function checksView(answer, position) {
+  const held = answer.held.map((x) => h("li", { class: "held-item" }, h("span", { class: "badge st-held" }, "held"),
+    ` [${x.range[0]}, ${x.range[1]}) ${x.reason}`));
+  const rows = answer.results.map((r) => h("tr", { class: `check-${r.status}` },
+    h("td", { class: "mono" }, `[${r.range[0]}, ${r.range[1]})`), h("td", {}, r.check),
+    h("td", {}, h("span", { class: `badge st-${r.status}` }, r.status)), h("td", { class: "num" }, formatNumber(r.violations)),
+    h("td", { class: "num" }, r.rows == null ? "—" : formatNumber(r.rows)),
+    h("td", {}, r.sample.length ? h("pre", { class: "sample mono" }, r.sample.join("\n")) : "—")));
+  return [
+    held.length ? h("ul", { class: "held-list" }, held) : h("p", { class: "muted" }, "No interval is held by a failed check."),
+    rows.length ? h("table", { class: "data checks-table" },
+      h("thead", {}, h("tr", {}, ["interval", "check", "status", "violations", "rows", "violating rows (sample)"].map((t) => h("th", {}, t)))),
+      h("tbody", {}, rows))
+      : h("p", { class: "muted" }, position == null ? "No verdict recorded yet." : "No check ran on this position's interval."),
+  ];
+}
+
 async function select(position) {
   state.selected = position;
   history.replaceState(null, "", `#position=${position}`);
   state.group?.select(position);
   const max = state.model.config?.interval?.max || 1;
   state.interval = [position, position + max];
+  checks(position);
   await explain(position);
   if (state.tab !== "rendered") setTab("rendered");
   else renderSql();
@@ -244,6 +280,7 @@ async function load() {
   renderSql();
   tasks();
   invalidations();
+  checks();
   if (model.config?.expose) rowsCard(modelId);
   await coverage(model);
   const fromHash = /position=(\d+)/.exec(location.hash);
