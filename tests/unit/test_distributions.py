@@ -129,7 +129,7 @@ def entry_points_declared(group: str) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(("group", "attribute", "expected"), [
-    ("cbt.commands", "register", {"admin", "api", "bounds", "checks", "dev", "import-cbt", "models", "override",
+    ("cbt.commands", "register", {"admin", "api", "bounds", "checks", "dev", "import-cbt", "init", "models", "override",
                                   "plan", "rerun", "rows", "run"}),
     ("cbt.services", "serve", {"coordinator", "worker", "bounds-cache", "invalidator", "api"}),
 ])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from importlib.metadata import entry_points
@@ -70,5 +71,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
+def run() -> None:
+    """The ``cbt`` executable: ``main``, then out of the process. Where a command read Delta tables with delta-rs,
+    the process exits without the interpreter's teardown (output flushed first): delta-rs's native runtime can abort
+    it there (``terminate called without an active exception``, exit code 134) after the command has done its work."""
+    code = main()
+    if "deltalake" in sys.modules:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -1,7 +1,5 @@
 """``python -m cbt.cli``."""
 
-import sys
+from cbt.cli import run
 
-from cbt.cli import main
-
-sys.exit(main())
+run()
