@@ -225,7 +225,7 @@ def test_the_cli_sets_and_deletes_bounds_and_consolidates(
     assert (
         code == 0 and "bounds set to [10, 50)" in out and state.bounds.bounds([source]) == {source: RawBounds(10, 50)}
     )
-    code = main(["status", "--model", "analytics.block_propagation_minute", "--show", "Slot", "--json", "--config",
+    code = main(["status", "block_propagation_minute", "--show", "Slot", "--json", "--config",
                  str(CONFIG)])
     out = capsys.readouterr().out
     shown = json.loads(out)["models"][0]
@@ -237,7 +237,7 @@ def test_the_cli_sets_and_deletes_bounds_and_consolidates(
     code, out = cbt("bounds", "delete", source)
     assert code == 0 and "were [10, 50)" in out and state.bounds.bounds([source]) == {}
     assert RedisRefreshRequests(redis_client, redis_prefix).requested() == {source}
-    code, out = cbt("consolidate", "block_propagation_minute")
+    code, out = cbt("admin", "consolidate", "block_propagation_minute")
     assert code == 0 and "analytics.block_propagation_minute: no completion rows" in out
 
 

@@ -29,15 +29,52 @@ def command_modules() -> list[str]:
     return [entry.value for entry in sorted(entry_points(group=COMMAND_GROUP), key=lambda entry: entry.name)]
 
 
+DESCRIPTION = ("Keeps derived tables fresh: models (Spark SQL or scripts) run over intervals of positions, in "
+               "dependency order, through Kafka, Spark Connect and Delta Lake.")
+GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("write models", ("init", "validate", "dag", "render", "ddl", "plan", "import-cbt")),
+    ("operate a pipeline", ("status", "rows", "rerun", "rollback", "checks", "override", "bounds", "admin")),
+    ("run the services", ("run",)),
+    ("the local stack", ("dev",)),
+    ("reference documents", ("schema", "api", "version")),
+)
+"""How ``cbt --help`` lists the commands; one no group names is listed under "other"."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """``cbt --help`` lists the commands by what they are for, one line each."""
+
+    def format_help(self) -> str:
+        import shutil
+        import textwrap
+
+        width = max(shutil.get_terminal_size().columns - 2, 40)
+        helps = {c.dest: c.help or "" for a in self._actions if isinstance(a, argparse._SubParsersAction)
+                 for c in a._choices_actions}
+        listed = {name for _, names in GROUPS for name in names}
+        parts = [self.format_usage().rstrip(), textwrap.fill(self.description or "", width)]
+        for title, names in (*GROUPS, ("other", tuple(sorted(set(helps) - listed)))):
+            lines = [textwrap.fill(helps[n], width, initial_indent=f"  {n:<12} ", subsequent_indent=" " * 15)
+                     for n in names if n in helps]
+            if lines:
+                parts.append("\n".join([f"{title}:", *lines]))
+        options = self._get_formatter()
+        options.start_section("options")
+        options.add_arguments(self._optionals._group_actions)
+        options.end_section()
+        parts += [options.format_help().strip(), textwrap.fill(self.epilog or "", width)]
+        return "\n\n".join(parts) + "\n"
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="cbt", description=(__doc__ or "").split("\n\n")[0],
-        epilog="cbt --config FILE, with no command, runs every installed service (as `cbt run all`), like the "
-               "original CBT's binary.")
+    parser = _Parser(
+        prog="cbt", description=DESCRIPTION,
+        epilog="cbt COMMAND --help says more about each. cbt --config FILE, with no command, runs every installed "
+               "service (as cbt run all), like the original CBT's binary.")
     parser.add_argument("--config", dest="top_config", metavar="FILE",
                         help="config file for the command (default: $CBT_CONFIG or ./config.yaml); alone, it runs "
                              "every service")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=argparse.ArgumentParser)
     version_cmd.register(sub)
     for name in command_modules():
         importlib.import_module(name).register(sub)

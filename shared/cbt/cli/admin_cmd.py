@@ -1,4 +1,4 @@
-"""``cbt admin init | consolidate | rebuild-cache``: the Delta admin tables and the Redis hot index."""
+"""``cbt admin init | consolidate [MODEL ...] | rebuild-cache``: the Delta admin tables and the Redis hot index."""
 
 from __future__ import annotations
 
@@ -16,12 +16,15 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, func, text in (
         ("init", _init, "create the admin tables if missing"),
-        ("consolidate", _consolidate, "merge adjacent completed-interval rows (never loses coverage)"),
+        ("consolidate", _consolidate, "merge each model's adjacent completion rows now (coverage unchanged)"),
         ("rebuild-cache", _rebuild, "reload Redis's hot coverage index from the admin tables"),
     ):
         action = actions.add_parser(name, help=text)
         action.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
         action.set_defaults(func=func)
+        if name == "consolidate":
+            action.add_argument("models", metavar="MODEL", nargs="*",
+                                help="only these incremental models (id or unique table name); default: every one")
 
 
 def _open(args: argparse.Namespace) -> tuple[Config, DeltaAdmin]:
@@ -41,12 +44,37 @@ def _init(args: argparse.Namespace) -> int:
 
 
 def _consolidate(args: argparse.Namespace) -> int:
+    """Every model's rows (a busy one deferred to the coordinator's next consolidation), or the named models' (a
+    busy one is an error: try again)."""
+    from cbt.base.errors import CbtError
+
+    wanted = _incrementals(args) if args.models else None
     _, admin = _open(args)
     admin.ensure_tables()
-    for result in admin.consolidate():
-        state = " (deferred: busy, retried next time)" if result.is_deferred else ""
-        print(f"{result.model}: {result.rows_before} -> {result.rows_after} rows{state}")
+    for model_id in wanted or [None]:
+        done = admin.consolidate(model_id) if model_id else admin.consolidate()
+        if model_id and not done:
+            print(f"{model_id}: no completion rows")
+        for result in done:
+            if model_id and result.is_deferred:
+                raise CbtError(f"{model_id}: concurrent completions kept winning over the rewrite; nothing changed, "
+                               f"try again")
+            state = " (deferred: busy, retried next time)" if result.is_deferred else ""
+            print(f"{result.model}: {result.rows_before} -> {result.rows_after} rows (coverage unchanged){state}")
     return 0
+
+
+def _incrementals(args: argparse.Namespace) -> list[str]:
+    from cbt.base.errors import CbtError
+    from cbt.models.loader import load_project
+    from cbt.models.spec import IncrementalModel
+
+    _, models = load_project(args.config)
+    wanted = [models.resolve(name) for name in args.models]
+    for model_id in wanted:
+        if not isinstance(models.models[model_id], IncrementalModel):
+            raise CbtError(f"{model_id} is not an incremental model: only incremental models have completion rows")
+    return wanted
 
 
 def _rebuild(args: argparse.Namespace) -> int:

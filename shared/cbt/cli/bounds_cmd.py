@@ -1,12 +1,10 @@
-"""``cbt bounds set | delete`` and ``cbt consolidate``
-(docs/operations/overrides.md#bounds-edits-and-consolidation), written to the stores as the API writes them, like
-``cbt override``:
+"""``cbt bounds set | delete`` (docs/operations/overrides.md#bounds-edits-and-consolidation), written to the stores as
+the API writes them, like ``cbt override``:
 
 * ``bounds set`` checks ``[min, max)`` first (``cbt.scheduling.bounds_edit``) and stores it in Redis's bounds cache;
   the coordinators plan with it at each dependent's next fill (the API also announces it on Kafka, so they plan at
   once). The next scan starts from it, as from any cached bounds.
 * ``bounds delete`` removes them and asks the bounds-cache for a full scan now.
-* ``consolidate`` merges one incremental model's completion rows in the admin table now (coverage unchanged).
 """
 
 from __future__ import annotations
@@ -30,23 +28,19 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     s.set_defaults(func=cmd_set)
     d = actions.add_parser("delete", help="delete an external model's bounds and ask the bounds-cache to rescan it")
     d.set_defaults(func=cmd_delete)
-    c = sub.add_parser("consolidate", help="merge one incremental model's completion rows now (coverage unchanged)")
-    c.set_defaults(func=cmd_consolidate)
-    for action in (s, d, c):
+    for action in (s, d):
         action.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
         action.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
 
 
-def _model(args: argparse.Namespace, kind: str) -> tuple[Config, ModelId]:
+def _model(args: argparse.Namespace) -> tuple[Config, ModelId]:
     from cbt.models.loader import load_project
-    from cbt.models.spec import ExternalModel, IncrementalModel
+    from cbt.models.spec import ExternalModel
 
     config, models = load_project(args.config)
     model_id = models.resolve(args.model)
-    wanted = ExternalModel if kind == "external" else IncrementalModel
-    if not isinstance(models.models[model_id], wanted):
-        what = "have bounds" if kind == "external" else "have completion rows to consolidate"
-        raise CbtError(f"{model_id} is not an {kind} model: only {kind} models {what}")
+    if not isinstance(models.models[model_id], ExternalModel):
+        raise CbtError(f"{model_id} is not an external model: only external models have bounds")
     return config, model_id
 
 
@@ -55,7 +49,7 @@ def cmd_set(args: argparse.Namespace) -> int:
     from cbt.scheduling.bounds_edit import checked_bounds
 
     bounds = checked_bounds(args.min, args.max)
-    config, model_id = _model(args, "external")
+    config, model_id = _model(args)
     previous = redis_state(config).bounds.put_bounds(model_id, bounds)
     was = "none" if previous is None else f"[{previous.min}, {previous.max})"
     print(f"{model_id}: bounds set to [{bounds.min}, {bounds.max}) (were {was}); the next scan starts from them")
@@ -67,28 +61,10 @@ def cmd_delete(args: argparse.Namespace) -> int:
     from cbt.adapters.redis_client import redis_client
     from cbt.adapters.redis_stores.bounds import RedisBounds
 
-    config, model_id = _model(args, "external")
+    config, model_id = _model(args)
     client = redis_client(config)
     removed = RedisBounds(client, config.redis.key_prefix).delete_bounds(model_id)
     RedisRefreshRequests(client, config.redis.key_prefix).request(model_id)
     was = "none were stored" if removed is None else f"were [{removed.min}, {removed.max})"
     print(f"{model_id}: bounds deleted ({was}); the bounds-cache scans it at its next round")
-    return 0
-
-
-def cmd_consolidate(args: argparse.Namespace) -> int:
-    from cbt.adapters.delta_admin import admin_from_config
-    from cbt.adapters.spark import connect
-
-    config, model_id = _model(args, "incremental")
-    admin = admin_from_config(connect(config.spark.remote or ""), config)
-    admin.ensure_tables()
-    done = admin.consolidate(model_id)
-    result = done[0] if done else None
-    if result is None:
-        print(f"{model_id}: no completion rows")
-        return 0
-    if result.is_deferred:
-        raise CbtError(f"{model_id}: concurrent completions kept winning over the rewrite; nothing changed, try again")
-    print(f"{model_id}: {result.rows_before} -> {result.rows_after} rows (coverage unchanged)")
     return 0

@@ -14,8 +14,7 @@ SPARK_REMOTE = "sc://127.0.0.1:15002"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("init", help="write a new project (config, an external model over sample data, a "
-                                    "transformation) and make its sample table",
+    p = sub.add_parser("init", help="write a new project and make its sample table",
                        epilog="The sample table is made through Spark Connect at $CBT__SPARK__REMOTE, else "
                               f"{SPARK_REMOTE} (`cbt dev up`); the project's config.yaml names the same one.")
     p.add_argument("dir", metavar="DIR", help="the project's folder: new, or empty")

@@ -25,7 +25,7 @@ class UsageError(CbtError):
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("validate", help="check config and every model file; list every problem as path:line")
+    p = sub.add_parser("validate", help="check the config and every model file (problems as path:line)")
     _config_arg(p)
     p.set_defaults(func=cmd_validate)
 
@@ -54,8 +54,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=cmd_render)
 
 
-    p = sub.add_parser("ddl", help="print the statements that make each model's table fit its query (the product "
-                                   "runs them before a model's first task); asks Spark to analyse the queries")
+    p = sub.add_parser("ddl", help="print the DDL that fits each model's table to its query")
     _config_arg(p)
     p.add_argument("model", metavar="MODEL", nargs="?", help="database.table (or a unique table name); default: all")
     p.set_defaults(func=cmd_ddl)

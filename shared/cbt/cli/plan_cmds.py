@@ -43,7 +43,7 @@ LIVE_STATE_HELP = (
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    plan = sub.add_parser("plan", help="what would be enqueued now for each incremental model, and why not more")
+    plan = sub.add_parser("plan", help="what would run now for each model, and why not more")
     _common_arguments(plan)
     plan.add_argument(
         "--concurrency",
@@ -53,7 +53,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="per-model concurrency limit (default: worker.model_concurrency from the config)",
     )
     plan.set_defaults(func=run_plan)
-    status = sub.add_parser("status", help="coverage, gaps and lag behind the valid range per incremental model")
+    status = sub.add_parser("status", help="coverage, gaps and lag behind the valid range of each model")
     _common_arguments(status)
     status.add_argument(
         "--show",
@@ -79,7 +79,9 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
         "--state", default=None, metavar="FILE", help="JSON state snapshot to use instead of live state"
     )
     parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
-    parser.add_argument("--model", action="append", default=None, metavar="ID", help="only this model (repeatable)")
+    parser.add_argument("models", nargs="*", metavar="MODEL",
+                        help="only these incremental models (id, or a unique table name); default: every one")
+    parser.add_argument("--model", action="append", default=None, help=argparse.SUPPRESS)  # before MODEL was positional
 
 
 def run_plan(args: argparse.Namespace) -> int:
@@ -432,9 +434,15 @@ def _selected(args: argparse.Namespace, model_id: ModelId) -> bool:
 def _check_selection(args: argparse.Namespace, models: Mapping[ModelId, Model]) -> None:
     from cbt.scheduling.plan import incremental_models
 
-    unknown = sorted(set(args.model or ()) - {m.id for m in incremental_models(models.values())})
-    if unknown:
-        raise CbtError(f"--model: not an incremental model: {', '.join(unknown)}")
+    incrementals = sorted(m.id for m in incremental_models(models.values()))
+    chosen: list[ModelId] = []
+    for name in [*args.models, *(args.model or ())]:
+        found = [m for m in incrementals if name in (m, m.split(".", 1)[-1])]
+        if len(found) != 1:
+            why = f"names {len(found)} models ({', '.join(found)})" if found else "is not an incremental model"
+            raise CbtError(f"MODEL {name!r} {why}")
+        chosen.append(found[0])
+    args.model = chosen
 
 
 def _positive_int(text: str) -> int:

@@ -16,7 +16,7 @@ SCHEMA_DIR = Path("docs") / "schemas"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("rerun", help="re-run a model's range (and its descendants') by publishing an invalidation")
+    p = sub.add_parser("rerun", help="re-run a range of a model and its descendants (an invalidation)")
     p.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
     p.add_argument("--start", type=int, required=True, help="first position (inclusive)")
     p.add_argument("--end", type=int, required=True, help="end position (exclusive): [start, end)")
@@ -25,8 +25,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--id", default=None, help="event id (default: a new one); publishing an id again is a no-op")
     p.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     p.set_defaults(func=cmd_rerun)
-    r = sub.add_parser("rollback", help="switch a model (and the models switched with it) back to the version its "
-                                        "last switch replaced, without recomputing it")
+    r = sub.add_parser("rollback", help="switch a model back to the version its last switch replaced")
     r.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
     r.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     r.set_defaults(func=cmd_rollback)

@@ -43,7 +43,7 @@ Get = Callable[[str], Any]
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(
         "rows",
-        help="read an exposed table's rows through the api's read API: filters, pages, get by key",
+        help="an exposed table's rows through the read API",
         description="With no MODEL: the exposed tables, their key, position column, columns and the filters each "
         "takes. With MODEL: a page of its rows, filtered by FILTER=VALUE arguments named as the API's "
         "query parameters (slot_gte=100 root_starts_with=0xab ms_is_null=true); with --key: one row.",

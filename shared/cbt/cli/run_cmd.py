@@ -27,7 +27,7 @@ __all__ = ["PORT_OFFSET", "SHUTDOWN_SLACK_S", "_offset_addr", "add_run_options",
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("run", help="run a service: coordinator, worker, bounds-cache, invalidator, api, or all")
+    p = sub.add_parser("run", help="run a service (coordinator, worker, bounds-cache, ...) or all")
     p.add_argument("service", choices=[*PORT_OFFSET, "all"])
     add_run_options(p)
     p.set_defaults(func=cmd_run)

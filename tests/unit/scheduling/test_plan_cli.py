@@ -147,7 +147,7 @@ def test_cbt_plan_json_on_the_spec_examples(tmp_path: Path, capsys: pytest.Captu
 
 def test_cbt_plan_and_status_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config, state = _project(tmp_path, SPEC_STATE_JSON)
-    assert main(["plan", "--config", config, "--state", state, "--model", "an.partial"]) == 0
+    assert main(["plan", "--config", config, "--state", state, "an.partial"]) == 0
     out = capsys.readouterr().out
     assert "an.partial  valid [0, 1050)  1 task(s)" in out and "an.target" not in out
     assert main(["status", "--config", config, "--state", state, "--json"]) == 0
@@ -164,9 +164,9 @@ def test_status_shows_positions_as_the_interval_types_do(tmp_path: Path, capsys:
     with Path(config).open("a", encoding="utf-8") as f:
         f.write("interval_types:\n  block:\n    - name: Block\n      label: 'block {value}'\n"
                 "    - name: Time\n      expression: value * 12000\n      format: datetime\n")
-    assert main(["status", "--config", config, "--state", state, "--model", "an.partial", "--show"]) == 0
+    assert main(["status", "--config", config, "--state", state, "an.partial", "--show"]) == 0
     assert "[block 0, block 1,050)  [block 0, block 1,000)" in capsys.readouterr().out
-    assert main(["status", "--config", config, "--state", state, "--model", "an.partial", "--show", "Time",
+    assert main(["status", "--config", config, "--state", state, "an.partial", "--show", "Time",
                  "--json"]) == 0
     partial = json.loads(capsys.readouterr().out)["models"][0]
     assert partial["valid_range"] == [0, 1050]
@@ -179,8 +179,18 @@ def test_status_shows_positions_as_the_interval_types_do(tmp_path: Path, capsys:
 
 def test_cbt_plan_rejects_unknown_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config, state = _project(tmp_path, SPEC_STATE_JSON)
-    assert main(["plan", "--config", config, "--state", state, "--model", "an.nope"]) == 1
+    assert main(["plan", "--config", config, "--state", state, "an.nope"]) == 1
     assert "an.nope" in capsys.readouterr().err
+
+
+def test_plan_and_status_select_models_as_every_command_does(tmp_path: Path,
+                                                             capsys: pytest.CaptureFixture[str]) -> None:
+    """By positional MODELs, each an id or a unique table name (``--model ID``, the older way, still works)."""
+    config, state = _project(tmp_path, SPEC_STATE_JSON)
+    assert main(["status", "--config", config, "--state", state, "--json", "partial", "an.hourly"]) == 0
+    assert [m["id"] for m in json.loads(capsys.readouterr().out)["models"]] == ["an.hourly", "an.partial"]
+    assert main(["plan", "--config", config, "--state", state, "--model", "an.partial"]) == 0
+    assert "an.partial  valid" in (out := capsys.readouterr().out) and "an.target" not in out
 
 
 def test_status_warns_while_the_live_coverage_index_is_rebuilt(

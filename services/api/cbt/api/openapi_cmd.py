@@ -13,7 +13,7 @@ from typing import Any
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("api", help="the REST API: print its OpenAPI document (cbt api openapi > docs/openapi.json)")
+    p = sub.add_parser("api", help="print the REST API's OpenAPI document (> docs/openapi.json)")
     p.add_argument("what", choices=["openapi"], help="openapi: the OpenAPI document of /api/v1, as JSON")
     p.set_defaults(func=cmd_api)
 
