@@ -48,10 +48,10 @@ def _consolidate(args: argparse.Namespace) -> int:
     busy one is an error: try again)."""
     from cbt.base.errors import CbtError
 
-    wanted = _incrementals(args) if args.models else None
+    wanted: list[str | None] = [*_incrementals(args)] if args.models else [None]
     _, admin = _open(args)
     admin.ensure_tables()
-    for model_id in wanted or [None]:
+    for model_id in wanted:
         done = admin.consolidate(model_id) if model_id else admin.consolidate()
         if model_id and not done:
             print(f"{model_id}: no completion rows")
