@@ -67,7 +67,8 @@ def benchmark(spark: SparkSession, endpoints: Endpoints, intervals: int) -> dict
             runs[checked].append(ours)
     without = statistics.median(r["wall_ms"] for r in runs[False])
     checked_ms = statistics.median(r["wall_ms"] for r in runs[True])
-    return {"intervals": intervals, "rounds": ROUNDS, "warm_up_wall_ms": warm_up["wall_ms"], "without_checks": runs[False], "with_checks": runs[True],
+    return {"intervals": intervals, "rounds": ROUNDS, "warm_up_wall_ms": warm_up["wall_ms"],
+            "without_checks": runs[False], "with_checks": runs[True],
             "median_wall_ms_without": without, "median_wall_ms_with": checked_ms,
             "ratio_with_checks": round(checked_ms / without, 3),
             "same_rows": all(r.get("differences", 0) == 0 for rs in runs.values() for r in rs),

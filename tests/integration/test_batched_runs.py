@@ -14,6 +14,7 @@ from pyspark.sql import SparkSession
 
 from cbt.adapters.spark import SessionPool, connect
 from cbt.base.tasks import TaskDirection
+from cbt.models.batch_choice import batch_choice, batch_mode
 from cbt.models.spec import Batch, IncrementalModel, Write
 from cbt.models.spec import is_whole_hour_zone as is_whole_hour_zone_of
 from cbt.models.templates import RenderSettings, TaskContext
@@ -115,7 +116,7 @@ def test_an_append_batch_inserts_what_the_merges_one_by_one_insert_in_one_commit
     executor = executor_for(endpoints)
     end = 3 * STEP
     one_by_one, batched = keyed(spark_database, "one_by_one"), keyed(spark_database, "batched")
-    assert batched.batch_mode == "union", batched.batch_choice.reason
+    assert batch_mode(batched) == "union", batch_choice(batched).reason
 
     task = TaskContext(one_by_one.id, 1, 0, end, direction, step=STEP)
     for interval in run_order(task):
@@ -177,10 +178,10 @@ def test_what_auto_proves_gives_the_table_of_the_runs_one_by_one(
     executor = executor_for(endpoints, zone)
     models = {t: replace(hourly(spark_database, t, sql, FIRST_WHERE), env={"DIM": f"{spark_database}.dim"})
               for t in tables}
-    assert models["batched"].batch_mode == "bounds", models["batched"].batch_choice.reason
+    assert batch_mode(models["batched"]) == "bounds", batch_choice(models["batched"]).reason
     start, end = T0 + offset, T0 + offset + hours * HOUR
     is_whole_hour_zone = zone is None or is_whole_hour_zone_of(zone, 2026)
-    assert models["batched"].batch_choice.runs_whole(start, HOUR, is_whole_hour_zone) == is_whole
+    assert batch_choice(models["batched"]).runs_whole(start, HOUR, is_whole_hour_zone) == is_whole
 
     for low in range(start, end, HOUR):
         run(executor, models["one_by_one"], low, low + HOUR)

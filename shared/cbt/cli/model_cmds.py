@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from cbt.base.errors import CbtError, Problem
+from cbt.models.batch_choice import batch_choice
 from cbt.models.dag import ModelSet
 from cbt.models.dagformat import FORMATS, format_dag
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, Transformation, model_kind
@@ -239,7 +240,7 @@ _BATCH_MODES = {
 
 
 def _batch_header(model: IncrementalModel, task: TaskContext) -> list[str]:
-    choice = model.batch_choice
+    choice = batch_choice(model)
     assert task.start is not None and task.step is not None
     mode = choice.mode
     line = f"-- a batch of {len(task.intervals())} intervals of {task.step}, batch mode {mode}"
@@ -258,10 +259,10 @@ def _explain_batching(models: ModelSet, name: str | None) -> str:
     chosen = [models.get(models.resolve(name))] if name is not None else list(models)
     lines = []
     for model in sorted((m for m in chosen if isinstance(m, IncrementalModel)), key=lambda m: m.id):
-        choice = model.batch_choice
+        choice = batch_choice(model)
         lines.append(f"{model.id}: {choice.mode} — {choice.reason}")
         if choice.is_declared:
-            auto = replace(model, batch=Batch("auto", model.batch.max_intervals)).batch_choice
+            auto = batch_choice(replace(model, batch=Batch("auto", model.batch.max_intervals)))
             lines.append(f"  (auto would choose {auto.mode} — {auto.reason})")
     if not lines:
         return f"{name}: not an incremental model; only incremental models run backlogs in batches"

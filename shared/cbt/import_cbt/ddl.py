@@ -3,11 +3,19 @@ are ``ReplacingMergeTree`` and on which key, for the write strategy a model gets
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
 
-from cbt.import_cbt.model import Table
+
+@dataclass(frozen=True)
+class Table:
+    """A ClickHouse table as its DDL declares it."""
+
+    engine: str
+    order_by: tuple[str, ...]
 
 
 def tables_of(sql: str) -> dict[str, Table]:

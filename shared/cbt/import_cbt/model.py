@@ -12,6 +12,7 @@ import yaml
 
 from cbt.base.yamldoc import SourceMap, parse_yaml
 from cbt.import_cbt.clickhouse import NotTranspiled, Placeholders, Statement, hoist_sets, transpile
+from cbt.import_cbt.ddl import Table
 from cbt.import_cbt.gotemplate import Scope, convert, to_jinja
 from cbt.import_cbt.report import Note
 from cbt.import_cbt.writes import choose_write
@@ -34,14 +35,6 @@ _FIELDS = {
     "scheduled": ("type", "database", "table", "schedule", "dependencies", "tags", "env", "exec"),
 }
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*\r?\n?", re.DOTALL | re.MULTILINE)
-
-
-@dataclass(frozen=True)
-class Table:
-    """A ClickHouse table as its DDL declares it (``ddl.py``)."""
-
-    engine: str
-    order_by: tuple[str, ...]
 
 
 @dataclass(frozen=True)

@@ -9,8 +9,8 @@ import yaml
 
 from cbt.base.yamldoc import parse_yaml
 from cbt.import_cbt.config_map import ConvertedConfig, convert_config
-from cbt.import_cbt.ddl import tables_of
-from cbt.import_cbt.model import ProjectFacts, Table, convert_model
+from cbt.import_cbt.ddl import Table, tables_of
+from cbt.import_cbt.model import ProjectFacts, convert_model
 from cbt.import_cbt.report import Note
 
 CONFIG_HEADER = """\

@@ -22,7 +22,7 @@ from cbt.import_cbt.clickhouse import Placeholders, Statement
 from cbt.import_cbt.report import Note
 
 if TYPE_CHECKING:
-    from cbt.import_cbt.model import Table
+    from cbt.import_cbt.ddl import Table
 
 
 @dataclass

@@ -94,7 +94,6 @@ class Expose:
 BatchMode = Literal["auto", "union", "bounds", "off"]
 
 
-_READS_SELF = re.compile(r"\{\{[^}]*\bself\b")
 """A template expression that names the model's own table (``{{ self.from }}``, ``{{ self.table }}``…)."""
 
 
@@ -135,7 +134,7 @@ class Batch:
     - ``auto`` (the default): ``bounds`` where the SQL proves it safe (``cbt.models.batch_safety``), else ``union``
       for ``replace`` and ``append`` models, ``off`` for the others — and ``off`` for a model whose SQL reads its own
       table (``{{ self.… }}``: running totals, "the previous interval"): in one statement every interval would read
-      the table as it was before the batch, not after the intervals before it. ``IncrementalModel.batch_choice``
+      the table as it was before the batch, not after the intervals before it. ``cbt.models.batch_choice``
       says which and why.
     """
 
@@ -263,31 +262,6 @@ class IncrementalModel:
     @property
     def id(self) -> ModelId:
         return f"{self.database}.{self.table}"
-
-    @property
-    def batch_mode(self) -> Literal["union", "bounds", "off"]:
-        """How a backlog of this model's intervals runs (``Batch``, with ``auto`` resolved)."""
-        return self.batch_choice.mode
-
-    @property
-    def batch_choice(self) -> BatchChoice:
-        """The batch mode and why. Cheap after the first call per model: ``auto`` for a ``replace`` or ``append`` SQL
-        model parses its SQL once (cached by the fields the analysis reads)."""
-        if self.batch.mode != "auto":
-            return BatchChoice(self.batch.mode, f"declared in the model (batch.mode: {self.batch.mode})",
-                               is_declared=True)
-        if self.sql is None:
-            return BatchChoice("off", "an exec model: what its script does with the bounds cannot be checked "
-                                      "(declare batch.mode: bounds if one run over a range is the same)")
-        if self.write.strategy == "sql":
-            return BatchChoice("off", "write strategy sql: the statements are the author's own (declare batch.mode "
-                                      "to batch them)")
-        if _READS_SELF.search(self.sql) is not None:
-            return BatchChoice("off", "the SQL reads the model's own table ({{ self.… }}): in one statement every "
-                                      "interval would read it as it was before the batch")
-        from cbt.models.batch_safety import choose  # parses SQL with sqlglot: imported only when asked
-
-        return choose(self)
 
 
 @dataclass(frozen=True)

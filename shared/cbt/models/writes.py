@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from cbt.models.batch_choice import batch_choice
 from cbt.models.interval_checks import STAGED, interval_index
 from cbt.models.render import render_replace_where, render_statements
 from cbt.models.spec import IncrementalModel, Transformation
@@ -35,7 +36,7 @@ def task_statements(model: Transformation, task: TaskContext, settings: RenderSe
     """
     if not isinstance(model, IncrementalModel) or not task.is_batch or task.start is None or task.step is None:
         return _one_run(model, task, settings)
-    choice = model.batch_choice
+    choice = batch_choice(model)
     if choice.runs_whole(task.start, task.step, settings.is_whole_hour_zone):
         return _one_run(model, task, settings)
     intervals = run_order(task)
@@ -99,10 +100,10 @@ def staged_runs(model: IncrementalModel, task: TaskContext, settings: RenderSett
     """``task_statements``' runs, each staged for its checks (``write.strategy`` ``replace`` or ``append``): one run
     for a task or a batch that runs whole or as one union, one run per interval when the intervals run in turn."""
     if task.is_batch and task.start is not None and task.step is not None \
-            and not model.batch_choice.runs_whole(task.start, task.step, settings.is_whole_hour_zone):
+            and not batch_choice(model).runs_whole(task.start, task.step, settings.is_whole_hour_zone):
         intervals = run_order(task)
         runs = [render_statements(model, interval, settings) for interval in intervals]
-        if model.batch_choice.mode == "off" or len({tuple(r[:-1]) for r in runs}) != 1:
+        if batch_choice(model).mode == "off" or len({tuple(r[:-1]) for r in runs}) != 1:
             return [_staged(model, interval, settings, [interval]) for interval in intervals]
         selects = [run[-1] for run in runs]
         if model.write.strategy == "append":

@@ -22,6 +22,7 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from cbt.models.batch_choice import batch_choice
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.scheduling.coverage import Range
 
@@ -59,7 +60,7 @@ class BatchSizer:
 
     def size(self, model: IncrementalModel) -> int:
         """How many intervals one task of ``model`` may hold now (1: no batching)."""
-        choice = model.batch_choice
+        choice = batch_choice(model)
         if choice.mode == "off":
             return 1
         cap = max(1, min(self.max_intervals, model.batch.max_intervals or self.max_intervals,

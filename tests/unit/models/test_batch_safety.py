@@ -6,6 +6,7 @@ from dataclasses import replace
 
 import pytest
 
+from cbt.models.batch_choice import batch_choice
 from cbt.models.spec import Batch, IncrementalModel, Write
 from tests.unit.scheduling.factories import inc
 
@@ -97,14 +98,14 @@ def make_model(sql: str, *, interval: int = 3600, write: Write | None = None, mo
 ])
 def test_auto_proves_bounds_only_where_one_run_equals_the_runs_one_by_one(sql: str, mode: str, align: int,
                                                                           why: str) -> None:
-    choice = make_model(sql).batch_choice
+    choice = batch_choice(make_model(sql))
     assert (choice.mode, choice.align) == (mode, align), choice.reason
     assert why in choice.reason
 
 
 def test_an_hour_bucket_states_its_time_zone_assumption_and_fits_a_two_hour_interval() -> None:
-    choice = make_model(f"SELECT date_trunc('HOUR', ts) AS hour, count(*) AS n FROM src WHERE {TS} GROUP BY 1",
-                        interval=7200).batch_choice
+    choice = batch_choice(make_model(
+        f"SELECT date_trunc('HOUR', ts) AS hour, count(*) AS n FROM src WHERE {TS} GROUP BY 1", interval=7200))
     assert (choice.mode, choice.align) == ("bounds", 3600)
     assert "a batch starting off a multiple of 3600 runs as union" in choice.reason
     assert "assumes the Spark session's time zone is whole hours from UTC" in choice.reason
@@ -120,8 +121,8 @@ def test_an_hour_bucket_states_its_time_zone_assumption_and_fits_a_two_hour_inte
 ])
 def test_a_replace_model_widens_only_a_predicate_that_tiles(predicate: str, mode: str, why: str) -> None:
     """The range's predicate must replace exactly the intervals' rows: one filter on the bounds, as the SELECT's."""
-    choice = make_model(f"SELECT ts AS hour FROM src WHERE {TS}",
-                        write=Write("replace", replace_where=predicate)).batch_choice
+    choice = batch_choice(make_model(f"SELECT ts AS hour FROM src WHERE {TS}",
+                        write=Write("replace", replace_where=predicate)))
     assert choice.mode == mode and why in choice.reason, choice.reason
 
 
@@ -132,7 +133,7 @@ def test_a_replace_model_widens_only_a_predicate_that_tiles(predicate: str, mode
 def test_an_append_model_runs_whole_only_when_its_key_pins_the_interval(key: tuple[str, ...], mode: str,
                                                                         why: str) -> None:
     """One MERGE over the range would insert twice a key two intervals both have; the runs one by one once."""
-    choice = make_model(f"SELECT ts, k, v FROM src WHERE {TS}", write=Write("append", unique_key=key)).batch_choice
+    choice = batch_choice(make_model(f"SELECT ts, k, v FROM src WHERE {TS}", write=Write("append", unique_key=key)))
     assert choice.mode == mode and why in choice.reason, choice.reason
     if mode == "union":
         assert choice.reason.startswith("every interval's SELECT in one MERGE, each key from the first run")
@@ -147,7 +148,7 @@ def test_an_append_model_runs_whole_only_when_its_key_pins_the_interval(key: tup
     pytest.param(make_model("SELECT 1", mode="bounds"), "bounds", "declared in the model", id="declared"),
 ])
 def test_models_auto_does_not_analyse(model: IncrementalModel, mode: str, why: str) -> None:
-    choice = model.batch_choice
+    choice = batch_choice(model)
     assert choice.mode == mode and why in choice.reason
     assert choice.is_declared == (why == "declared in the model")
 
@@ -155,5 +156,5 @@ def test_models_auto_does_not_analyse(model: IncrementalModel, mode: str, why: s
 def test_the_choice_is_computed_once_per_model_sql() -> None:
     """``batch_mode`` is asked while planning every model: the analysis must not run again each time."""
     model = make_model(f"SELECT ts AS hour, v FROM src WHERE {TS}")
-    assert model.batch_choice is model.batch_choice
-    assert replace(model, sql=f"{model.sql} AND v > 0").batch_choice is not model.batch_choice
+    assert batch_choice(model) is batch_choice(model)
+    assert batch_choice(replace(model, sql=f"{model.sql} AND v > 0")) is not batch_choice(model)

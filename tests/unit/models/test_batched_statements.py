@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from cbt.models.batch_choice import batch_choice, batch_mode
 from cbt.models.spec import Batch, IncrementalModel, Write, is_whole_hour_zone
 from cbt.models.templates import RenderSettings, TaskContext
 from cbt.models.writes import only_writes, task_statements
@@ -90,7 +91,7 @@ def keyed(mode: str = "auto") -> IncrementalModel:
 def test_an_append_batch_is_one_merge_of_each_keys_first_run(direction: str, order: list[int]) -> None:
     """A key that two intervals both have must be inserted once, from the run that comes first; every row of that
     run is kept (the runs one by one insert duplicates within one run), NULL keys are one key (``<=>``)."""
-    assert keyed().batch_mode == "union", "auto batches an append model (the key holds no pin: not bounds)"
+    assert batch_mode(keyed()) == "union", "auto batches an append model (the key holds no pin: not bounds)"
     task = TaskContext("an.out", 1, 0, 180, direction, step=60)  # type: ignore[arg-type]
     (statement,) = task_statements(keyed(), task, RenderSettings())
     assert statement.startswith("MERGE INTO `an`.`out` AS t USING (\nSELECT * EXCEPT (`cbt_batch_run`, "
@@ -125,8 +126,8 @@ def test_bounds_over_buckets_runs_whole_only_when_the_intervals_start_on_a_bucke
     Nor would it where the session's hours are not the position's (a session time zone of +05:30)."""
     model = replace(inc("an.out", imax=3600), sql=HOURLY, write=Write("replace", replace_where=(
         "hour >= timestamp_seconds({{ bounds.start }}) AND hour < timestamp_seconds({{ bounds.end }})")))
-    assert model.batch_choice.mode == "bounds" and model.batch_choice.align == 3600
-    assert model.batch_choice.needs_whole_hour_zone
+    assert batch_choice(model).mode == "bounds" and batch_choice(model).align == 3600
+    assert batch_choice(model).needs_whole_hour_zone
     (statement,) = task_statements(model, TaskContext("an.out", 1, start, start + 3 * 3600, step=3600),
                                    RenderSettings(is_whole_hour_zone=is_whole_hour_zone))
     assert ("UNION ALL" not in statement) == is_whole

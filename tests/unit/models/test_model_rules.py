@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 from conftest import DROP, Project
 
+from cbt.models.batch_choice import batch_mode
 from cbt.models.spec import Batch, IncrementalModel
 
 INCREMENTAL_CASES = [
@@ -325,7 +326,7 @@ def test_valid_models_build_the_spec_values(project_with_blocks: Project) -> Non
     assert model.env == {"PORT": "8080", "ON": "true"}
     assert model.write.unique_key == ("id",)  # type: ignore[union-attr]
     assert model.timeout_s == 300
-    assert model.batch == Batch("bounds", 48) and model.batch_mode == "bounds"  # type: ignore[union-attr]
+    assert model.batch == Batch("bounds", 48) and batch_mode(model) == "bounds"  # type: ignore[union-attr]
     assert model.dependencies == ("ethereum.blocks", ("ethereum.blocks_a", "ethereum.blocks_b"))  # type: ignore[union-attr]
     lines = path.read_text().splitlines()
     assert model.source.line == lines.index("table: hourly") + 1

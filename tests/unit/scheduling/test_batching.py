@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from cbt.models.batch_choice import batch_mode
 from cbt.models.spec import Batch, Write
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.batching import BatchSizer, group
@@ -144,6 +145,6 @@ def test_a_model_whose_sql_reads_its_own_table_is_not_batched_unless_it_opts_in(
     """In one statement every interval would read the table as it was before the batch (a running total)."""
     running = replace(inc("an.r"), sql="SELECT p, v + (SELECT max(v) FROM {{ self.from }}) AS v FROM src",
                       write=REPLACE)
-    assert running.batch_mode == "off"
-    assert replace(running, batch=Batch("union")).batch_mode == "union"
-    assert replace(running, sql="SELECT p, v FROM src").batch_mode == "union"
+    assert batch_mode(running) == "off"
+    assert batch_mode(replace(running, batch=Batch("union"))) == "union"
+    assert batch_mode(replace(running, sql="SELECT p, v FROM src")) == "union"

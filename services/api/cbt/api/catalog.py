@@ -9,6 +9,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from cbt.models.batch_choice import batch_choice
 from cbt.models.dag import ModelSet
 from cbt.models.render import redact_env
 from cbt.models.spec import (
@@ -127,7 +128,7 @@ def config_of(model: Model) -> dict[str, Any]:
         data.pop(key, None)
     data["env"] = redact_env(dict(model.env))
     if isinstance(model, IncrementalModel):
-        choice = model.batch_choice
+        choice = batch_choice(model)
         data["batch"]["effective_mode"] = choice.mode
         data["batch"]["effective_reason"] = choice.reason
         data["write"]["unique_key"] = list(model.write.unique_key)

@@ -25,6 +25,7 @@ from cbt.adapters.spark import QueryTimeout, SessionPool, is_session_lost, run_t
 from cbt.adapters.target_tables import TargetTables
 from cbt.base.errors import CbtError
 from cbt.concurrency.slots import PrioritySlots
+from cbt.models.batch_choice import batch_choice, batch_mode
 from cbt.models.interval_checks import (
     CheckedRun,
     CheckResult,
@@ -153,7 +154,7 @@ class SparkExecutor:
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> CheckedRun | None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
-            whole = not isinstance(model, IncrementalModel) or model.batch_mode == "bounds"
+            whole = not isinstance(model, IncrementalModel) or batch_mode(model) == "bounds"
             for run in [task] if whole else task.intervals():
                 await run_script(command_argv(model), exec_environment(model, run, self.settings),
                                  model.timeout_s or self.exec_timeout_s, self.workdir,
@@ -164,7 +165,7 @@ class SparkExecutor:
                 key = SHARED_SESSION if only_writes(model, task, self.settings) else model.id
                 self._session_keys[model.id] = key
             settings = self.settings
-            if isinstance(model, IncrementalModel) and task.is_batch and model.batch_choice.needs_whole_hour_zone:
+            if isinstance(model, IncrementalModel) and task.is_batch and batch_choice(model).needs_whole_hour_zone:
                 settings = replace(settings, is_whole_hour_zone=await self._is_whole_hour_zone(key))
             await self._ensure_table(model, key)
             if isinstance(model, IncrementalModel) and model.checks:
