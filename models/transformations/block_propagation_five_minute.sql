@@ -28,8 +28,8 @@ SELECT
   p.avg_propagation_ms,
   p.propagation_class,
   p.propagation_class = 'slow' AS is_late
-FROM {{ dep["{{transformation}}"].block_propagation_two_minute.from }} AS p
-LEFT JOIN {{ dep["{{transformation}}"]["validator_entities"].from }} AS e
+FROM {{ ref("{{transformation}}.block_propagation_two_minute") }} AS p
+LEFT JOIN {{ ref("{{transformation}}.validator_entities") }} AS e
   ON e.validator_index = p.proposer_index
 WHERE p.slot_start_date_time >= timestamp_seconds({{ bounds.start }})
   AND p.slot_start_date_time < timestamp_seconds({{ bounds.end }})

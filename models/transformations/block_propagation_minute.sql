@@ -35,7 +35,7 @@ SELECT
   avg(propagation_slot_start_diff) AS avg_propagation_ms,
   min(propagation_slot_start_diff) AS min_propagation_ms,
   max(propagation_slot_start_diff) AS max_propagation_ms
-FROM {{ dep["{{external}}"].beacon_blocks.from }}
+FROM {{ ref("{{external}}.beacon_blocks") }}
 WHERE slot_start_date_time >= timestamp_seconds({{ bounds.start }})
   AND slot_start_date_time < timestamp_seconds({{ bounds.end }})
 GROUP BY slot, slot_start_date_time, block_root, proposer_index

@@ -16,6 +16,6 @@ FROM (
     entity,
     updated_date_time,
     row_number() OVER (PARTITION BY validator_index ORDER BY updated_date_time DESC, entity) AS rn
-  FROM {{ dep["{{external}}"].validator_entity.from }}
+  FROM {{ ref("{{external}}.validator_entity") }}
 ) AS ranked
 WHERE rn = 1
