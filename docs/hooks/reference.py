@@ -3,7 +3,7 @@
 - ``reference/configuration.md`` from the pydantic config models (``cbt.config.settings.Config`` and its sections):
   keys, types, defaults, constraints and the attribute docstrings written under each field;
 - ``reference/cli.md`` from the ``cbt`` parser (``cbt.cli.build_parser``): every sub-command's usage and help;
-- ``reference/api.md`` from the api's OpenAPI document (``cbt.api.openapi_cmd.openapi_text``, the app built over
+- ``reference/api.md`` from the api's OpenAPI document (``cbt.api.openapi_doc.openapi_text``, the app built over
   stand-in ports, the same text as ``docs/openapi.json``): every path, its parameters, body and responses, and the
   schemas.
 
@@ -365,7 +365,7 @@ def _operation(method: str, path: str, op: dict[str, Any]) -> list[str]:
 
 
 def api_page() -> str:
-    from cbt.api.openapi_cmd import openapi_text
+    from cbt.api.openapi_doc import openapi_text
 
     doc = json.loads(openapi_text())
     info = doc.get("info", {})

@@ -129,8 +129,8 @@ def entry_points_declared(group: str) -> list[tuple[str, str, str]]:
 
 
 @pytest.mark.parametrize(("group", "attribute", "expected"), [
-    ("cbt.commands", "register", {"admin", "api", "bounds", "checks", "dev", "import-cbt", "init", "models", "override",
-                                  "plan", "rerun", "rows", "run"}),
+    ("cbt.commands", "register", {"admin", "bounds", "checks", "dev", "import-cbt", "init", "models", "override",
+                                  "plan", "rerun", "rows", "run", "schema"}),
     ("cbt.services", "serve", {"coordinator", "worker", "bounds-cache", "invalidator", "api"}),
 ])
 def test_every_entry_point_names_a_module_of_its_own_distribution(group: str, attribute: str,

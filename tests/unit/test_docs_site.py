@@ -86,7 +86,7 @@ def test_configuration_reference_lists_every_key_with_its_docstring() -> None:
 
 def test_cli_reference_has_every_command() -> None:
     page = _hook().cli_page()
-    for command in ("validate", "dag", "render", "plan", "status", "run", "admin init", "rerun", "schema", "api"):
+    for command in ("validate", "dag", "render", "plan", "status", "run", "admin init", "rerun", "schema", "init"):
         assert f"## `cbt {command}`" in page, command
         assert f"usage: cbt {command}" in page, command
 

@@ -36,7 +36,7 @@ GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("operate a pipeline", ("status", "rows", "rerun", "rollback", "checks", "override", "bounds", "admin")),
     ("run the services", ("run",)),
     ("the local stack", ("dev",)),
-    ("reference documents", ("schema", "api", "version")),
+    ("documents and version", ("schema", "version")),
 )
 """How ``cbt --help`` lists the commands; one no group names is listed under "other"."""
 

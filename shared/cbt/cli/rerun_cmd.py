@@ -1,18 +1,14 @@
 """``cbt rerun MODEL --start S --end E`` publishes an invalidation event
 (docs/design/invalidations.md#invalidation-events), exactly what another system would publish; ``cbt rollback
-MODEL`` switches a model back to the version its last switch replaced (docs/changing-models.md#rollback); ``cbt
-schema`` writes the JSON Schemas of every topic's message bodies (``docs/asyncapi.yaml`` refers to them)."""
+MODEL`` switches a model back to the version its last switch replaced (docs/changing-models.md#rollback)."""
 
 from __future__ import annotations
 
 import argparse
 import uuid
-from pathlib import Path
 from typing import Any
 
 from cbt.base.errors import CbtError
-
-SCHEMA_DIR = Path("docs") / "schemas"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -29,9 +25,6 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     r.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
     r.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     r.set_defaults(func=cmd_rollback)
-    s = sub.add_parser("schema", help="write the JSON Schemas of every message body on the topics")
-    s.add_argument("--out", metavar="DIR", default=str(SCHEMA_DIR), help=f"folder (default: {SCHEMA_DIR})")
-    s.set_defaults(func=cmd_schema)
 
 
 def cmd_rerun(args: argparse.Namespace) -> int:
@@ -115,15 +108,4 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         print(f"re-running {event.model} [{event.start}, {event.end}): {event.reason}")
     versions = ", ".join(f"{v.model} version {v.version}" for v in plan.rows if v.state == "live")
     print(f"rolled back: {versions} live again")
-    return 0
-
-
-def cmd_schema(args: argparse.Namespace) -> int:
-    from cbt.contract.schemas import message_schemas, schema_text
-
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for name, schema in message_schemas().items():
-        (out / name).write_text(schema_text(schema), encoding="utf-8")
-        print(out / name)
     return 0

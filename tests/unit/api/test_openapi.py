@@ -1,4 +1,4 @@
-"""docs/openapi.json is what the app serves (regenerate: ``cbt api openapi > docs/openapi.json``), it is a valid
+"""docs/openapi.json is what the app serves (regenerate: ``cbt schema``), it is a valid
 OpenAPI 3.1 document, and it documents every /api/v1 route the app has."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from pathlib import Path
 from typing import Any
 
 from cbt.api.offline import offline_app
-from cbt.api.openapi_cmd import openapi_text
+from cbt.api.openapi_doc import openapi_text
 from cbt.api.web import OPENAPI_URL
 
 DOC = Path(__file__).resolve().parents[3] / "docs" / "openapi.json"
 
 
 def test_the_checked_in_document_is_what_the_app_generates() -> None:
-    assert DOC.read_text(encoding="utf-8") == openapi_text(), "regenerate: cbt api openapi > docs/openapi.json"
+    assert DOC.read_text(encoding="utf-8") == openapi_text(), "regenerate: cbt schema"
 
 
 def test_the_document_is_valid_openapi() -> None:
