@@ -204,6 +204,7 @@ def test_consolidate_merges_the_rows_and_keeps_the_coverage(stack: Stack) -> Non
 def test_the_cli_sets_and_deletes_bounds_and_consolidates(
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
+    spark: SparkSession,
     spark_database: str,
     redis_client: Redis,
     redis_prefix: str,
@@ -239,6 +240,10 @@ def test_the_cli_sets_and_deletes_bounds_and_consolidates(
     assert RedisRefreshRequests(redis_client, redis_prefix).requested() == {source}
     code, out = cbt("admin", "consolidate", "block_propagation_minute")
     assert code == 0 and "analytics.block_propagation_minute: no completion rows" in out
+    by_cli = [(r["action"], r["target"]) for r in spark.sql(
+        f"SELECT action, target FROM `{spark_database}`.cbt_api_actions WHERE who LIKE 'cli:%'").collect()]
+    assert ("bounds-set", source) in by_cli and ("bounds-delete", source) in by_cli, "each change, an audit row"
+    assert ("consolidate", "analytics.block_propagation_minute") in by_cli
 
 
 def assert_status_lists_the_scheduled_models_last_and_next_runs(capsys: pytest.CaptureFixture[str],

@@ -9,13 +9,13 @@ import re
 import pytest
 
 from cbt.adapters.admin_tables import protocol_sql as q
+from cbt.adapters.admin_tables.audit import AUDIT
 from cbt.adapters.admin_tables.columns import Column, TableSpec, select_as
 from cbt.adapters.admin_tables.completions import COMPLETIONS
 from cbt.adapters.admin_tables.failures import FAILURES
 from cbt.adapters.admin_tables.invalidations import INVALIDATIONS
 from cbt.adapters.admin_tables.retries import RETRIES
 from cbt.adapters.admin_tables.scheduled import SCHEDULED
-from cbt.api.records import AUDIT
 
 SPECS = [
     pytest.param(COMPLETIONS, id="cbt_incremental"),

@@ -6,6 +6,8 @@ import argparse
 import time
 from typing import TYPE_CHECKING, Any
 
+from cbt.cli.audit import record_change
+
 if TYPE_CHECKING:
     from cbt.adapters.delta_admin import DeltaAdmin
     from cbt.config.settings import Config
@@ -49,7 +51,7 @@ def _consolidate(args: argparse.Namespace) -> int:
     from cbt.base.errors import CbtError
 
     wanted: list[str | None] = [*_incrementals(args)] if args.models else [None]
-    _, admin = _open(args)
+    config, admin = _open(args)
     admin.ensure_tables()
     for model_id in wanted:
         done = admin.consolidate(model_id) if model_id else admin.consolidate()
@@ -61,6 +63,7 @@ def _consolidate(args: argparse.Namespace) -> int:
                                f"try again")
             state = " (deferred: busy, retried next time)" if result.is_deferred else ""
             print(f"{result.model}: {result.rows_before} -> {result.rows_after} rows (coverage unchanged){state}")
+    record_change(config, "consolidate", ", ".join(m for m in wanted if m) or "*", {})
     return 0
 
 
@@ -89,4 +92,5 @@ def _rebuild(args: argparse.Namespace) -> int:
     ranges = hot_index.rebuild(admin, redis_state(config).coverage, ids, scheduled, int(time.time()))
     for model_id, count in sorted(ranges.items()):
         print(f"{model_id}: {count} covered range(s)")
+    record_change(config, "rebuild-cache", "*", {"models": len(ranges)})
     return 0

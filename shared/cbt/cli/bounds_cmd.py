@@ -13,6 +13,7 @@ import argparse
 from typing import TYPE_CHECKING, Any
 
 from cbt.base.errors import CbtError
+from cbt.cli.audit import record_change
 
 if TYPE_CHECKING:
     from cbt.config.settings import Config
@@ -53,6 +54,7 @@ def cmd_set(args: argparse.Namespace) -> int:
     previous = redis_state(config).bounds.put_bounds(model_id, bounds)
     was = "none" if previous is None else f"[{previous.min}, {previous.max})"
     print(f"{model_id}: bounds set to [{bounds.min}, {bounds.max}) (were {was}); the next scan starts from them")
+    record_change(config, "bounds-set", model_id, {"min": bounds.min, "max": bounds.max, "was": was})
     return 0
 
 
@@ -67,4 +69,5 @@ def cmd_delete(args: argparse.Namespace) -> int:
     RedisRefreshRequests(client, config.redis.key_prefix).request(model_id)
     was = "none were stored" if removed is None else f"were [{removed.min}, {removed.max})"
     print(f"{model_id}: bounds deleted ({was}); the bounds-cache scans it at its next round")
+    record_change(config, "bounds-delete", model_id, {"was": was})
     return 0

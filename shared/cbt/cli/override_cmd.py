@@ -6,12 +6,12 @@ every stored override against the current config and exits 1 when one would be i
 from __future__ import annotations
 
 import argparse
-import getpass
 import json
 import time
 from typing import TYPE_CHECKING, Any
 
 from cbt.base.errors import CbtError
+from cbt.cli.audit import record_change, who
 
 if TYPE_CHECKING:
     from cbt.config.settings import Config
@@ -63,31 +63,26 @@ def _open(args: argparse.Namespace) -> tuple[Config, ModelSet, LiveOverrides]:
     return config, models, LiveOverrides(redis_state(config).overrides, record)
 
 
-def _who() -> str:
-    try:
-        return f"cli:{getpass.getuser()}"
-    except (KeyError, OSError):
-        return "cli"
-
-
 def cmd_set(args: argparse.Namespace) -> int:
     try:
         fields = json.loads(args.fields)
     except ValueError as e:
         raise CbtError(f"JSON: not a JSON object: {e}") from None
-    _, models, overrides = _open(args)
+    config, models, overrides = _open(args)
     model_id = models.resolve(args.model)
-    override = overrides.set(models, model_id, fields, _who(), int(time.time() * 1000))
+    override = overrides.set(models, model_id, fields, who(), int(time.time() * 1000))
     print(f"{model_id}: override set {json.dumps(dict(override.fields), sort_keys=True)} (applied at the next tick)")
+    record_change(config, "override-set", model_id, {"fields": dict(override.fields)})
     return 0
 
 
 def cmd_clear(args: argparse.Namespace) -> int:
-    _, models, overrides = _open(args)
+    config, models, overrides = _open(args)
     model_id = models.resolve(args.model)
-    if not overrides.clear(model_id, _who(), int(time.time() * 1000)):
+    if not overrides.clear(model_id, who(), int(time.time() * 1000)):
         raise CbtError(f"{model_id} has no live config override")
     print(f"{model_id}: override cleared (its config applies at the next tick)")
+    record_change(config, "override-clear", model_id, {})
     return 0
 
 

@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 from cbt.base.errors import CbtError
+from cbt.cli.audit import record_change
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
@@ -51,6 +52,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
                   kafka_config=config.kafka.client)
     scope = "and its descendants" if event.cascade else "only"
     print(f"published invalidation {event.id}: {event.model} [{event.start}, {event.end}) {scope}")
+    record_change(config, "rerun", event.model, {"event": event.id, "start": event.start, "end": event.end,
+                                                 "cascade": event.cascade, "reason": event.reason})
     return 0
 
 
@@ -108,4 +111,6 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         print(f"re-running {event.model} [{event.start}, {event.end}): {event.reason}")
     versions = ", ".join(f"{v.model} version {v.version}" for v in plan.rows if v.state == "live")
     print(f"rolled back: {versions} live again")
+    record_change(config, "rollback", model_id, {"restored": [list(r) for r in plan.restores],
+                                                 "events": [e.id for e in events]})
     return 0

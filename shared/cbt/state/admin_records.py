@@ -242,3 +242,15 @@ class CheckedInterval:
 
     def __post_init__(self) -> None:
         split_model_id(self.model)
+
+
+@dataclass(frozen=True)
+class AuditAction:
+    """One change an operator made: who (a token's fingerprint, or ``cli:<user>@<host>``), when, what and on which
+    target."""
+
+    at_ms: int
+    who: str
+    action: str
+    target: str
+    detail: Mapping[str, object] = field(default_factory=dict)

@@ -11,12 +11,12 @@ from typing import Any
 
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub
-from cbt.api.history import AuditAction
 from cbt.api.offline import Offline
 from cbt.api.web import create_app
 from cbt.config.settings import Config
 from cbt.models.dag import ModelSet
 from cbt.models.interval_checks import IntervalCheck
+from cbt.state.admin_records import AuditAction
 from cbt.state.holds import held_ranges
 from cbt.state.ports import HeldInterval
 from tests.twins.memory_state import MemoryState

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from cbt.api.auth import RevocationStore
 from cbt.api.events import EventHub
-from cbt.api.history import AuditAction, Completion
+from cbt.api.history import Completion
 from cbt.config.settings import Config
 from cbt.contract.messages import BoundsUpdated, Invalidation, TaskFailed
 from cbt.models.dag import ModelSet
@@ -21,7 +21,14 @@ from cbt.planning.live import LiveStateReader
 from cbt.planning.override_sync import LiveOverrides
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
-from cbt.state.admin_records import CheckedInterval, Consolidation, InvalidationRecord, RetriedAttempt, ScheduledRun
+from cbt.state.admin_records import (
+    AuditAction,
+    CheckedInterval,
+    Consolidation,
+    InvalidationRecord,
+    RetriedAttempt,
+    ScheduledRun,
+)
 from cbt.state.ports import ALL_RESULTS, CheckFilter, RefreshRequests, StatePorts
 
 

@@ -4,8 +4,8 @@ scheduled runs, merged newest first: every attempt of a task. Pure; the rows com
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 from cbt.api.schemas import TaskItem
 from cbt.contract.messages import TaskFailed
@@ -23,17 +23,6 @@ class Completion:
     worker: str
     duration_ms: int
     at_ms: int
-
-
-@dataclass(frozen=True)
-class AuditAction:
-    """One change made through the API: who (a token's fingerprint), when, what and on which target."""
-
-    at_ms: int
-    who: str
-    action: str
-    target: str
-    detail: Mapping[str, object] = field(default_factory=dict)
 
 
 def from_completion(row: Completion) -> TaskItem:

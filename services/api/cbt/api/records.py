@@ -8,24 +8,24 @@ failures, retries, invalidations and live pieces, and the record of each change 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection
 
 from pyspark.sql import SparkSession
 
+from cbt.adapters.admin_tables.audit import AUDIT_TABLE, AuditTable
 from cbt.adapters.admin_tables.check_results import CheckResultsTable
-from cbt.adapters.admin_tables.columns import Column, TableSpec, timestamp
 from cbt.adapters.admin_tables.file_tables import CheckResultsFiles
 from cbt.adapters.admin_tables.overrides import OverridesTable, overrides_table
 from cbt.adapters.admin_tables.session import qualified
 from cbt.adapters.delta_admin import AdminTables, Permit, tables_from_config
-from cbt.api.history import AuditAction, Completion
+from cbt.api.history import Completion
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
 from cbt.state.admin_records import (
+    AuditAction,
     CheckedInterval,
     Consolidation,
     InvalidationRecord,
@@ -34,19 +34,6 @@ from cbt.state.admin_records import (
     split_model_id,
 )
 from cbt.state.ports import ALL_RESULTS, CheckFilter
-
-AUDIT_TABLE = "cbt_api_actions"
-AUDIT = TableSpec(
-    columns=(
-        Column("action_date_time", "TIMESTAMP", "when the API accepted the change", read_as="at_ms"),
-        Column("who", "STRING", "fingerprint of the bearer token (never the token itself)"),
-        Column("action", "STRING", "rerun | run-now | bounds-refresh | bounds-set | bounds-delete | consolidate | …"),
-        Column("target", "STRING", "the model"),
-        Column("detail", "STRING", "JSON: the request and what it started (event or task id)"),
-    ),
-    comment="cbt: every change made through the REST API",
-)
-"""``cbt_api_actions``: one row per change made through the API."""
 
 
 class ApiRecords:
@@ -57,13 +44,13 @@ class ApiRecords:
             raise ValueError("the api's records are read through Spark")
         self._tables = tables
         self._session = tables.session
-        self._audit = qualified((tables.completions.database, AUDIT_TABLE))
+        self._audit = AuditTable(self._session, (tables.completions.database, AUDIT_TABLE))
         self.overrides: OverridesTable = overrides_table(self._session, tables.completions.database)
         self._checks: CheckResultsTable | CheckResultsFiles | None = None
 
     def ensure_tables(self) -> None:
         self._tables.ensure()
-        self._session.create(f"create {self._audit}", AUDIT.create(self._audit))
+        self._audit.ensure()
         self.overrides.ensure()
 
     def completions(self, model_id: ModelId, limit: int) -> list[Completion]:
@@ -105,32 +92,17 @@ ORDER BY updated_date_time DESC, position DESC LIMIT :limit"""
 
     def record_action(self, action: AuditAction) -> None:
         """Append one change (one Delta commit)."""
-        row = AUDIT.row({
-            "action_date_time": timestamp(action.at_ms), "who": action.who, "action": action.action,
-            "target": action.target, "detail": json.dumps(dict(action.detail), sort_keys=True, default=str),
-        })  # fmt: skip
-        self._session.append("record an API action", self._audit, AUDIT.schema(), [row])
+        self._audit.record_action(action)
 
     def actions(self, limit: int) -> list[AuditAction]:
         """The latest changes, newest first."""
-        statement = f"SELECT {AUDIT.select()} FROM {self._audit} ORDER BY action_date_time DESC LIMIT :limit"
-        return [AuditAction(at_ms=int(r["at_ms"]), who=r["who"] or "", action=r["action"] or "",
-                            target=r["target"] or "", detail=_object(r["detail"]))
-                for r in self._session.sql("read API actions", statement, {"limit": limit})]
+        return self._audit.actions(limit)
 
     def consolidate(self, model_id: ModelId) -> Consolidation:
         """Merge one model's completion rows now: the transaction the coordinator's scheduled consolidation and
         ``cbt admin consolidate`` run (coverage unchanged; deferred when concurrent appends keep winning)."""
         done = self._tables.completions.consolidate(model_id)
         return done[0] if done else Consolidation(model_id, 0, 0)
-
-
-def _object(text: str | None) -> dict[str, object]:
-    try:
-        value = json.loads(text or "{}")
-    except ValueError:
-        return {"unreadable": text}
-    return value if isinstance(value, dict) else {"value": value}
 
 
 def records_from_config(spark: SparkSession, config: Config, permit: Permit | None = None) -> ApiRecords:

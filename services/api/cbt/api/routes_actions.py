@@ -24,7 +24,6 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from cbt.api.auth import authenticate
 from cbt.api.common import AUTH_PROBLEMS, blocking, check_range, context, model_of
 from cbt.api.context import ApiContext
-from cbt.api.history import AuditAction
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.api.schemas import (
     AcceptRequest,
@@ -43,6 +42,7 @@ from cbt.models.spec import ExternalModel, IncrementalModel, ModelId, ScheduledM
 from cbt.scheduling.coverage import Range
 from cbt.scheduling.invalidation import Impact, impact, reach, why_rejected
 from cbt.scheduling.task_runs import all_tasks
+from cbt.state.admin_records import AuditAction
 
 log = logging.getLogger("cbt.api")
 router = APIRouter(prefix="/api/v1", tags=["actions"], responses=AUTH_PROBLEMS)

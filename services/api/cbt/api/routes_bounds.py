@@ -26,7 +26,6 @@ from pydantic import Field, StrictInt
 
 from cbt.api.common import AUTH_PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
-from cbt.api.history import AuditAction
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.api.routes_actions import Who
 from cbt.api.schemas import Body
@@ -34,7 +33,7 @@ from cbt.contract.messages import BoundsUpdated
 from cbt.models.spec import ExternalModel, IncrementalModel
 from cbt.scheduling.bounds_edit import BoundsRejected, checked_bounds
 from cbt.scheduling.snapshot import RawBounds
-from cbt.state.admin_records import Consolidation
+from cbt.state.admin_records import AuditAction, Consolidation
 
 log = logging.getLogger("cbt.api")
 router = APIRouter(prefix="/api/v1", tags=["actions"], responses=AUTH_PROBLEMS)

@@ -17,13 +17,13 @@ from pydantic import BaseModel, ConfigDict
 
 from cbt.api.common import AUTH_PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
-from cbt.api.history import AuditAction
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.api.routes_actions import Who
 from cbt.models import live_overrides
 from cbt.models.live_overrides import OverrideRejected
 from cbt.models.spec import IncrementalModel, Model, ScheduledModel
 from cbt.planning.override_sync import LiveOverrides
+from cbt.state.admin_records import AuditAction
 
 log = logging.getLogger("cbt.api")
 router = APIRouter(prefix="/api/v1", tags=["overrides"], responses=AUTH_PROBLEMS)
