@@ -204,6 +204,11 @@ class Protocol(RuleBasedStateMachine):
             self.running.remove(task)
             if not self.hot.coverage.record_completed(M, task.range, task.observed):
                 self.superseded.append(task.range)
+        # what the planner runs next: the hot index's pending re-runs (an event applied after a newer one removes a
+        # range its task already recorded under the newer epoch; the hot index cannot tell, so it runs it again)
+        self.superseded += [r for r in self.hot.coverage.reruns([M])[M]
+                            if not cov.covers(self.record.coverage([M])[M], r)
+                            or not cov.covers(self.hot.coverage.coverage(M), r)]
         while self.superseded:
             r = self.superseded.pop()
             seq, started = self.hot.coverage.invalidation_seq(M), self.tick()
