@@ -1,5 +1,5 @@
 """Read API latency: p50/p99 of one filtered page of a derived Delta table (docs/read-api.md), read as the api reads
-it (delta-rs and DataFusion in-process, ``cbt.api.routes_rows.read_page``), never through Spark.
+it (delta-rs and DataFusion in-process, ``cbt.api.tables.routes.read_page``), never through Spark.
 
 Under load: start this in one shell and, once it prints "sampling", the mixed pipeline (bench (h)) in another::
 
@@ -22,9 +22,9 @@ import time
 import uuid
 from pathlib import Path
 
-from cbt.api.delta_rows import DeltaRows
-from cbt.api.routes_rows import read_page
-from cbt.api.row_query import TokenSigner
+from cbt.api.tables.delta_rows import DeltaRows
+from cbt.api.tables.query import TokenSigner
+from cbt.api.tables.routes import read_page
 from cbt.config.settings import TablesApiConfig
 from cbt.dev.layout import Layout
 from cbt.models.spec import Expose

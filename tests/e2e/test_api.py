@@ -23,7 +23,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from cbt.adapters.spark import SessionPool
-from cbt.api.auth import fingerprint
+from cbt.api.access.auth import fingerprint
 from cbt.base.cron import next_fire
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import covers, merge

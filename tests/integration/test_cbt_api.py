@@ -36,12 +36,12 @@ from referencing.jsonschema import DRAFT4
 from cbt.adapters.delta_admin import tables_from_config
 from cbt.adapters.redis_state import RedisState
 from cbt.adapters.spark import SessionPool
-from cbt.api import cbt_admin
+from cbt.api.cbt_compat import admin as cbt_admin
+from cbt.api.cbt_compat.routes import COMPAT_BASE
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub
 from cbt.api.offline import Offline
 from cbt.api.records import ApiRecords
-from cbt.api.routes_cbt import COMPAT_BASE
 from cbt.api.web import create_app
 from cbt.config.settings import Config, admin_database_overrides
 from cbt.contract.messages import BoundsUpdated, Invalidation, Message, TaskFailed, TaskRequested

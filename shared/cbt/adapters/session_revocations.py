@@ -1,6 +1,6 @@
 """Signed-out browser sessions, shared by every api replica: a Redis sorted set ``{prefix}api-revoked-sessions`` of
 session nonces scored by when each session would have expired anyway (then it is forgotten). The api reads it every
-few seconds (``cbt.api.auth.Revocations``), so a session signed out on one replica ends on all of them."""
+few seconds (``cbt.api.access.auth.Revocations``), so a session signed out on one replica ends on all of them."""
 
 from __future__ import annotations
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cbt.api.auth import SESSION_COOKIE
+from cbt.api.access.auth import SESSION_COOKIE
 from cbt.api.context import ApiContext
 from cbt.api.events import EventHub
 from cbt.api.offline import Offline

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 import pytest
 
-from cbt.api.auth import Readers, Refused, Revocations, authenticate, fingerprint, session_value
+from cbt.api.access.auth import Readers, Refused, Revocations, authenticate, fingerprint, session_value
 
 TOKENS = ["s3cret-one", "s3cret-two"]
 

@@ -1,4 +1,4 @@
-"""CBT's config-override body to our live override and back (``cbt.api.cbt_override_shape``): what maps passes,
+"""CBT's config-override body to our live override and back (``cbt.api.cbt_compat.override_shape``): what maps passes,
 what cannot be expressed here is refused naming the field, and our checks accept what the translation gives."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from cbt.api.cbt_override_shape import CbtOverrideRejected, base_config, from_cbt, go_duration, to_cbt
+from cbt.api.cbt_compat.override_shape import CbtOverrideRejected, base_config, from_cbt, go_duration, to_cbt
 from cbt.models import live_overrides
 from cbt.models.dag import ModelSet
 from tests.unit.scheduling.factories import ext, inc, models_of, sched

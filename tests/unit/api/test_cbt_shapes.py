@@ -1,4 +1,5 @@
-"""Our models and state in CBT's shapes (cbt.api.cbt_shapes, cbt.api.cbt_debug): pure, over state snapshots."""
+"""Our models and state in CBT's shapes (cbt.api.cbt_compat.shapes, cbt.api.cbt_compat.debug): pure, over state
+snapshots."""
 
 from __future__ import annotations
 
@@ -6,9 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from cbt.api import cbt_debug, cbt_shapes
-from cbt.api.cbt_debug import coverage_debug, debug_interval
-from cbt.api.cbt_schemas import DependencyDebugInfo
+from cbt.api.cbt_compat import debug as cbt_debug
+from cbt.api.cbt_compat import shapes as cbt_shapes
+from cbt.api.cbt_compat.debug import coverage_debug, debug_interval
+from cbt.api.cbt_compat.schemas import DependencyDebugInfo
 from cbt.config.interval_types import Transformation
 from cbt.models.spec import IncrementalModel
 from tests.unit.scheduling.factories import ext, inc, models_of, sched, snapshot

@@ -8,7 +8,7 @@ import asyncio
 import json
 from typing import Any
 
-from cbt.api.limits import RequestLimits
+from cbt.api.access.limits import RequestLimits
 from cbt.config.settings import ApiRateLimit
 from tests.unit.api.asgi import request
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from cbt.api.rendering import rendered
+from cbt.api.routes.rendering import rendered
 from cbt.config.settings import Config
 from cbt.models.spec import IncrementalModel
 from tests.unit.scheduling.factories import inc
@@ -44,10 +44,10 @@ def test_an_exec_models_environment_hides_secrets_by_name_and_by_value_and_spark
 def test_rendering_runs_off_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """A template's work (bounded, but seconds on a big one) must not hold every other request: while one rendering
     is held, a health check is answered."""
-    from cbt.api import routes_models
     from cbt.api.context import ApiContext
     from cbt.api.events import EventHub
     from cbt.api.offline import Offline
+    from cbt.api.routes import models as routes_models
     from cbt.api.web import create_app
     from cbt.models.dag import ModelSet
     from tests.unit.api.asgi import request

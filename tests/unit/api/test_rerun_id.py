@@ -4,7 +4,7 @@ them differs (a key reused for another request is not silently dropped as a dupl
 
 from __future__ import annotations
 
-from cbt.api.routes_actions import rerun_id
+from cbt.api.routes.actions import rerun_id
 from cbt.api.schemas import RerunRequest
 
 BODY = RerunRequest(start=0, end=60)

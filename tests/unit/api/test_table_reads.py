@@ -15,9 +15,9 @@ import pyarrow as pa  # type: ignore[import-untyped]
 import pytest
 from deltalake import write_deltalake
 
-from cbt.api.delta_rows import DeltaRows, ReadTimedOut, TableUnreadable
-from cbt.api.routes_rows import read_page
-from cbt.api.row_query import TokenSigner
+from cbt.api.tables.delta_rows import DeltaRows, ReadTimedOut, TableUnreadable
+from cbt.api.tables.query import TokenSigner
+from cbt.api.tables.routes import read_page
 from cbt.config.settings import TablesApiConfig
 from cbt.models.spec import Expose
 
@@ -100,7 +100,7 @@ def test_reads_waiting_their_turn_hold_none_of_the_threads_other_routes_use(delt
     """Reads run on an executor of their own: with every read slot busy (and more reads queued), a Redis-backed
     route's ``blocking`` call still runs at once."""
     from cbt.api.common import blocking
-    from cbt.api.routes_rows import TableReads
+    from cbt.api.tables.routes import TableReads
 
     reads = TableReads(delta, TablesApiConfig(warehouse="x", max_concurrent_reads=2, query_timeout_s=5))
     release = threading.Event()

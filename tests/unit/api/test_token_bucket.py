@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from cbt.api.token_bucket import TokenBuckets
+from cbt.api.access.token_bucket import TokenBuckets
 
 
 def waits(buckets: TokenBuckets, client: str, times: list[float]) -> list[float]:

@@ -10,7 +10,7 @@ from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from cbt.api.auth import RevocationStore
+from cbt.api.access.auth import RevocationStore
 from cbt.api.events import EventHub
 from cbt.api.history import Completion
 from cbt.config.settings import Config

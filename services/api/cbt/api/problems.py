@@ -13,7 +13,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from cbt.api.auth import Refused
+from cbt.api.access.auth import Refused
 from cbt.models.dag import UnknownModel
 
 log = logging.getLogger("cbt.api")

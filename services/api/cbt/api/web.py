@@ -11,21 +11,19 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.openapi.utils import get_openapi
 
-from cbt.api import (
-    routes_actions,
-    routes_bounds,
-    routes_cbt,
-    routes_models,
-    routes_overrides,
-    routes_pipeline,
-    routes_rows,
-)
-from cbt.api.access import client_key, install_access
+from cbt.api.access.limits import RequestLimits
+from cbt.api.access.read_access import client_key, install_access
+from cbt.api.cbt_compat import routes as routes_cbt
 from cbt.api.context import ApiContext
 from cbt.api.in_force import InForce
-from cbt.api.limits import RequestLimits
 from cbt.api.problems import MEDIA_TYPE, install_problem_handlers
+from cbt.api.routes import actions as routes_actions
+from cbt.api.routes import bounds as routes_bounds
+from cbt.api.routes import models as routes_models
+from cbt.api.routes import overrides as routes_overrides
+from cbt.api.routes import pipeline as routes_pipeline
 from cbt.api.schemas import Problem
+from cbt.api.tables import routes as routes_rows
 from cbt.api.ui import install_ui
 
 TITLE = "cbt"

@@ -27,8 +27,8 @@ from typing import Any
 
 from fastapi.responses import JSONResponse
 
+from cbt.api.access.token_bucket import TokenBuckets
 from cbt.api.problems import problem_response
-from cbt.api.token_bucket import TokenBuckets
 from cbt.config.settings import ApiRateLimit
 
 Scope = MutableMapping[str, Any]

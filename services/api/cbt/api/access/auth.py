@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-log = logging.getLogger("cbt.api.auth")
+log = logging.getLogger("cbt.api.access.auth")
 
 BEARER = "bearer"
 SESSION_COOKIE = "cbt_session"

@@ -27,7 +27,7 @@ from pydantic import Field, StrictInt
 from cbt.api.common import AUTH_PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
-from cbt.api.routes_actions import Who
+from cbt.api.routes.actions import Who
 from cbt.api.schemas import Body
 from cbt.contract.messages import BoundsUpdated
 from cbt.models.spec import ExternalModel, IncrementalModel

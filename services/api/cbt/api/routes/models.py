@@ -16,7 +16,7 @@ from cbt.api.coverage_view import STATUSES, Status, coverage_view, default_windo
 from cbt.api.explain import explain
 from cbt.api.history import merged
 from cbt.api.problems import bad_request
-from cbt.api.rendering import rendered
+from cbt.api.routes.rendering import rendered
 from cbt.api.schemas import (
     CheckResultItem,
     CheckResultList,

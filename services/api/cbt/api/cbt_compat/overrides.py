@@ -18,12 +18,12 @@ from fastapi import Body as JsonBody
 from fastapi import Depends
 from pydantic import Field
 
-from cbt.api import routes_overrides
-from cbt.api.cbt_override_shape import CbtOverrideRejected, base_config, from_cbt, to_cbt
+from cbt.api.cbt_compat.override_shape import CbtOverrideRejected, base_config, from_cbt, to_cbt
 from cbt.api.common import blocking, context, model_of
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, bad_request
-from cbt.api.routes_actions import Who
+from cbt.api.routes import overrides as routes_overrides
+from cbt.api.routes.actions import Who
 from cbt.api.schemas import Body
 
 Ctx = Annotated[ApiContext, Depends(context)]

@@ -9,7 +9,7 @@ from collections.abc import Collection, Iterable, Mapping
 from datetime import UTC, datetime
 
 from cbt.api import catalog
-from cbt.api import cbt_schemas as s
+from cbt.api.cbt_compat import schemas as s
 from cbt.config.interval_types import IntervalTypes, Transformation
 from cbt.models.spec import ExternalModel, IncrementalModel, Model, ModelId, ScheduledModel, is_time_type
 from cbt.scheduling.coverage import Range

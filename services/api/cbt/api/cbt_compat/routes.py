@@ -21,10 +21,12 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path
 
-from cbt.api import catalog, cbt_admin, cbt_shapes
-from cbt.api import cbt_schemas as s
-from cbt.api.cbt_debug import coverage_debug
-from cbt.api.cbt_errors import CbtRoute
+from cbt.api import catalog
+from cbt.api.cbt_compat import admin as cbt_admin
+from cbt.api.cbt_compat import schemas as s
+from cbt.api.cbt_compat import shapes as cbt_shapes
+from cbt.api.cbt_compat.debug import coverage_debug
+from cbt.api.cbt_compat.errors import CbtRoute
 from cbt.api.common import AUTH_PROBLEMS, PROBLEMS, blocking, context
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, bad_request

@@ -1,9 +1,10 @@
 """Changes: re-run a range (with a preview first), skip a range (or stop skipping it), accept intervals failed checks
 hold, run a scheduled model now, refresh an external model's bounds.
 
-Each needs a bearer token (``cbt.api.auth``) and is recorded in the audit table with who (the token's fingerprint),
-when and what. A rerun and a run-now go out as the same messages the CLI and the coordinator send; a skip and a bounds
-refresh are written to Redis, where the planners and the bounds-cache read them on their next round.
+Each needs a bearer token (``cbt.api.access.auth``) and is recorded in the audit table with who (the token's
+fingerprint), when and what. A rerun and a run-now go out as the same messages the CLI and the coordinator send; a
+skip and a bounds refresh are written to Redis, where the planners and the bounds-cache read them on their next
+round.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from fastapi import APIRouter, Depends, Header
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from cbt.api.auth import authenticate
+from cbt.api.access.auth import authenticate
 from cbt.api.common import AUTH_PROBLEMS, blocking, check_range, context, model_of
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, Unavailable, bad_request

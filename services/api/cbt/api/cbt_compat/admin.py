@@ -19,13 +19,13 @@ from typing import Annotated
 from fastapi import Depends
 from pydantic import Field, StrictBool, StrictInt
 
-from cbt.api import cbt_overrides as co
-from cbt.api import routes_actions
+from cbt.api.cbt_compat import overrides as co
 from cbt.api.common import context
 from cbt.api.context import ApiContext
 from cbt.api.problems import bad_request
-from cbt.api.routes_actions import Who
-from cbt.api.routes_bounds import consolidate, delete_bounds, set_bounds
+from cbt.api.routes import actions as routes_actions
+from cbt.api.routes.actions import Who
+from cbt.api.routes.bounds import consolidate, delete_bounds, set_bounds
 from cbt.api.schemas import Body, RerunAccepted, RerunRequest
 from cbt.contract.messages import MAX_POSITION
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from cbt.api import cbt_schemas as s
-from cbt.api.cbt_shapes import ranges
+from cbt.api.cbt_compat import schemas as s
+from cbt.api.cbt_compat.shapes import ranges
 from cbt.models.spec import Dependency, ExternalModel, IncrementalModel, Model, ModelId
 from cbt.scheduling import bounds as bnd
 from cbt.scheduling import coverage as cov

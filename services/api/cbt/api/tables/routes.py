@@ -19,12 +19,12 @@ from typing import Any, TypeVar
 
 from fastapi import APIRouter, FastAPI, Request
 
-from cbt.api import rows_openapi
 from cbt.api.common import PROBLEMS, blocking, context
 from cbt.api.context import ApiContext
-from cbt.api.delta_rows import DeltaRows, ReadTimedOut, Snapshot, TableUnreadable, json_row
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
-from cbt.api.row_query import (
+from cbt.api.tables import openapi as rows_openapi
+from cbt.api.tables.delta_rows import DeltaRows, ReadTimedOut, Snapshot, TableUnreadable, json_row
+from cbt.api.tables.query import (
     Column,
     PageToken,
     QueryError,

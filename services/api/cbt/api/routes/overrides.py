@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 from cbt.api.common import AUTH_PROBLEMS, blocking, context, model_of
 from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
-from cbt.api.routes_actions import Who
+from cbt.api.routes.actions import Who
 from cbt.models import live_overrides
 from cbt.models.live_overrides import OverrideRejected
 from cbt.models.spec import IncrementalModel, Model, ScheduledModel

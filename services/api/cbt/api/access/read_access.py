@@ -23,8 +23,8 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.requests import cookie_parser
 
-from cbt.api.auth import SESSION_COOKIE, Readers, Revocations, RevocationStore, session_value
-from cbt.api.limits import App, Receive, Scope, Send, address_of
+from cbt.api.access.auth import SESSION_COOKIE, Readers, Revocations, RevocationStore, session_value
+from cbt.api.access.limits import App, Receive, Scope, Send, address_of
 from cbt.api.problems import problem_response
 from cbt.api.ui.shells import STATIC_PATH, render_login
 
