@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cbt.base.errors import CbtError
+
+if TYPE_CHECKING:
+    from cbt.cli.init_project import Project
 
 SPARK_REMOTE = "sc://127.0.0.1:15002"
 """Where ``cbt dev up`` serves Spark Connect, and so what the project's config.yaml names."""
@@ -53,7 +56,7 @@ def cmd_init(args: argparse.Namespace) -> int:
     return 0
 
 
-def _make_sample_table(project: Any, remote: str, statements: list[str]) -> str | None:
+def _make_sample_table(project: Project, remote: str, statements: list[str]) -> str | None:
     """Runs ``sample_data.sql``; answers the server's warehouse folder when it is a local one (else ``None``)."""
     from cbt.adapters.spark import connect
 
