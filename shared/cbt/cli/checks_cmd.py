@@ -102,8 +102,9 @@ def render_summary(model_id: str, checks: Sequence[str], held: Sequence[HeldInte
               + (f" (accepted by {h.accepted_by}: being published)" if h.is_accepted else "")
               for h in held] or ["  nothing held"]
     latest: dict[tuple[int, int], list[CheckedInterval]] = {}
-    for r in results:  # (newest first: each interval's latest task's verdicts)
-        if (r.position, r.end) not in latest or latest[(r.position, r.end)][0].task_id == r.task_id:
+    for r in results:  # (newest first: each interval's latest task's verdicts, each check once)
+        verdicts = latest.get((r.position, r.end))
+        if verdicts is None or (verdicts[0].task_id == r.task_id and r.check not in {v.check for v in verdicts}):
             latest.setdefault((r.position, r.end), []).append(r)
     for (start, end), verdicts in list(latest.items())[:RECENT]:
         lines.append(f"  [{start}, {end}) {_when(verdicts[0].checked_at_ms)}: " + "; ".join(
@@ -114,9 +115,13 @@ def render_summary(model_id: str, checks: Sequence[str], held: Sequence[HeldInte
 
 
 def render_interval(model_id: str, results: Sequence[CheckedInterval]) -> str:
-    """Every verdict of the latest task that checked the interval, with the violating rows' samples."""
+    """Every check's verdict from the latest task that checked the interval, with the violating rows' samples
+    (once each: a task delivered twice records its verdicts twice)."""
     newest = results[0]
-    verdicts = [r for r in results if r.task_id == newest.task_id and r.position == newest.position]
+    verdicts: list[CheckedInterval] = []
+    for r in results:
+        if r.task_id == newest.task_id and r.position == newest.position and r.check not in {v.check for v in verdicts}:
+            verdicts.append(r)
     counted = "rows not counted" if newest.rows is None else f"{newest.rows} rows"
     lines = [f"{model_id} [{newest.position}, {newest.end})  version {newest.version}  {counted}  "
              f"checked {_when(newest.checked_at_ms)}  task {newest.task_id}"]
