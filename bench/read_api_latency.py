@@ -23,8 +23,8 @@ import uuid
 from pathlib import Path
 
 from cbt.api.tables.delta_rows import DeltaRows
-from cbt.api.tables.query import TokenSigner
 from cbt.api.tables.routes import read_page
+from cbt.api.tables.row_query import TokenSigner
 from cbt.config.settings import TablesApiConfig
 from cbt.dev.layout import Layout
 from cbt.models.spec import Expose

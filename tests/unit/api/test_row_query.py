@@ -1,4 +1,4 @@
-"""The read API's query string → SQL: typed filters, the order, the page token (cbt.api.tables.query)."""
+"""The read API's query string → SQL: typed filters, the order, the page token (cbt.api.tables.row_query)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from cbt.api.tables.query import (
+from cbt.api.tables.row_query import (
     MAX_TIES,
     Column,
     OrderKey,

@@ -16,8 +16,8 @@ import pytest
 from deltalake import write_deltalake
 
 from cbt.api.tables.delta_rows import DeltaRows, ReadTimedOut, TableUnreadable
-from cbt.api.tables.query import TokenSigner
 from cbt.api.tables.routes import read_page
+from cbt.api.tables.row_query import TokenSigner
 from cbt.config.settings import TablesApiConfig
 from cbt.models.spec import Expose
 

@@ -23,7 +23,7 @@ import pyarrow as pa  # type: ignore[import-untyped]  # (no stubs; only record_b
 from deltalake import DeltaTable, QueryBuilder
 from deltalake.exceptions import DeltaError, TableNotFoundError
 
-from cbt.api.tables.query import Column
+from cbt.api.tables.row_query import Column
 from cbt.config.settings import TablesApiConfig, warehouse_location
 from cbt.models.spec import ModelId
 

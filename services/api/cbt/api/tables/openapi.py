@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from cbt.api.tables.query import LISTS, Column, Kind
+from cbt.api.tables.row_query import LISTS, Column, Kind
 from cbt.models.spec import Expose, ModelId
 
 PREFIX = "/api/v1/tables"

@@ -24,7 +24,7 @@ from cbt.api.context import ApiContext
 from cbt.api.problems import ApiProblem, Unavailable, bad_request
 from cbt.api.tables import openapi as rows_openapi
 from cbt.api.tables.delta_rows import DeltaRows, ReadTimedOut, Snapshot, TableUnreadable, json_row
-from cbt.api.tables.query import (
+from cbt.api.tables.row_query import (
     Column,
     PageToken,
     QueryError,
