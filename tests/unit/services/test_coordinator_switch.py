@@ -4,6 +4,7 @@ in-place models wait for the switch; and the switch itself over the in-memory pa
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import replace
 
 import pytest
@@ -145,3 +146,28 @@ def test_a_switch_repeated_after_a_crash_keeps_the_old_version_s_rows_not_the_bu
         adopt_build(durable, "an.parent", build, "an.parent__cbt_kept_v1")
     assert durable.version_coverage(["an.parent", "an.parent__cbt_kept_v1"]) == {
         "an.parent": {"new": ((0, 300),)}, "an.parent__cbt_kept_v1": {"old": ((0, 300),)}}
+
+
+def test_the_versions_go_live_when_the_tables_are_switched_not_when_the_switch_begins() -> None:
+    """Readers see the new version once its table is replaced: that is the time the record says it went live (a
+    copy of a large table takes a while)."""
+    state, record = MemoryState(), MemoryVersions()
+    record.record_versions([version("an.parent", 1, PARENT, "live"), version("an.parent", 2, EDITED, "building")])
+    build = parent_build()
+    state.coverage.record_completed("an.parent", (0, 300), 0)
+    state.coverage.record_completed(build.table, (0, 300), 0)
+    replaced_ms: list[int] = []
+
+    def switch_table(model_id: str, build_table: str) -> int:
+        time.sleep(0.05)
+        replaced_ms.append(int(time.time() * 1000))
+        return 7
+
+    async def publish(event: Invalidation) -> None:
+        pass
+
+    switch = Switch(state.coverage, state.ledger, lambda: record, MemoryRecord, switch_table, lambda table: None,
+                    publish)
+    asyncio.run(switch.run(files(), {build.model: build}))
+    went = {v.state: v.deployed_ms for v in record.all_versions()}
+    assert went["live"] >= replaced_ms[-1] and went["retired"] == went["live"]

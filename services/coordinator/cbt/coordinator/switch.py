@@ -26,7 +26,7 @@ from cbt.contract.messages import Invalidation
 from cbt.models.builds import Build, kept_rows_id
 from cbt.models.changes import classify, impact
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeployedVersion, VersionRecord, latest_versions, live_versions
+from cbt.models.deployment import DeployedVersion, VersionRecord, VersionState, latest_versions, live_versions
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.scheduling.coverage import Coverage, remove
 from cbt.state.ports import DurableRecord, HotIndex, TaskLedger
@@ -107,13 +107,12 @@ class Switch:
 
     async def run(self, files: ModelSet, builds: Mapping[ModelId, Build]) -> None:
         """Switch every model of ``builds`` (``files``: the loaded files' models, which the new versions are)."""
-        at_ms = int(time.time() * 1000)
         versions = await asyncio.to_thread(lambda: self.record().all_versions())
         live, building = live_versions(versions), {v.model: v for v in versions if v.state == "building"}
         coverage = self.coverage.coverages([*builds, *(b.table for b in builds.values())])
         self.coverage.announce_versions({m: b.new_version for m, b in builds.items()})  # (a live-version task left
         # in the queue is dropped from here on, never run into a switched table)
-        rows: list[DeployedVersion] = []
+        rows: list[tuple[DeployedVersion, VersionState]] = []
         for model_id in [m for m in files.topological_order() if m in builds]:
             build = builds[model_id]
             before = await asyncio.to_thread(self.switch_table, model_id, build.table)
@@ -124,13 +123,15 @@ class Switch:
             await self._recompute_head(model_id, head, builds)
             ranges = coverage.get(model_id, ())
             if model_id in live:
-                rows.append(replace(live[model_id], state="retired", deployed_ms=at_ms, table_version=before,
-                                    covered_end=ranges[-1][1] if ranges else None))
+                rows.append((replace(live[model_id], table_version=before,
+                                     covered_end=ranges[-1][1] if ranges else None), "retired"))
             if model_id in building:
-                rows.append(replace(building[model_id], state="live", build_table=None, deployed_ms=at_ms))
+                rows.append((replace(building[model_id], build_table=None), "live"))
             log.info("model version: switched", extra={"model": model_id, "build": build.table,
                                                        "restore_to": before})
-        await asyncio.to_thread(lambda: self.record().record_versions(rows))
+        at_ms = int(time.time() * 1000)  # (when readers began to see the new versions: every table is replaced)
+        switched = [replace(row, state=state, deployed_ms=at_ms) for row, state in rows]
+        await asyncio.to_thread(lambda: self.record().record_versions(switched))
         for model_id in waiting_in_place(files, builds, versions):
             await self._recompute(model_id, builds)
         for build in builds.values():
