@@ -15,9 +15,11 @@ from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import load_config
-from cbt.contract.messages import IntervalCompleted, MessageRejected, TaskFailed, TaskRequested
+from cbt.contract.messages import IntervalCompleted, Invalidation, MessageRejected, TaskFailed, TaskRequested
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import Coordinator
+from cbt.coordinator.switch import Switch
+from cbt.models.builds import Build, with_builds
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, Write
 from cbt.observability import metrics, model_state
@@ -27,6 +29,7 @@ from cbt.planning.planner import Planner
 from cbt.state.ports import KEEP_FAILURES
 from tests.e2e.harness import CONFIG
 from tests.integration.test_coordinator_schedules import Publisher
+from tests.twins.memory_record import MemoryRecord, MemoryVersions
 from tests.unit.scheduling.factories import ext, inc, models_of
 
 pytestmark = pytest.mark.integration
@@ -160,3 +163,42 @@ def test_kafka_away_leaves_the_model_gauges_and_reports_no_consumer_lag(
     assert lag_series == [{}]
     (warning,) = [r for r in caplog.records if r.name == "cbt.coordinator"]
     assert warning.levelno == logging.WARNING and "consumer lag not read" in warning.getMessage()
+
+
+def test_the_completion_that_completes_a_build_switches_it_without_waiting_for_a_tick(
+        redis_client: Redis, redis_prefix: str) -> None:
+    live = replace(inc("an.minute", ["ext.blocks"], imax=60), sql="SELECT 1 AS v")
+    new = replace(live, sql="SELECT 2 AS v")
+    build = Build("an.minute", 2, live, new, "old", "new")
+    coordinator, state = coordinator_on(redis_client, redis_prefix, Publisher(), live)
+    versions = MemoryVersions()
+    switched: list[tuple[str, str]] = []
+
+    def switch_table(model_id: str, build_table: str) -> int:
+        switched.append((model_id, build_table))
+        return 1
+
+    async def publish(event: Invalidation) -> None:
+        pass
+
+    coordinator.switch = Switch(state.coverage, state.ledger, lambda: versions, MemoryRecord, switch_table,
+                                lambda table: None, publish)
+    coordinator.builds, coordinator.is_leader = {build.model: build}, True
+    coordinator.models = with_builds(coordinator.files_models, coordinator.builds)
+    state.coverage.record_completed("an.minute", (0, 120), 0)
+    state.coverage.record_completed(build.table, (0, 60), 0)
+
+    async def scenario() -> None:
+        await coordinator.on_event(IntervalCompleted(task_id=f"{build.table}:60:60", model=build.table, position=60,
+                                                     interval=60).encode(), TOPICS.interval_completed)
+        assert switched == [], "the build is not complete yet"
+        state.coverage.record_completed(build.table, (60, 120), 0)
+        await coordinator.on_event(IntervalCompleted(task_id=f"{build.table}:60:60", model=build.table, position=60,
+                                                     interval=60).encode(), TOPICS.interval_completed)
+        for _ in range(50):  # (no tick runs here: only the completion can have switched it)
+            if switched:
+                break
+            await asyncio.sleep(0.02)
+
+    asyncio.run(scenario())
+    assert switched == [("an.minute", build.table)] and coordinator.builds == {}

@@ -59,6 +59,8 @@ from cbt.state.override_ports import OverrideRecord
 
 log = logging.getLogger("cbt.coordinator")
 LEADER_LEASE = "coordinator-leader"
+SWITCH_LOOK_S = 0.05
+"""How often a build's completion looks again whether the switch can run (its task still in flight)."""
 
 
 @dataclass
@@ -96,6 +98,9 @@ class Coordinator:
     is_switching: bool = False
     """The builds are complete: their models are paused until their tasks in flight end and the switch runs."""
     leadership: LeaseHolder = field(init=False)
+    switch_lock: asyncio.Lock = field(init=False, default_factory=asyncio.Lock)
+    """Held by whoever checks the builds or switches them (the tick, or a build's completion)."""
+    switch_soon: asyncio.Task[None] | None = field(init=False, default=None)
 
     @property
     def files_versions(self) -> dict[ModelId, str]:
@@ -126,6 +131,8 @@ class Coordinator:
             if message.interval is not None:  # the batch sizes follow the measured run times
                 intervals = message.interval // message.step if message.step else 1
                 self.planner.observe_run(message.model, intervals, message.duration_ms)
+        if isinstance(message, IntervalCompleted):
+            self._switch_after(message.model)
         if isinstance(message, IntervalCompleted | BoundsUpdated):
             cascaded = await self.planner.replan_dependents(message.model)
             if cascaded and isinstance(message, IntervalCompleted) and message.model in self.models:
@@ -243,9 +250,30 @@ class Coordinator:
             self.builds, self.pins = builds, pins
             self._plan_with_builds()
 
+    def _switch_after(self, model_id: ModelId) -> None:
+        """A completion of a build (or of its live model) may be the one the switch waits for: check now, in the
+        background, rather than at the next tick. The completed task's ledger entry is released just after its
+        completion is published, so a switch that finds it still in flight looks again a few times within a tick."""
+        if not self.is_leader or not any(model_id in (b.model, b.table) for b in self.builds.values()):
+            return
+        if self.switch_soon is None or self.switch_soon.done():
+            self.switch_soon = asyncio.create_task(self._switch_soon())
+
+    async def _switch_soon(self) -> None:
+        looks = max(1, int(self.config.scheduler.tick_s / SWITCH_LOOK_S))
+        for _ in range(looks):
+            await self._switch_when_built()
+            if not self.is_switching:
+                return
+            await asyncio.sleep(SWITCH_LOOK_S)
+
     async def _switch_when_built(self) -> None:
         """As leader: once every build covers what its live model covers, pause them, and when nothing of theirs
         is in flight any more, switch (``cbt.coordinator.switch``). A failed switch is tried again next tick."""
+        async with self.switch_lock:
+            await self._switch_when_built_locked()
+
+    async def _switch_when_built_locked(self) -> None:
         if not self.builds or self.switch is None:
             return
         if not self.is_switching:
