@@ -12,6 +12,7 @@ its table from its query."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import shutil
@@ -29,11 +30,16 @@ import pytest
 
 from bench.events import EventRecorder
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.config.settings import load_config
+from cbt.adapters.switch import location
+from cbt.api.tables.delta_rows import FOLDERS_TTL_S, DeltaRows
+from cbt.api.tables.routes import read_page
+from cbt.api.tables.row_query import TokenSigner
+from cbt.config.settings import TablesApiConfig, load_config
 from cbt.contract.messages import IntervalCompleted
 from cbt.contract.topics import Topics
 from cbt.dev.pipeline import ServiceProcesses
 from cbt.models.loader import load_models
+from cbt.models.spec import Expose
 from cbt.service import model_changes
 from tests.conftest import Endpoints
 from tests.e2e import oracle as o
@@ -45,6 +51,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.timeout(900)]
 MIDDLE = "block_propagation_two_minute"
 OLD_CLASS, NEW_CLASS = "WHEN avg_propagation_ms < 2000 THEN 'fast'", "WHEN avg_propagation_ms < 2500 THEN 'fast'"
 SERVICES = ("coordinator", "worker", "bounds-cache", "invalidator")
+SIGNER = TokenSigner(b"t" * 32, 3600)
 
 
 def two_minute_v2(src: str, out: str, span: o.Range) -> str:
@@ -123,6 +130,11 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
         assert reader.samples and set(reader.samples) <= {"old", "new"}, f"a reader saw both versions at once: " \
             f"{[s for s in reader.samples if s not in ('old', 'new')][:5]}"
         assert reader.samples[0] == "old" and reader.samples[-1] == "new", reader.samples
+        assert set(reader.api_samples) <= {"old", "new"}, f"a read API reader saw both versions at once: " \
+            f"{[s for s in reader.api_samples if s not in ('old', 'new')][:5]}"
+        assert reader.api_samples[0] == "old" and reader.api_samples[-1] == "new", reader.api_samples
+        assert str(location(dep.spark, f"{dep.output_db}.{MIDDLE}")).endswith(f"/{MIDDLE}__cbt_v2"), \
+            "the switch moved the name to the build's files: no row copied"
         assert not dep.spark.catalog.tableExists(f"{dep.output_db}.{MIDDLE}__cbt_v2"), "the build is dropped"
 
         incrementals = [m.id for m in load_models(load_config(CONFIG, environ={**dep.overrides})).incrementals]
@@ -150,7 +162,7 @@ def test_a_changed_column_recomputes_the_model_and_the_descendant_that_reads_it_
                                      env={**os.environ, **dep.overrides}, capture_output=True, text=True, timeout=300)
         assert rolled_back.returncode == 0, rolled_back.stdout + rolled_back.stderr
         assert f"{dep.output_db}.{MIDDLE} version 1 live again" in rolled_back.stdout, rolled_back.stdout
-        assert reader.sample() == "old", "the table is restored in one commit, without recomputing it"
+        assert reader.sample() == "old", "the name is back on the old files in one step, nothing recomputed"
         time.sleep(12.0)  # (the leader reads the versions record again every 10 s)
         dep.wait_quiet(LAST_SLOT_END)
         verdict = o.IndependentOracle(dep.spark, dep.source_db, dep.output_db, ROLLED_BACK).verdict(
@@ -185,15 +197,28 @@ def caught_up(endpoints: Endpoints, spark_backend: SparkBackend, files: Path) ->
 
 
 class VersionSampler:
-    """Reads the middle model's table through Spark SQL over and over: the rows whose average lies where the two
-    definitions disagree ([2000, 2500) ms) are all ``fast`` under the new one and none under the old one; a sample
-    with some of each saw both versions at once."""
+    """Reads the middle model's table over and over, through Spark SQL and as the api's read API reads it (delta-rs
+    on the table's files, found through the versions record): the rows whose average lies where the two definitions
+    disagree ([2000, 2500) ms) are all ``fast`` under the new one and none under the old one; a sample with some of
+    each saw both versions at once."""
 
     def __init__(self, dep: Deployment, table: str) -> None:
         self.dep, self.table = dep, table
         self.samples: list[str] = []
+        self.api_samples: list[str] = []
+        config = load_config(CONFIG, environ={**dep.overrides})
+        warehouse = str(dep.spark.conf.get("spark.sql.warehouse.dir")).removeprefix("file:")
+        self._rows = DeltaRows(TablesApiConfig(warehouse=warehouse), Path("."),
+                               functools.partial(model_changes.live_folders, config))
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def api_sample(self) -> str:
+        page = read_page(self._rows, SIGNER, self.table, Expose(), [
+            ("avg_propagation_ms_gte", "2000"), ("avg_propagation_ms_lt", "2500")], 10_000, None, None)
+        band, fast = len(page["rows"]), sum(r["propagation_class"] == "fast" for r in page["rows"])
+        assert band >= 2, f"too few rows where the definitions disagree through the read API: {band}"
+        return {0: "old", band: "new"}.get(fast, f"{fast} of {band} new")
 
     def sample(self) -> str:
         row = self.dep.spark.sql(f"""SELECT count(*) AS band, count_if(propagation_class = 'fast') AS fast
@@ -207,11 +232,14 @@ class VersionSampler:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(timeout=30)
+        time.sleep(FOLDERS_TTL_S)  # (the read API reads where the live version's files are this often)
         self.samples.append(self.sample())
+        self.api_samples.append(self.api_sample())
 
     def _run(self) -> None:
         while not self._stop.wait(0.5):
             self.samples.append(self.sample())
+            self.api_samples.append(self.api_sample())
 
 
 def assert_plan_says_what_a_deployment_recomputes(dep: Deployment) -> None:

@@ -19,7 +19,7 @@ from cbt.contract.messages import IntervalCompleted, Invalidation, MessageReject
 from cbt.contract.topics import Topics
 from cbt.coordinator.app import Coordinator
 from cbt.coordinator.switch import Switch
-from cbt.models.builds import Build, with_builds
+from cbt.models.builds import Build, Switched, with_builds
 from cbt.models.dag import ModelSet
 from cbt.models.spec import IncrementalModel, Write
 from cbt.observability import metrics, model_state
@@ -174,9 +174,9 @@ def test_the_completion_that_completes_a_build_switches_it_without_waiting_for_a
     versions = MemoryVersions()
     switched: list[tuple[str, str]] = []
 
-    def switch_table(model_id: str, build_table: str) -> int:
+    def switch_table(model_id: str, build_table: str, kept: str) -> Switched:
         switched.append((model_id, build_table))
-        return 1
+        return Switched()
 
     async def publish(event: Invalidation) -> None:
         pass

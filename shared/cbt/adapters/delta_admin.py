@@ -35,7 +35,7 @@ from typing import Protocol
 from pyspark.sql import SparkSession
 
 from cbt.adapters.admin_tables.check_results import CHECK_RESULTS, CHECK_RESULTS_TABLE, CheckResultsTable
-from cbt.adapters.admin_tables.columns import TableSpec, sql_string
+from cbt.adapters.admin_tables.columns import TableSpec
 from cbt.adapters.admin_tables.completions import COMPLETIONS, CompletionsTable
 from cbt.adapters.admin_tables.failures import FAILURES, FailuresTable
 from cbt.adapters.admin_tables.file_tables import (
@@ -66,6 +66,7 @@ from cbt.adapters.spark import connect, quote_identifier
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
+from cbt.models.templates import sql_string
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.protocol import Piece
 from cbt.scheduling.task_runs import TaskRun

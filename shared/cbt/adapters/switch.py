@@ -1,11 +1,16 @@
 """Switching a model's name to its build, and back, on Spark (``cbt.coordinator.switch``, ``cbt rollback``).
 
-The switch replaces the model's table with the build's rows in one Delta commit (``CREATE OR REPLACE TABLE … AS
-SELECT``): a reader sees the old version or the new one, never both; the table keeps its name, its history and its
-partitioning (the build's, which the product created from the same frontmatter). The old version stays in the
-table's Delta history: a rollback restores the table version it was last live in (``RESTORE TABLE``), as long as
-its files are kept (Delta keeps removed files 7 days by default, ``delta.deletedFileRetentionDuration``; ``VACUUM``
-deletes them after that).
+A build is its own Delta table, registered as an *external* table (``cbt.adapters.target_tables``), so its files
+outlive its catalog entry. The switch points the model's name at the build's files — ``ALTER TABLE … SET LOCATION``,
+one catalog change that moves no rows, whatever the table's size: a reader sees the old version or the new one,
+never both. The old version's files stay where they were, registered as ``<table>__cbt_kept_v<N>`` (readable by
+name; the same id keeps its completion rows, ``cbt.models.builds.kept_rows_id``), and ``cbt rollback`` points the
+name back at them. The old files are registered before the name moves, so a switch repeated after a crash finds
+where they are.
+
+A build table made before builds were external is a managed table (dropping it deletes its files), so its model is
+switched as before: its table replaced with the build's rows in one Delta commit (``CREATE OR REPLACE TABLE … AS
+SELECT``), and a rollback restores the table's Delta version (``RESTORE TABLE``).
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ from contextlib import AbstractContextManager, nullcontext
 
 from pyspark.sql import SparkSession
 
+from cbt.models.builds import Switched
 from cbt.models.spec import ModelId
-from cbt.models.templates import quote_id, quote_part
+from cbt.models.templates import quote_id, quote_part, sql_string
+
+BYPASS_SCHEMA_CHECK = "spark.databricks.delta.alterLocation.bypassSchemaCheck"
+"""Delta refuses to point a table at files of another schema unless told: a breaking change may retype a column."""
 
 
 def table_version(spark: SparkSession, model_id: ModelId) -> int | None:
@@ -27,24 +36,72 @@ def table_version(spark: SparkSession, model_id: ModelId) -> int | None:
     return None if row is None else int(row["version"])
 
 
-def switch_to_build(spark: SparkSession, model_id: ModelId, build: ModelId) -> int | None:
-    """Replace ``model_id``'s rows, schema and partitioning with ``build``'s in one commit; returns the table's
-    version before (what a rollback restores), None when the table did not exist."""
+def location(spark: SparkSession, table: ModelId) -> str | None:
+    """Where the table's files are; None when the catalog has no such table."""
+    if not spark.catalog.tableExists(table):
+        return None
+    row = spark.sql(f"DESCRIBE DETAIL {quote_id(table)}").first()
+    return None if row is None or not row["location"] else str(row["location"])
+
+
+def is_external(spark: SparkSession, table: ModelId) -> bool:
+    """Whether dropping the table leaves its files (an external table)."""
+    return str(spark.catalog.getTable(table).tableType).upper() == "EXTERNAL"
+
+
+def point_at(spark: SparkSession, table: ModelId, files: str) -> None:
+    """Point ``table``'s name at the Delta table at ``files`` (one catalog change), or register it there."""
+    if not spark.catalog.tableExists(table):
+        spark.sql(f"CREATE TABLE {quote_id(table)} USING DELTA LOCATION {sql_string(files)}").collect()
+        return
+    spark.conf.set(BYPASS_SCHEMA_CHECK, "true")
+    spark.sql(f"ALTER TABLE {quote_id(table)} SET LOCATION {sql_string(files)}").collect()
+
+
+def switch_to_build(spark: SparkSession, model_id: ModelId, build: ModelId, kept: ModelId) -> Switched:
+    """Point ``model_id``'s name at ``build``'s files, its old files registered as ``kept`` first; a managed build
+    (made before builds were external) is copied instead."""
+    if not is_external(spark, build):
+        return _copy_build(spark, model_id, build)
+    new = location(spark, build)
+    if new is None:
+        raise RuntimeError(f"{build}: the build's table has no location")
+    old = location(spark, model_id)
+    if old == new:  # switched before the leader stopped; the kept table says where the old files are
+        return Switched(location(spark, kept), new)
+    if old is not None and location(spark, kept) != old:
+        spark.sql(f"DROP TABLE IF EXISTS {quote_id(kept)}").collect()  # (an entry left by an earlier switch)
+        point_at(spark, kept, old)
+    point_at(spark, model_id, new)
+    return Switched(old, new)
+
+
+def _copy_build(spark: SparkSession, model_id: ModelId, build: ModelId) -> Switched:
+    """Replace ``model_id``'s rows, schema and partitioning with ``build``'s in one commit."""
     before = table_version(spark, model_id)
     detail = spark.sql(f"DESCRIBE DETAIL {quote_id(build)}").first()
     partitions = list(detail["partitionColumns"] or []) if detail is not None else []
     partitioned = f" PARTITIONED BY ({', '.join(map(quote_part, partitions))})" if partitions else ""
     spark.sql(f"CREATE OR REPLACE TABLE {quote_id(model_id)} USING DELTA{partitioned} "
               f"AS SELECT * FROM {quote_id(build)}").collect()
-    return before
+    return Switched(table_version=before)
 
 
 def drop_build(spark: SparkSession, build: ModelId) -> None:
+    """Drop the build's catalog entry (an external build's files are the model's now and stay)."""
     spark.sql(f"DROP TABLE IF EXISTS {quote_id(build)}").collect()
 
 
+def point_back(spark: SparkSession, model_id: ModelId, files: str, kept: ModelId) -> None:
+    """``cbt rollback`` of a location switch: the model's name on the old version's files again (one catalog
+    change); the kept table's entry, which named the same files, is dropped (the files stay)."""
+    point_at(spark, model_id, files)
+    if location(spark, kept) == files:
+        spark.sql(f"DROP TABLE IF EXISTS {quote_id(kept)}").collect()
+
+
 def restore(spark: SparkSession, model_id: ModelId, version: int) -> None:
-    """Put ``model_id``'s table back as it was at ``version`` (one commit)."""
+    """``cbt rollback`` of a copy: ``model_id``'s table back as it was at ``version`` (one commit)."""
     spark.sql(f"RESTORE TABLE {quote_id(model_id)} TO VERSION AS OF {int(version)}").collect()
 
 
@@ -55,9 +112,9 @@ class SparkSwitch:
                  permit: Callable[[], AbstractContextManager[None]] | None = None) -> None:
         self._spark, self._permit = spark, permit or nullcontext
 
-    def switch_table(self, model_id: ModelId, build: ModelId) -> int | None:
+    def switch_table(self, model_id: ModelId, build: ModelId, kept: ModelId) -> Switched:
         with self._permit():
-            return switch_to_build(self._spark(), model_id, build)
+            return switch_to_build(self._spark(), model_id, build, kept)
 
     def drop_table(self, build: ModelId) -> None:
         with self._permit():

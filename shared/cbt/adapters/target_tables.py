@@ -9,9 +9,10 @@ import threading
 from pyspark.sql import SparkSession
 from pyspark.sql.types import StructType
 
+from cbt.models.builds import built_model
 from cbt.models.spec import IncrementalModel, ModelId, Transformation
 from cbt.models.target_tables import Columns, Migration, create_statements, migration, owns_table, probe_statements
-from cbt.models.templates import RenderSettings
+from cbt.models.templates import RenderSettings, quote_part
 
 
 def columns_of(schema: StructType) -> Columns:
@@ -34,6 +35,17 @@ def table_columns(spark: SparkSession, model: Transformation) -> Columns | None:
     return columns_of(spark.table(f"`{model.database}`.`{model.table}`").schema)
 
 
+def build_location(spark: SparkSession, model: Transformation) -> str | None:
+    """Where a build's table goes: in its database's folder, where Spark would put a managed table of that name — but
+    created there as an external table, so that dropping the build's entry at the switch leaves its files, which the
+    model's name then points at (``cbt.adapters.switch``). None for any other model (a managed table)."""
+    if built_model(model.id) is None:
+        return None
+    spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote_part(model.database)}").collect()
+    folder = str(spark.catalog.getDatabase(model.database).locationUri).rstrip("/")
+    return f"{folder}/{model.table.lower()}"
+
+
 def statements_for(spark: SparkSession, model: IncrementalModel,
                    settings: RenderSettings) -> tuple[list[str], tuple[str, ...]]:
     """What makes the table fit the query now — its creation, the columns to add, or nothing — and how else the
@@ -41,7 +53,7 @@ def statements_for(spark: SparkSession, model: IncrementalModel,
     query = query_columns(spark, model, settings)
     table = table_columns(spark, model)
     if table is None:
-        return create_statements(model, query), ()
+        return create_statements(model, query, build_location(spark, model)), ()
     needed: Migration = migration(table, query)
     return needed.statements(model), needed.differences
 

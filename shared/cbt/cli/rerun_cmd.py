@@ -58,7 +58,8 @@ def cmd_rerun(args: argparse.Namespace) -> int:
 
 
 def cmd_rollback(args: argparse.Namespace) -> int:
-    """Restore each table of the switch (one Delta commit each), record the versions (the services take them up
+    """Point each model of the switch back at its old version's files (one catalog change each; a switch that copied:
+    its table restored in one Delta commit), record the versions (the services take them up
     within seconds: ``cbt.models.builds.VERSIONS_READ_S``), then re-run what the rolled-back versions computed
     after the switch, and the in-place readers that recomputed from them."""
     import time
@@ -66,7 +67,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     from cbt.adapters.delta_admin import admin_from_config
     from cbt.adapters.invalidation_publisher import publish_event
     from cbt.adapters.spark import connect
-    from cbt.adapters.switch import restore
+    from cbt.adapters.switch import point_back, restore
     from cbt.cli.plan_cmds import redis_state
     from cbt.contract.messages import Invalidation
     from cbt.models.builds import kept_rows_id
@@ -85,10 +86,14 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         plan = plan_rollback(model_id, record.all_versions(), int(time.time() * 1000))
     except NothingToRollBack as e:
         raise CbtError(str(e)) from None
-    for table, version in plan.restores:
-        restore(spark, table, version)
-        print(f"restored {table} to its table version {version}")
-    rolled = {table for table, _ in plan.restores}
+    for old in plan.restores:
+        if old.table_location is not None:
+            point_back(spark, old.model, old.table_location, kept_rows_id(old.model, old.version))
+            print(f"{old.model}: version {old.version}'s table again ({old.table_location})")
+        else:
+            restore(spark, old.model, old.table_version or 0)
+            print(f"restored {old.model} to its table version {old.table_version}")
+    rolled = {old.model for old in plan.restores}
     covered = admin.coverage(sorted({*rolled, *(d for m in rolled for d in models.dependents(m))}))  # (before
     # the kept rows come back: what the rolled-back version computed after the switch is re-run below)
     for kept in (v for v in plan.rows if v.state == "live"):  # (the rows the switch kept: none before they were)
@@ -111,6 +116,6 @@ def cmd_rollback(args: argparse.Namespace) -> int:
         print(f"re-running {event.model} [{event.start}, {event.end}): {event.reason}")
     versions = ", ".join(f"{v.model} version {v.version}" for v in plan.rows if v.state == "live")
     print(f"rolled back: {versions} live again")
-    record_change(config, "rollback", model_id, {"restored": [list(r) for r in plan.restores],
+    record_change(config, "rollback", model_id, {"restored": [[v.model, v.version] for v in plan.restores],
                                                  "events": [e.id for e in events]})
     return 0

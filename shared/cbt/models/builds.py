@@ -54,6 +54,18 @@ class Build:
         return build_id(self.model, self.version)
 
 
+@dataclass(frozen=True)
+class Switched:
+    """Where the model's rows were before the switch and are after it (``cbt rollback`` goes back to the first)."""
+
+    old_location: str | None = None
+    """The old version's files (registered as the kept table); None when the model had no table, or for a copy."""
+    new_location: str | None = None
+    """The new version's files (the build's); None for a copy (the model's own table holds them)."""
+    table_version: int | None = None
+    """A copy: the model's Delta table version before it (what a rollback restores); None otherwise."""
+
+
 def build_id(model_id: ModelId, version: int) -> ModelId:
     """The build table of ``model_id``'s ``version``: beside the model, in its database."""
     return f"{model_id}{BUILD_MARK}{version}"

@@ -49,7 +49,12 @@ class DeployedVersion:
     build_table: str | None = None
     """Where a ``building`` version is built (``database.table``); None when it is built in place."""
     table_version: int | None = None
-    """A ``retired`` version: the Delta version of the model's table it last served (``cbt rollback`` restores it)."""
+    """A ``retired`` version switched by copying its build's rows (before location switches): the Delta version of
+    the model's table it last served (``cbt rollback`` restores it)."""
+    table_location: str | None = None
+    """Where the version's rows are, once a switch moved the model's name between tables (``cbt.adapters.switch``):
+    a ``live`` version's table, a ``retired`` one's (``cbt rollback`` points the name back at it). None: the table
+    the catalog names (versions switched before locations were)."""
     covered_end: int | None = None
     """A ``retired`` version: where the model's coverage ended at the switch (what came after was computed by the
     version that replaced it: a rollback re-runs it)."""
@@ -226,11 +231,12 @@ def transformations(models: ModelSet) -> list[Transformation]:
 
 @dataclass(frozen=True)
 class Rollback:
-    """What ``cbt rollback`` does: restore each model's table (``restores``: model, Delta table version), record the
-    versions (``rows``), and re-run what the rolled-back versions computed after the switch (``heads``: model,
-    position from which its coverage was computed by them)."""
+    """What ``cbt rollback`` does: point each model's name back at the version its last switch retired
+    (``restores``: the retired versions, with where their rows are — ``table_location``, or for a switch that copied,
+    the Delta ``table_version`` to restore), record the versions (``rows``), and re-run what the rolled-back versions
+    computed after the switch (``heads``: model, position from which its coverage was computed by them)."""
 
-    restores: list[tuple[ModelId, int]]
+    restores: list[DeployedVersion]
     rows: list[DeployedVersion]
     heads: dict[ModelId, int]
 
@@ -244,7 +250,8 @@ def plan_rollback(model_id: ModelId, versions: Iterable[DeployedVersion], at_ms:
     never sees a rolled-back parent beside a child still on its new version)."""
     states = list(versions)
     live = live_versions(states)
-    retired = [v for v in states if v.state == "retired" and v.table_version is not None]
+    retired = [v for v in states if v.state == "retired"
+               and (v.table_location is not None or v.table_version is not None)]
     mine = [v for v in retired if v.model == model_id and model_id in live and v.version < live[model_id].version]
     if not mine:
         raise NothingToRollBack(f"{model_id}: no earlier version to switch back to (a version is kept once a switch "
@@ -255,7 +262,7 @@ def plan_rollback(model_id: ModelId, versions: Iterable[DeployedVersion], at_ms:
     for old in group:
         rows.append(replace(live[old.model], state="rolled_back", deployed_ms=at_ms))
         rows.append(replace(old, state="live", deployed_ms=at_ms, table_version=None, covered_end=None))
-    return Rollback([(v.model, v.table_version or 0) for v in group], rows,
+    return Rollback(group, rows,
                     {v.model: v.covered_end for v in group if v.covered_end is not None})
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from cbt.models.render import render_statements
 from cbt.models.spec import IncrementalModel, Transformation
-from cbt.models.templates import RenderSettings, TaskContext, quote_part
+from cbt.models.templates import RenderSettings, TaskContext, quote_part, sql_string
 
 Columns = Sequence[tuple[str, str]]
 """``(name, Spark SQL type)`` in order, e.g. ``("slot", "BIGINT")``."""
@@ -40,11 +40,13 @@ def target_name(model: Transformation) -> str:
     return f"{quote_part(model.database)}.{quote_part(model.table)}"
 
 
-def create_statements(model: Transformation, columns: Columns) -> list[str]:
-    """The database, then the table with ``columns`` (Delta)."""
+def create_statements(model: Transformation, columns: Columns, location: str | None = None) -> list[str]:
+    """The database, then the table with ``columns`` (Delta); with ``location``, an external table there (a
+    build's: its files outlive its catalog entry, ``cbt.adapters.switch``)."""
     listed = ",\n  ".join(f"{quote_part(name)} {kind}" for name, kind in columns)
+    at = "" if location is None else f" LOCATION {sql_string(location)}"
     return [f"CREATE DATABASE IF NOT EXISTS {quote_part(model.database)}",
-            f"CREATE TABLE IF NOT EXISTS {target_name(model)} (\n  {listed}\n) USING DELTA"]
+            f"CREATE TABLE IF NOT EXISTS {target_name(model)} (\n  {listed}\n) USING DELTA{at}"]
 
 
 @dataclass(frozen=True)

@@ -246,6 +246,11 @@ def quote_id(model_id: str) -> str:
     return ".".join(quote_part(part) for part in model_id.split("."))
 
 
+def sql_string(text: str) -> str:
+    """``text`` as a Spark SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
 def compile_problem(source: str, path: str, first_line: int, field_name: str = "sql") -> Problem | None:
     """A syntax error in a template, at its file line; None when it compiles."""
     try:

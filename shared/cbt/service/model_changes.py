@@ -86,6 +86,14 @@ def read_versions(config: Config) -> list[DeployedVersion] | None:
         return []
 
 
+def live_folders(config: Config) -> dict[ModelId, str]:
+    """Each model whose name a switch moved to its build's files (``cbt.adapters.switch``): the folder of its live
+    version's files in its database's folder, from the versions record (``table_location``); the others are in the
+    folder of their own name."""
+    return {v.model: v.table_location.rstrip("/").rsplit("/", 1)[-1] for v in read_versions(config) or ()
+            if v.state == "live" and v.table_location}
+
+
 def read_mixed_versions(config: Config, model_ids: list[ModelId]) -> dict[ModelId, dict[int | None, Coverage]]:
     """The models whose tables hold rows of more than one version (an in-place change under way), with the
     intervals each version's rows hold, by version number (``None``: not known) — from the tables' files; ``{}``

@@ -121,3 +121,24 @@ def test_reads_waiting_their_turn_hold_none_of_the_threads_other_routes_use(delt
     finally:
         reads.close()
     assert other == "redis route" and done == ["read"] * 40
+
+
+def test_a_switched_model_is_read_from_its_live_folder_and_a_paging_reader_stays_on_its_first_table(
+        tmp_path: Path) -> None:
+    """A switch moves the model's name to its build's files (``cbt.adapters.switch``): the next first page reads
+    them; a reader already paging keeps the table its first page read, so it never mixes the two versions."""
+    for folder, total in (("t", 1.0), ("t__cbt_v2", 2.0)):
+        write_deltalake(str(tmp_path / "a.db" / folder), pa.table({"slot": pa.array(range(4), pa.int64()),
+                                                                    "total": pa.array([total] * 4, pa.float64())}))
+    live: dict[str, str] = {}
+    delta = DeltaRows(TablesApiConfig(warehouse=str(tmp_path)), Path("."), lambda: dict(live), folders_ttl_s=0)
+    first = read_page(delta, SIGNER, "a.t", Expose(), [("order_by", "slot")], 2, None, None)
+    assert {r["total"] for r in first["rows"]} == {1.0}
+
+    live["a.t"] = "t__cbt_v2"
+    token = SIGNER.decode(first["next_page_token"], int(time.time()))
+    second = read_page(delta, SIGNER, "a.t", Expose(), [("order_by", "slot")], 2, token, None)
+    assert [r["slot"] for r in second["rows"]] == [2, 3] and {r["total"] for r in second["rows"]} == {1.0}, \
+        "the paging reader's table"
+    fresh = read_page(delta, SIGNER, "a.t", Expose(), [("order_by", "slot")], 2, None, None)
+    assert {r["total"] for r in fresh["rows"]} == {2.0}, "a new read: the switched files"

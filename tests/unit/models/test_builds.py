@@ -132,7 +132,8 @@ def test_a_rollback_switches_back_every_model_of_the_switch_and_keeps_the_files_
               version(first, 2, "live", 5_000), version(second, 1, "live", 1_000),
               version(second, 2, "live", 5_000), version(third, 1, "live", 1_000)]
     plan = plan_rollback("analytics.second", current_states(record), 9_000)
-    assert plan.restores == [("analytics.first", 4), ("analytics.second", 4)], "switched together, back together"
+    assert [(v.model, v.table_version) for v in plan.restores] == [("analytics.first", 4), ("analytics.second", 4)], \
+        "switched together, back together"
     assert plan.heads == {"analytics.first": 900, "analytics.second": 900}
     after = current_states([*record, *plan.rows])
     assert {(v.model, v.version): v.state for v in after if v.model != "analytics.third"} == {
@@ -146,6 +147,20 @@ def test_a_rollback_switches_back_every_model_of_the_switch_and_keeps_the_files_
     assert rolled_back_files(edited, after) == set(), "files that change are deployed again"
     with pytest.raises(NothingToRollBack):
         plan_rollback("analytics.third", current_states(record), 9_000)
+
+
+def test_a_rollback_of_a_switch_that_moved_the_name_goes_back_to_the_old_files(chain: ModelSet) -> None:
+    first = files(chain, "analytics.first")
+    record = [version(first, 1, "live", 1_000), version(first, 2, "building", 2_000),
+              replace(version(first, 1, "retired", 5_000), table_location="file:/w/analytics.db/first",
+                      covered_end=900),
+              replace(version(first, 2, "live", 5_000), table_location="file:/w/analytics.db/first__cbt_v2")]
+    plan = plan_rollback("analytics.first", current_states(record), 9_000)
+    assert [(v.model, v.version, v.table_location) for v in plan.restores] == [
+        ("analytics.first", 1, "file:/w/analytics.db/first")]
+    after = {v.version: (v.state, v.table_location) for v in current_states([*record, *plan.rows])}
+    assert after == {1: ("live", "file:/w/analytics.db/first"),
+                     2: ("rolled_back", "file:/w/analytics.db/first__cbt_v2")}, "each version says where its rows are"
 
 
 def test_the_models_to_run_come_from_the_files_and_the_record_together(chain: ModelSet) -> None:

@@ -11,7 +11,7 @@ import pytest
 
 from cbt.contract.messages import Invalidation
 from cbt.coordinator.switch import Switch, adopt_build, head_left, is_complete, waiting_in_place
-from cbt.models.builds import Build
+from cbt.models.builds import Build, Switched
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion
 from cbt.models.spec import IncrementalModel, Write
@@ -88,30 +88,32 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
     durable = MemoryRecord()
     durable.record_completed([CompletedInterval("an.parent", 0, 317, "p", version="old"),
                               CompletedInterval(build.table, 0, 400, "b", version="new")])
-    switched: list[tuple[str, str]] = []
+    switched: list[tuple[str, str, str]] = []
     published: list[Invalidation] = []
     dropped: list[str] = []
 
     async def publish(event: Invalidation) -> None:
         published.append(event)
 
-    def switch_table(model_id: str, build_table: str) -> int:
-        switched.append((model_id, build_table))
-        return 7
+    def switch_table(model_id: str, build_table: str, kept: str) -> Switched:
+        switched.append((model_id, build_table, kept))
+        return Switched("file:/w/an.db/parent", "file:/w/an.db/parent__cbt_v2")
 
     switch = Switch(state.coverage, state.ledger, lambda: record, lambda: durable, switch_table, dropped.append,
                     publish)
     assert switch.ready({build.model: build})
     asyncio.run(switch.run(files(), {build.model: build}))
 
-    assert switched == [("an.parent", "an.parent__cbt_v2")] and dropped == ["an.parent__cbt_v2"]
+    assert switched == [("an.parent", "an.parent__cbt_v2", "an.parent__cbt_kept_v1")]
+    assert dropped == ["an.parent__cbt_v2"]
     assert durable.version_coverage(["an.parent", "an.parent__cbt_kept_v1"]) == {
         "an.parent": {"new": ((0, 400),)}, "an.parent__cbt_kept_v1": {"old": ((0, 317),)}}, \
         "the model's rows are the build's; its old rows are kept for a rollback"
     assert state.coverage.coverage("an.parent") == ((0, 400),), "with what the build covered beyond"
     assert state.coverage.deployed_versions(["an.parent"]) == {"an.parent": "new"}, "its old tasks are dropped"
-    states = {v.version: (v.state, v.table_version, v.covered_end) for v in record.all_versions()}
-    assert states == {1: ("retired", 7, 317), 2: ("live", None, None)}
+    states = {v.version: (v.state, v.table_location, v.covered_end) for v in record.all_versions()}
+    assert states == {1: ("retired", "file:/w/an.db/parent", 317), 2: ("live", "file:/w/an.db/parent__cbt_v2", None)}, \
+        "each version says where its rows are: a rollback points the name back at the old ones"
     assert [(e.model, e.start, e.end, e.cascade) for e in published] == [("an.reads_total", 0, 300, False)]
 
 
@@ -128,8 +130,8 @@ def test_the_head_a_build_left_is_recomputed_at_the_switch_without_its_descendan
     async def publish(event: Invalidation) -> None:
         published.append(event)
 
-    switch = Switch(state.coverage, state.ledger, lambda: record, MemoryRecord, lambda m, b: 7, lambda table: None,
-                    publish)
+    switch = Switch(state.coverage, state.ledger, lambda: record, MemoryRecord, lambda m, b, k: Switched(),
+                    lambda table: None, publish)
     asyncio.run(switch.run(files(), {build.model: build}))
     assert [(e.model, e.start, e.end, e.cascade) for e in published if e.model == "an.parent"] == [
         ("an.parent", 300, 317, False)]
@@ -158,10 +160,10 @@ def test_the_versions_go_live_when_the_tables_are_switched_not_when_the_switch_b
     state.coverage.record_completed(build.table, (0, 300), 0)
     replaced_ms: list[int] = []
 
-    def switch_table(model_id: str, build_table: str) -> int:
+    def switch_table(model_id: str, build_table: str, kept: str) -> Switched:
         time.sleep(0.05)
         replaced_ms.append(int(time.time() * 1000))
-        return 7
+        return Switched()
 
     async def publish(event: Invalidation) -> None:
         pass

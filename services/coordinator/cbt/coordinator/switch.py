@@ -1,16 +1,17 @@
 """The switch: when every build in progress covers what its live model covers, the models' names take their builds'
 rows, together (``cbt.models.builds``).
 
-The leader checks at each tick. When the builds are complete it stops planning the models and their builds, waits
-for their tasks in flight to end (a task of the old version must not land in a switched table), then, parents
-before children, replaces each model's table with its build's rows in one Delta commit
-(``cbt.adapters.switch``): a reader of one table sees the old version or the new one, never both, and the tables of
-one deployment switch one after another within seconds. The model's completion rows become its build's, in one
+The leader checks at each tick and at each completion of a build. When the builds are complete it stops planning the
+models and their builds, waits for their tasks in flight to end (a task of the old version must not land in a
+switched table), then, parents before children, points each model's name at its build's files, the old ones kept
+under ``<table>__cbt_kept_v<N>`` (``cbt.adapters.switch``: one catalog change, no rows moved): a reader of one table
+sees the old version or the new one, never both, and the tables of one deployment switch one after another within
+a second. The model's completion rows become its build's, in one
 commit (the tasks that computed what the table now holds, in their version: ``adopt_build``); the versions
-are recorded (the new ones ``live``, the old ones ``retired`` with the table version to restore); the in-place
-models that waited below a build are invalidated now, so they recompute from the new parents; the build tables are
-dropped. A leader that dies midway switches again on the next start (the same rows: replacing a table with its
-build twice changes nothing).
+are recorded (the new ones ``live`` with their files, the old ones ``retired`` with theirs, which ``cbt rollback``
+points the name back at); the in-place models that waited below a build are invalidated now, so they recompute from
+the new parents; the builds' catalog entries are dropped (their files are the models' now). A leader that dies
+midway switches again on the next start (pointing a name at the files it already names changes nothing).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 
 from cbt.contract.messages import Invalidation
-from cbt.models.builds import Build, kept_rows_id
+from cbt.models.builds import Build, Switched, kept_rows_id
 from cbt.models.changes import classify, impact
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionRecord, VersionState, latest_versions, live_versions
@@ -93,7 +94,8 @@ class Switch:
     ledger: TaskLedger
     record: Callable[[], VersionRecord]
     durable: Callable[[], DurableRecord]
-    switch_table: Callable[[ModelId, ModelId], int | None]
+    switch_table: Callable[[ModelId, ModelId, ModelId], Switched]
+    """Points the model's name at its build (model, build, the kept table's id): ``cbt.adapters.switch``."""
     drop_table: Callable[[ModelId], None]
     publish: Callable[[Invalidation], Awaitable[None]]
 
@@ -115,23 +117,27 @@ class Switch:
         rows: list[tuple[DeployedVersion, VersionState]] = []
         for model_id in [m for m in files.topological_order() if m in builds]:
             build = builds[model_id]
-            before = await asyncio.to_thread(self.switch_table, model_id, build.table)
             retired = kept_rows_id(model_id, live[model_id].version) if model_id in live else None
+            switched = await asyncio.to_thread(self.switch_table, model_id, build.table,
+                                               retired or kept_rows_id(model_id, 0))
             head = head_left(build, coverage)
             await asyncio.to_thread(adopt_build, self.durable(), model_id, build, retired, head)
             self._cover(model_id, beyond(coverage.get(model_id, ()), coverage.get(build.table, ())))
             await self._recompute_head(model_id, head, builds)
             ranges = coverage.get(model_id, ())
             if model_id in live:
-                rows.append((replace(live[model_id], table_version=before,
+                rows.append((replace(live[model_id], table_version=switched.table_version,
+                                     table_location=switched.old_location,
                                      covered_end=ranges[-1][1] if ranges else None), "retired"))
             if model_id in building:
-                rows.append((replace(building[model_id], build_table=None), "live"))
-            log.info("model version: switched", extra={"model": model_id, "build": build.table,
-                                                       "restore_to": before})
+                rows.append((replace(building[model_id], build_table=None, table_location=switched.new_location),
+                             "live"))
+            log.info("model version: switched", extra={
+                "model": model_id, "build": build.table, "files": switched.new_location,
+                "kept": switched.old_location, "restore_to": switched.table_version})
         at_ms = int(time.time() * 1000)  # (when readers began to see the new versions: every table is replaced)
-        switched = [replace(row, state=state, deployed_ms=at_ms) for row, state in rows]
-        await asyncio.to_thread(lambda: self.record().record_versions(switched))
+        states = [replace(row, state=state, deployed_ms=at_ms) for row, state in rows]
+        await asyncio.to_thread(lambda: self.record().record_versions(states))
         for model_id in waiting_in_place(files, builds, versions):
             await self._recompute(model_id, builds)
         for build in builds.values():

@@ -12,6 +12,7 @@ from typing import Any, Protocol
 from pyspark.sql.types import BooleanType, DataType, LongType, StringType, StructField, StructType, TimestampType
 
 from cbt.models.spec import ModelId
+from cbt.models.templates import sql_string
 from cbt.state.admin_records import split_model_id
 
 Params = dict[str, object]
@@ -93,11 +94,6 @@ class TableSpec:
 def timestamp(ms: int) -> datetime:
     """A ``TIMESTAMP`` column's value for a time in unix milliseconds."""
     return datetime.fromtimestamp(ms / 1000, tz=UTC)
-
-
-def sql_string(text: str) -> str:
-    """``text`` as a Spark SQL string literal."""
-    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
 
 def select_as(names: Sequence[str], expressions: Mapping[str, str]) -> str:

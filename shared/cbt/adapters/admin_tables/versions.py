@@ -30,11 +30,12 @@ VERSIONS = TableSpec(
         Column("build_table", "STRING", "where a building version is built (database.table)"),
         Column("table_version", "BIGINT", "a retired version: the Delta version of the table it last served"),
         Column("covered_end", "BIGINT", "a retired version: where the model's coverage ended at the switch"),
+        Column("table_location", "STRING", "where the version's rows are, once a switch moved the model's name"),
     ),
     comment="cbt: every version of every model as deployed (the latest row per model is deployed)",
 )
 
-ADDED_COLUMNS = ("spec", "state", "build_table", "table_version", "covered_end")
+ADDED_COLUMNS = ("spec", "state", "build_table", "table_version", "covered_end", "table_location")
 """Columns a table recorded by an earlier version lacks: their rows read as live versions without a spec."""
 
 
@@ -76,7 +77,7 @@ def version_row(version: DeployedVersion) -> dict[str, object]:
             "definition": json.dumps(dict(version.definition), sort_keys=True),
             "spec": None if version.spec is None else json.dumps(dict(version.spec), sort_keys=True),
             "state": version.state, "build_table": version.build_table, "table_version": version.table_version,
-            "covered_end": version.covered_end}
+            "covered_end": version.covered_end, "table_location": version.table_location}
 
 
 def version_from(row: ReadRow) -> DeployedVersion:
@@ -86,7 +87,7 @@ def version_from(row: ReadRow) -> DeployedVersion:
         reasons=tuple(json.loads(row["reasons"] or "[]")), deployed_ms=int(row["deployed_ms"] or 0),
         spec=json.loads(row["spec"]) if row["spec"] else None, state=row["state"] or "live",
         build_table=row["build_table"], table_version=_int_or_none(row["table_version"]),
-        covered_end=_int_or_none(row["covered_end"]))
+        covered_end=_int_or_none(row["covered_end"]), table_location=row["table_location"])
 
 
 def _int_or_none(value: object) -> int | None:

@@ -1,9 +1,10 @@
 """The exposed tables read straight from their Delta files with delta-rs and its DataFusion engine, in the api
 process: a read never waits behind the workers' statements on Spark, and costs the cluster nothing.
 
-A table is found where the Spark catalog keeps managed tables: ``<api.tables.warehouse>/<database>.db/<table>``.
-A read pins a Delta version (a snapshot: later commits do not change it), runs one statement and stops at
-``query_timeout_s`` between record batches.
+A table is found where the Spark catalog keeps managed tables: ``<api.tables.warehouse>/<database>.db/<table>``;
+once a switch moved a model's name to its build's files (``cbt.adapters.switch``), in the folder the versions record
+says its live version's files are (read again every ``FOLDERS_TTL_S``). A read pins a Delta version (a snapshot:
+later commits do not change it), runs one statement and stops at ``query_timeout_s`` between record batches.
 """
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import decimal
+import logging
 import math
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,6 +28,8 @@ from deltalake.exceptions import DeltaError, TableNotFoundError
 from cbt.api.tables.row_query import Column
 from cbt.config.settings import TablesApiConfig, warehouse_location
 from cbt.models.spec import ModelId
+
+log = logging.getLogger("cbt.api.tables")
 
 
 class TableUnreadable(Exception):
@@ -40,6 +44,14 @@ class ReadTimedOut(Exception):
     """The read ran past its time limit."""
 
 
+FOLDERS_TTL_S = 2.0
+"""How long the live versions' folders are used before the versions record is read again: for that long after a
+switch, reads may still get the old version (never a mix of the two)."""
+
+Folders = Callable[[], Mapping[ModelId, str]]
+"""Each switched model's live folder in its database's folder (``live_folders``)."""
+
+
 @dataclass(frozen=True)
 class Snapshot:
     """One version of a table: what a page is read from."""
@@ -48,30 +60,52 @@ class Snapshot:
     version: int
     columns: tuple[Column, ...]
     table: DeltaTable
+    folder: str
+    """The table's folder in its database's: later pages read the same table, even after a switch."""
 
 
 class DeltaRows:
     """Reads of the exposed tables' rows, each from a pinned snapshot."""
 
-    def __init__(self, settings: TablesApiConfig, base_dir: Path) -> None:
+    def __init__(self, settings: TablesApiConfig, base_dir: Path, folders: Folders | None = None,
+                 folders_ttl_s: float = FOLDERS_TTL_S) -> None:
         self._settings = settings
+        self._folders_ttl_s = folders_ttl_s
         self._root = warehouse_location(settings.warehouse, base_dir) if settings.warehouse else None
+        self._folders = folders
+        self._known: tuple[float, Mapping[ModelId, str]] = (-math.inf, {})
+        self._lock = threading.Lock()
 
     @property
     def is_enabled(self) -> bool:
         return self._root is not None
 
-    def location(self, model_id: ModelId) -> str:
-        database, _, table = model_id.partition(".")
+    def folder(self, model_id: ModelId) -> str:
+        """The folder of the model's live table in its database's folder."""
+        if self._folders is None:
+            return model_id.partition(".")[2]
+        with self._lock:
+            read_at, known = self._known
+            if time.monotonic() - read_at >= self._folders_ttl_s:
+                try:
+                    known = self._folders()
+                except Exception:  # the record unreadable for a moment: the folders known stay, read again soon
+                    log.warning("reading the live versions' folders failed; using those known", exc_info=True)
+                self._known = (time.monotonic(), known)
+        return known.get(model_id, model_id.partition(".")[2])
+
+    def location(self, model_id: ModelId, folder: str | None = None) -> str:
+        database = model_id.partition(".")[0]
         if self._root is None:
             raise TableUnreadable("the read API is off: set api.tables.warehouse to the Spark warehouse")
-        return f"{self._root}/{database}.db/{table}"
+        return f"{self._root}/{database}.db/{folder or self.folder(model_id)}"
 
-    def snapshot(self, model_id: ModelId, version: int | None = None) -> Snapshot:
-        """The table at ``version`` (the latest when ``None``)."""
+    def snapshot(self, model_id: ModelId, version: int | None = None, folder: str | None = None) -> Snapshot:
+        """The table at ``version`` (the latest when ``None``), in ``folder`` (the live one when ``None``)."""
         options = dict(self._settings.storage_options) or None
+        folder = folder or self.folder(model_id)
         try:
-            table = DeltaTable(self.location(model_id), version=version, storage_options=options)
+            table = DeltaTable(self.location(model_id, folder), version=version, storage_options=options)
         except TableNotFoundError as e:
             raise TableUnreadable(f"{model_id} has no Delta table yet (its first run creates it)") from e
         except (DeltaError, OSError) as e:
@@ -81,7 +115,7 @@ class DeltaRows:
             raise TableUnreadable(f"{model_id}: the table cannot be read ({type(e).__name__})", 503) from e
         columns = tuple(Column(f.name, str(getattr(f.type, "type", "other")), bool(f.nullable))
                         for f in table.schema().fields)
-        return Snapshot(model_id, table.version(), columns, table)
+        return Snapshot(model_id, table.version(), columns, table, folder)
 
     def rows(self, snapshot: Snapshot, sql: str, table_name: str,
              abandoned: threading.Event | None = None) -> list[dict[str, Any]]:

@@ -45,6 +45,7 @@ from cbt.api.tables.row_query import (
 from cbt.config.settings import TablesApiConfig
 from cbt.models.spec import Expose, IncrementalModel, ModelId, ScheduledModel
 from cbt.scheduling.coverage import Range
+from cbt.service.model_changes import live_folders
 
 router = APIRouter(prefix="/api/v1/tables", tags=["tables"], responses=PROBLEMS)
 T = TypeVar("T")
@@ -93,7 +94,8 @@ def install(app: FastAPI) -> None:
     """Serve ``/api/v1/tables`` on ``app`` and add each exposed table's operations to its OpenAPI document."""
     ctx: ApiContext = app.state.context
     settings = ctx.config.api.tables
-    reads = TableReads(DeltaRows(settings, ctx.config.base_dir), settings)
+    reads = TableReads(DeltaRows(settings, ctx.config.base_dir, functools.partial(live_folders, ctx.config)),
+                       settings)
     app.state.table_reads = reads
     app.include_router(router)
     generic = app.openapi
@@ -186,7 +188,7 @@ def read_page(delta: DeltaRows, signer: TokenSigner, model_id: ModelId, expose: 
               covered: Sequence[Range] | None, abandoned: threading.Event | None = None) -> dict[str, Any]:
     """One page: the filters parsed against the snapshot's columns, read from the token's key on (keyset paging),
     page_size + 1 rows to know if more follow."""
-    snap = delta.snapshot(model_id, token.version if token else None)
+    snap = delta.snapshot(model_id, token.version if token else None, token.folder if token else None)
     filters = parse_filters(params, snap.columns)
     order_by = next((value for name, value in params if name == "order_by"), None)
     order = parse_order(order_by, snap.columns, expose.key)
@@ -200,8 +202,8 @@ def read_page(delta: DeltaRows, signer: TokenSigner, model_id: ModelId, expose: 
     sql = statement(TABLE, conditions, order, page_size + 1, token.ties if token else 0)
     rows = delta.rows(snap, sql, TABLE, abandoned)
     page = rows[:page_size]
-    following = next_token(page, order, token, snap.version, digest, int(time.time())) if len(rows) > page_size \
-        else None
+    following = next_token(page, order, token, snap.version, digest, int(time.time()), snap.folder) \
+        if len(rows) > page_size else None
     return {"model": model_id, "version": snap.version, "rows": [json_row(row) for row in page],
             "next_page_token": signer.encode(following) if following else None}
 

@@ -325,6 +325,8 @@ class PageToken:
     ties: int
     query: str
     first_read_unix: int
+    folder: str | None = None
+    """The table's folder the first page read (a switch may move the model's name meanwhile); None: the live one."""
 
 
 class TokenSigner:
@@ -336,8 +338,9 @@ class TokenSigner:
         self.max_age_s = max_age_s
 
     def encode(self, token: PageToken) -> str:
-        body = json.dumps({"v": token.version, "a": list(token.after), "n": token.ties, "q": token.query,
-                           "t": token.first_read_unix}, separators=(",", ":")).encode()
+        fields = {"v": token.version, "a": list(token.after), "n": token.ties, "q": token.query,
+                  "t": token.first_read_unix, **({"f": token.folder} if token.folder else {})}
+        body = json.dumps(fields, separators=(",", ":")).encode()
         return _b64(body) + "." + _b64(self._mac(body))
 
     def decode(self, raw: str, now_unix: int) -> PageToken:
@@ -351,8 +354,9 @@ class TokenSigner:
             raise refused
         try:
             fields = json.loads(body)
+            folder = fields.get("f")
             token = PageToken(int(fields["v"]), tuple(fields["a"]), int(fields["n"]), str(fields["q"]),
-                              int(fields["t"]))
+                              int(fields["t"]), None if folder is None else str(folder))
         except (ValueError, KeyError, TypeError):
             raise refused from None
         if now_unix - token.first_read_unix > self.max_age_s:
@@ -399,7 +403,7 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def next_token(page: Sequence[Mapping[str, Any]], order: Sequence[OrderKey], token: PageToken | None,
-               version: int, query: str, now_unix: int) -> PageToken:
+               version: int, query: str, now_unix: int, folder: str | None = None) -> PageToken:
     """The token of the page after ``page`` (its rows as read, in order): at the last row's key, skipping the rows
     of the page equal to it — and, when the whole page was one tie continuing the previous page's, those too."""
     last = key_of(page[-1], order)
@@ -415,7 +419,7 @@ def next_token(page: Sequence[Mapping[str, Any]], order: Sequence[OrderKey], tok
         raise QueryError(f"page_token: more than {MAX_TIES:,} rows are identical in every ordered column; add a "
                          "filter to page through them")
     first_read = token.first_read_unix if token is not None else now_unix
-    return PageToken(version, after, ties, query, first_read)
+    return PageToken(version, after, ties, query, first_read, folder)
 
 
 def encode_key_value(value: Any) -> Any:
