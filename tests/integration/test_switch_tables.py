@@ -6,11 +6,12 @@ points the name back. A build made before builds were external is copied instead
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from pyspark.sql import SparkSession
 
-from cbt.adapters.switch import drop_build, is_external, location, point_back, switch_to_build
+from cbt.adapters.switch import delete_files, drop_build, is_external, location, point_back, switch_to_build
 from cbt.adapters.target_tables import TargetTables
 from cbt.models.spec import IncrementalModel, Interval, Write
 from cbt.models.templates import RenderSettings
@@ -62,6 +63,24 @@ def test_the_name_moves_to_the_build_s_files_and_back_without_copying_a_row(
     point_back(spark, name, switched.old_location, kept)
     assert totals(spark, name) == ["0.0", "2.0", "4.0"], "a rollback: the old files again, nothing recomputed"
     assert not spark.catalog.tableExists(kept), "the kept entry named the files the model names again"
+
+
+def test_the_old_files_past_their_retention_are_deleted_never_the_live_ones(
+        spark: SparkSession, spark_database: str) -> None:
+    name, build, kept = (f"{spark_database}.{t}" for t in ("r", "r__cbt_v2", "r__cbt_kept_v1"))
+    filled(spark, model(spark_database, "r", OLD), "SELECT id, CAST(id * 2 AS DOUBLE) FROM range(3)")
+    filled(spark, model(spark_database, "r__cbt_v2", NEW), "SELECT id, CAST(id * 3 AS STRING) FROM range(3)")
+    switched = switch_to_build(spark, name, build, kept)
+    assert switched.old_location is not None and switched.new_location is not None
+
+    with pytest.raises(RuntimeError, match="not deleted"):
+        delete_files(spark, name, switched.new_location, kept)
+    assert delete_files(spark, name, switched.old_location, kept)
+    assert not spark.catalog.tableExists(kept)
+    folder = Path(switched.old_location.removeprefix("file:"))  # (the stack's warehouse is on this machine)
+    assert folder.is_dir() and not list(folder.rglob("*.parquet")), "no data file left, only the log"
+    assert totals(spark, name) == ["0", "3", "6"]
+    assert delete_files(spark, name, switched.old_location, kept) in (True, False), "again: nothing breaks"
 
 
 def test_a_managed_build_made_before_builds_were_external_is_copied(spark: SparkSession, spark_database: str) -> None:

@@ -23,7 +23,15 @@ from dataclasses import dataclass, replace
 
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, live_versions
-from cbt.models.spec import Dependency, IncrementalModel, ModelId, ScheduledModel, Transformation, dependency_ids
+from cbt.models.spec import (
+    KEPT_FILES_S,
+    Dependency,
+    IncrementalModel,
+    ModelId,
+    ScheduledModel,
+    Transformation,
+    dependency_ids,
+)
 from cbt.models.stored import model_from_document
 from cbt.models.target_tables import owns_table
 from cbt.models.versions import short_version
@@ -64,6 +72,26 @@ class Switched:
     """The new version's files (the build's); None for a copy (the model's own table holds them)."""
     table_version: int | None = None
     """A copy: the model's Delta table version before it (what a rollback restores); None otherwise."""
+
+
+def files_past_retention(versions: Iterable[DeployedVersion], retention_s: Mapping[ModelId, int | None],
+                         now_ms: int) -> list[DeployedVersion]:
+    """The versions whose files a switch left behind (``retired``, ``rolled_back``, with a ``table_location`` other
+    than their model's live version's) since longer than their model's ``change.retention`` (``retention_s``; a
+    model missing there: the default; ``None``: kept until deleted by hand) — their files may go, and a rollback to
+    them with them."""
+    states = list(versions)
+    live = live_versions(states)
+    out = []
+    for version in states:
+        serving = live.get(version.model)
+        if (version.state not in ("retired", "rolled_back") or version.table_location is None
+                or (serving is not None and serving.table_location == version.table_location)):
+            continue
+        kept_s = retention_s.get(version.model, KEPT_FILES_S)
+        if kept_s is not None and version.deployed_ms + kept_s * 1000 <= now_ms:
+            out.append(version)
+    return out
 
 
 def build_id(model_id: ModelId, version: int) -> ModelId:

@@ -181,7 +181,8 @@ def _to_model(
         timeout_s=fields.timeout,
         batch=Batch(fields.batch.mode, fields.batch.max_intervals),
         expose=_exposure(fields.expose, write.unique_key),
-        change=ChangePolicy(fields.change.mode, fields.change.effective_from, fields.change.category),
+        change=ChangePolicy(fields.change.mode, fields.change.effective_from, fields.change.category,
+                            fields.change.retention),
         checks=tuple(map(_check, fields.checks)),
     )
 

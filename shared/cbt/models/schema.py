@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from cbt.base.cron import parse_duration_s, parse_schedule
+from cbt.models.spec import KEPT_FILES_S
 
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_-]*")
 ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -160,6 +161,7 @@ class ChangeFields(Strict):
     mode: Literal["recompute", "in_place", "forward_only"] = "recompute"
     effective_from: Position | None = None
     category: Literal["breaking", "non-breaking", "metadata"] | None = None
+    retention: DurationS | None = KEPT_FILES_S
 
     @model_validator(mode="after")
     def _effective_from_is_forward_only(self) -> ChangeFields:

@@ -101,6 +101,10 @@ ChangeMode = Literal["recompute", "in_place", "forward_only"]
 ChangeCategory = Literal["breaking", "non-breaking", "metadata"]
 
 
+KEPT_FILES_S = 7 * 24 * 3600
+"""How long a switch keeps the old version's files by default (``change.retention``)."""
+
+
 @dataclass(frozen=True)
 class ChangePolicy:
     """What a change of the model's version recomputes (docs/changing-models.md#forward-only-and-forced-categories).
@@ -111,12 +115,15 @@ class ChangePolicy:
     - ``mode: forward_only``: history is kept; the new definition computes from ``effective_from`` on (re-running
       what was covered from there), or — without it — only intervals not computed yet;
     - ``category``: take this category instead of the classified one (e.g. ``metadata`` for a change known not to
-      alter any row, ``breaking`` to recompute every descendant).
+      alter any row, ``breaking`` to recompute every descendant);
+    - ``retention``: how long a switch keeps the old version's files for ``cbt rollback`` (seconds; ``None``: until
+      deleted by hand).
     """
 
     mode: ChangeMode = "recompute"
     effective_from: int | None = None
     category: ChangeCategory | None = None
+    retention_s: int | None = KEPT_FILES_S
 
 
 @dataclass(frozen=True)

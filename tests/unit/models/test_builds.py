@@ -12,6 +12,7 @@ from cbt.models.builds import (
     builds_from,
     built_model,
     deployed_pins,
+    files_past_retention,
     is_buildable,
     pins_from,
     running_models,
@@ -161,6 +162,33 @@ def test_a_rollback_of_a_switch_that_moved_the_name_goes_back_to_the_old_files(c
     after = {v.version: (v.state, v.table_location) for v in current_states([*record, *plan.rows])}
     assert after == {1: ("live", "file:/w/analytics.db/first"),
                      2: ("rolled_back", "file:/w/analytics.db/first__cbt_v2")}, "each version says where its rows are"
+
+
+DAY_MS = 86_400_000
+
+
+def at(version: DeployedVersion, files: str) -> DeployedVersion:
+    return replace(version, table_location=files)
+
+
+def test_files_a_switch_left_behind_go_once_their_model_s_retention_has_passed(chain: ModelSet) -> None:
+    first, second = files(chain, "analytics.first"), files(chain, "analytics.second")
+    record = [
+        at(version(first, 1, "retired", 0), "file:/w/first"),  # past 7 days
+        at(version(first, 2, "rolled_back", 0), "file:/w/first__cbt_v2"),  # past, and rolled back from
+        at(version(first, 3, "live", 0), "file:/w/first__cbt_v3"),
+        at(version(second, 1, "retired", 6 * DAY_MS), "file:/w/second"),  # one day left
+        version(second, 2, "retired", 0),  # switched by copying: no files of its own
+        at(version(second, 3, "live", 6 * DAY_MS), "file:/w/second__cbt_v3"),
+    ]
+    assert [(v.model, v.version) for v in files_past_retention(record, {}, 7 * DAY_MS)] == [
+        ("analytics.first", 1), ("analytics.first", 2)]
+    assert files_past_retention(record, {"analytics.first": None}, 7 * DAY_MS) == [], "kept until deleted by hand"
+    assert [v.version for v in files_past_retention(record, {"analytics.second": DAY_MS // 1000}, 7 * DAY_MS)] == [
+        1, 2, 1], "a shorter retention"
+    rolled_back = [at(version(first, 1, "live", 0), "file:/w/first"),
+                   at(version(first, 2, "rolled_back", 0), "file:/w/first")]
+    assert files_past_retention(rolled_back, {}, 30 * DAY_MS) == [], "never the files the live version is in"
 
 
 def test_the_models_to_run_come_from_the_files_and_the_record_together(chain: ModelSet) -> None:

@@ -291,12 +291,16 @@ def test_every_problem_of_one_file_is_reported_at_its_own_line(project_with_bloc
 
 def test_a_change_policy_is_read_and_effective_from_needs_forward_only(project_with_blocks: Project) -> None:
     project_with_blocks.incremental("kept", change={"mode": "forward_only", "effective_from": 1_000})
-    project_with_blocks.incremental("forced", change={"category": "metadata"})
+    project_with_blocks.incremental("forced", change={"category": "metadata", "retention": "2d"})
+    project_with_blocks.incremental("forever", change={"retention": None})
     models = project_with_blocks.load()
-    kept, forced = models.get("analytics.kept"), models.get("analytics.forced")
+    kept, forced, forever = (models.get(f"analytics.{m}") for m in ("kept", "forced", "forever"))
     assert isinstance(kept, IncrementalModel) and isinstance(forced, IncrementalModel)
+    assert isinstance(forever, IncrementalModel)
     assert (kept.change.mode, kept.change.effective_from) == ("forward_only", 1_000)
     assert forced.change.category == "metadata"
+    assert (kept.change.retention_s, forced.change.retention_s, forever.change.retention_s) == (
+        7 * 86_400, 2 * 86_400, None), "the old version's files: 7 days by default"
 
     path = project_with_blocks.incremental("odd", change={"effective_from": 5})
     [problem] = project_with_blocks.problems()

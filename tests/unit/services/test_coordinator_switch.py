@@ -13,7 +13,7 @@ from cbt.contract.messages import Invalidation
 from cbt.coordinator.switch import Switch, adopt_build, head_left, is_complete, waiting_in_place
 from cbt.models.builds import Build, Switched
 from cbt.models.dag import ModelSet
-from cbt.models.deployment import DeployedVersion
+from cbt.models.deployment import DeployedVersion, NothingToRollBack, plan_rollback
 from cbt.models.spec import IncrementalModel, Write
 from cbt.models.stored import definition_document
 from cbt.models.templates import RenderSettings
@@ -173,3 +173,31 @@ def test_the_versions_go_live_when_the_tables_are_switched_not_when_the_switch_b
     asyncio.run(switch.run(files(), {build.model: build}))
     went = {v.state: v.deployed_ms for v in record.all_versions()}
     assert went["live"] >= replaced_ms[-1] and went["retired"] == went["live"]
+
+
+def test_files_past_their_retention_are_deleted_once_and_no_rollback_goes_back_to_them() -> None:
+    record = MemoryVersions()
+    retired = replace(version("an.parent", 1, PARENT, "retired"), deployed_ms=0, table_location="file:/w/parent",
+                      covered_end=300)
+    record.record_versions([retired, replace(version("an.parent", 2, EDITED, "live"), deployed_ms=0,
+                                             table_location="file:/w/parent__cbt_v2")])
+    deleted: list[tuple[str, str, str]] = []
+
+    def delete_files(model_id: str, files_at: str, kept: str) -> bool:
+        deleted.append((model_id, files_at, kept))
+        return True
+
+    async def publish(event: Invalidation) -> None:
+        pass
+
+    state = MemoryState()
+    switch = Switch(state.coverage, state.ledger, lambda: record, MemoryRecord, lambda m, b, k: Switched(),
+                    lambda table: None, publish, delete_files)
+    week_ms = 7 * 86_400_000
+    asyncio.run(switch.prune(files(), record.all_versions(), week_ms - 1))
+    assert deleted == [], "kept for change.retention (7 days)"
+    asyncio.run(switch.prune(files(), record.all_versions(), week_ms))
+    asyncio.run(switch.prune(files(), record.all_versions(), week_ms + 10_000))
+    assert deleted == [("an.parent", "file:/w/parent", "an.parent__cbt_kept_v1")], "once"
+    with pytest.raises(NothingToRollBack):
+        plan_rollback("an.parent", record.all_versions(), week_ms + 20_000)

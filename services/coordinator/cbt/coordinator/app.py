@@ -230,8 +230,9 @@ class Coordinator:
         self._plan_with_builds()
 
     async def _follow_versions(self, now: int) -> None:
-        """Every ``VERSIONS_READ_S``, as leader: take up what changed the versions record meanwhile (``cbt
-        rollback``), so the models switched back run their kept definitions from then on."""
+        """Every ``VERSIONS_READ_S``, as leader: delete the files switches left behind past their retention, and take
+        up what changed the versions record meanwhile (``cbt rollback``), so the models switched back run their kept
+        definitions from then on."""
         if self.versions is None or now < self.versions_read_at + VERSIONS_READ_S:
             return
         self.versions_read_at = now
@@ -241,6 +242,12 @@ class Coordinator:
             log.exception("model versions: reading the versions record failed; trying again")
             return
         builds, pins = builds_from(states), pins_from(states)
+        if self.switch is not None and not self.is_switching:
+            try:
+                async with self._leadership_kept():
+                    await self.switch.prune(self.files_models, states, now * 1000)
+            except Exception:
+                log.exception("model versions: deleting files past their retention failed; trying again")
         if not self.is_switching:  # (again every time: a Redis emptied meanwhile forgot them)
             await asyncio.to_thread(self.state.coverage.announce_versions,
                                     running_versions(self.files_versions, builds, pins))
@@ -486,7 +493,7 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
         await planner.publisher.publish(planner.topics.invalidation, event, key=event.model)
 
     switch = Switch(state.coverage, state.ledger, versions, admin,
-                    on_spark.switch_table, on_spark.drop_table, publish)
+                    on_spark.switch_table, on_spark.drop_table, publish, on_spark.delete_files)
     return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view,
                        milestone=clients.startup.reached, versions=versions, prints=prints, switch=switch)
 

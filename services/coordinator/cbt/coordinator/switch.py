@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 
 from cbt.contract.messages import Invalidation
-from cbt.models.builds import Build, Switched, kept_rows_id
+from cbt.models.builds import Build, Switched, files_past_retention, kept_rows_id
 from cbt.models.changes import classify, impact
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionRecord, VersionState, latest_versions, live_versions
@@ -98,6 +98,8 @@ class Switch:
     """Points the model's name at its build (model, build, the kept table's id): ``cbt.adapters.switch``."""
     drop_table: Callable[[ModelId], None]
     publish: Callable[[Invalidation], Awaitable[None]]
+    delete_files: Callable[[ModelId, str, ModelId], bool] | None = None
+    """Deletes a left-behind version's files (model, files, the kept table's id): ``cbt.adapters.switch``."""
 
     def ready(self, builds: Mapping[ModelId, Build]) -> bool:
         """The builds are complete and nothing of theirs or their models' is in flight (call it with the models
@@ -142,6 +144,22 @@ class Switch:
             await self._recompute(model_id, builds)
         for build in builds.values():
             await asyncio.to_thread(self.drop_table, build.table)
+
+    async def prune(self, files: ModelSet, versions: list[DeployedVersion], now_ms: int) -> None:
+        """Delete the files switches left behind once their model's ``change.retention`` has passed, and record that
+        they are gone (the version keeps its state, without a location: no rollback to it any more)."""
+        if self.delete_files is None:
+            return
+        retention = {m.id: m.change.retention_s for m in files if isinstance(m, IncrementalModel)}
+        for version in files_past_retention(versions, retention, now_ms):
+            assert version.table_location is not None
+            deleted = await asyncio.to_thread(self.delete_files, version.model, version.table_location,
+                                              kept_rows_id(version.model, version.version))
+            gone = replace(version, table_location=None, deployed_ms=now_ms)
+            await asyncio.to_thread(self.record().record_versions, [gone])
+            log.info("model version: its files past their retention deleted", extra={
+                "model": version.model, "version": version.version, "files": version.table_location,
+                "found": deleted})
 
     def _cover(self, model_id: ModelId, ranges: Coverage) -> None:
         """The hot index's side of the adoption: what the build covered beyond the live model."""
