@@ -55,14 +55,14 @@ write:
 COLUMNS = "hour TIMESTAMP, bucket INT, n BIGINT, total BIGINT"
 
 
-def write_source(spark: SparkSession, src: SourceTables, start: int, end: int) -> int:
+def write_source(spark: SparkSession, src: SourceTables, start: int, end: int, clients: int = CLIENTS) -> int:
     spark.sql(f"""
         INSERT INTO {src.table('beacon_blocks')}
         SELECT t DIV {SLOT_S} AS slot, timestamp_seconds(t) AS slot_start_date_time,
                sha2(concat('block-', t), 256) AS block_root, pmod(t DIV {SLOT_S} * 7, 997) AS proposer_index,
                concat('client-', c) AS meta_client_name,
                CAST(pmod(hash(t, c), 6000) AS BIGINT) AS propagation_slot_start_diff
-        FROM range({start}, {end}, {SLOT_S}) AS r(t) CROSS JOIN (SELECT explode(sequence(1, {CLIENTS})) AS c)
+        FROM range({start}, {end}, {SLOT_S}) AS r(t) CROSS JOIN (SELECT explode(sequence(1, {clients})) AS c)
     """)
     return int(spark.sql(f"SELECT count(*) AS n FROM {src.table('beacon_blocks')}").collect()[0]["n"])
 
