@@ -16,8 +16,8 @@ SELECT``), and a rollback restores the table's Delta version (``RESTORE TABLE``)
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from contextlib import AbstractContextManager, nullcontext
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 
 from pyspark.sql import SparkSession
 
@@ -29,6 +29,16 @@ BYPASS_SCHEMA_CHECK = "spark.databricks.delta.alterLocation.bypassSchemaCheck"
 """Delta refuses to point a table at files of another schema unless told: a breaking change may retype a column."""
 RETENTION_CHECK = "spark.databricks.delta.retentionDurationCheck.enabled"
 """Delta refuses ``VACUUM … RETAIN 0 HOURS`` unless told: the files of a version past its retention go at once."""
+
+
+@contextmanager
+def session_conf(spark: SparkSession, key: str, value: str) -> Iterator[None]:
+    """``key`` set to ``value`` on the session for the statements inside only (the session is shared)."""
+    spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        spark.conf.unset(key)
 
 
 def table_version(spark: SparkSession, model_id: ModelId) -> int | None:
@@ -57,8 +67,8 @@ def point_at(spark: SparkSession, table: ModelId, files: str) -> None:
     if not spark.catalog.tableExists(table):
         spark.sql(f"CREATE TABLE {quote_id(table)} USING DELTA LOCATION {sql_string(files)}").collect()
         return
-    spark.conf.set(BYPASS_SCHEMA_CHECK, "true")
-    spark.sql(f"ALTER TABLE {quote_id(table)} SET LOCATION {sql_string(files)}").collect()
+    with session_conf(spark, BYPASS_SCHEMA_CHECK, "true"):
+        spark.sql(f"ALTER TABLE {quote_id(table)} SET LOCATION {sql_string(files)}").collect()
 
 
 def switch_to_build(spark: SparkSession, model_id: ModelId, build: ModelId, kept: ModelId) -> Switched:
@@ -116,12 +126,12 @@ def delete_files(spark: SparkSession, model_id: ModelId, files: str, kept: Model
         spark.sql(f"DESCRIBE DETAIL {path}").collect()
     except Exception:  # (no Delta table there: deleted by hand)
         return False
-    spark.conf.set(RETENTION_CHECK, "false")
     spark.sql(f"DELETE FROM {path}").collect()
-    try:  # (LITE: the files the log says were removed — a second where a full VACUUM's listing takes twenty)
-        spark.sql(f"VACUUM {path} RETAIN 0 HOURS LITE").collect()
-    except Exception:  # (the log no longer says: list them)
-        spark.sql(f"VACUUM {path} RETAIN 0 HOURS").collect()
+    with session_conf(spark, RETENTION_CHECK, "false"):
+        try:  # (LITE: the files the log says were removed — a second where a full VACUUM's listing takes twenty)
+            spark.sql(f"VACUUM {path} RETAIN 0 HOURS LITE").collect()
+        except Exception:  # (the log no longer says: list them)
+            spark.sql(f"VACUUM {path} RETAIN 0 HOURS").collect()
     return True
 
 
