@@ -2,7 +2,8 @@
 
 - ``reference/configuration.md`` from the pydantic config models (``cbt.config.settings.Config`` and its sections):
   keys, types, defaults, constraints and the attribute docstrings written under each field;
-- ``reference/cli.md`` from the ``cbt`` parser (``cbt.cli.build_parser``): every sub-command's usage and help;
+- ``cli.md`` from the ``cbt`` parser (``cbt.cli.build_parser``): the commands by group with what each does (its
+  parser's description), then every sub-command's usage and help;
 - ``reference/api.md`` from the api's OpenAPI document (``cbt.api.openapi_doc.openapi_text``, the app built over
   stand-in ports, the same text as ``docs/openapi.json``): every path, its parameters, body and responses, and the
   schemas.
@@ -278,29 +279,70 @@ def _commands(parser: argparse.ArgumentParser, prog: str) -> Iterator[tuple[str,
                 yield from _commands(sub, f"{prog} {name}")
 
 
+CLI_INTRO = (
+    "`cbt --help` lists the commands by what they are for; `cbt COMMAND --help` gives each one's arguments, and the "
+    "last part of this page prints every parser. A model is named by its id (`database.table`) or by its table name "
+    "where that is unique, the same way in every command. Commands that change the stores record who did it in the "
+    "audit table ([security](operations/security.md#who-changed-what)).")
+CLI_NOTES = (
+    "Every command reads `config.yaml` (or `--config`, or `$CBT_CONFIG`); any key can be overridden by environment "
+    "variable, e.g. `CBT__KAFKA__BOOTSTRAP_SERVERS=broker:9092`, `CBT__WORKER__CONCURRENCY=8`.",
+    "Commands start fast, so a `watch cbt status` or a monitoring script polling every few seconds costs little: a "
+    "sub-command imports what it needs only when it runs (building the parser imports no Spark, pandas, FastAPI, "
+    "Kafka client or pydantic; `tests/unit/test_cli_imports.py` names the import chain when one creeps back), and "
+    "`make install` compiles bytecode, so nothing is compiled at each start where `PYTHONDONTWRITEBYTECODE` is set.")
+CLI_MORE = {
+    "init": "tutorial.md", "render": "concepts/batching.md", "ddl": "changing-models.md#tables-the-product-owns",
+    "plan": "changing-models.md#before-you-deploy-cbt-plan", "status": "web-ui.md",
+    "rows": "read-api.md#from-the-command-line", "rerun": "concepts/invalidations.md",
+    "rollback": "changing-models.md#rollback", "checks": "checks.md", "override": "operations/overrides.md",
+    "import-cbt": "coming-from-cbt.md", "dev": "local-infrastructure.md", "schema": "protocol.md",
+}
+"""Where the docs say more about a command (by its first word)."""
+
+
+def _usage(sub: argparse.ArgumentParser) -> str:
+    """A parser's usage on one line, without ``usage:`` and ``[-h]``."""
+    return " ".join(sub.format_usage().split()).removeprefix("usage: ").replace(" [-h]", "")
+
+
+def _leaves(parser: argparse.ArgumentParser) -> dict[str, list[tuple[str, str, argparse.ArgumentParser]]]:
+    """Each top-level command's runnable parsers (itself, or its sub-commands): prog, one-line help, parser."""
+    out: dict[str, list[tuple[str, str, argparse.ArgumentParser]]] = {}
+    for prog, summary, sub in _commands(parser, "cbt"):
+        is_leaf = not any(isinstance(a, argparse._SubParsersAction) for a in sub._actions)
+        if is_leaf:
+            out.setdefault(prog.split()[1], []).append((prog, summary, sub))
+    return out
+
+
+def _said(text: str) -> str:
+    """A parser's description or help as a sentence in a table cell (``<`` and ``>`` are not HTML there)."""
+    cell = _cell(text).replace("<", "&lt;").replace(">", "&gt;")
+    return cell[:1].upper() + cell[1:] + ("" if cell.endswith(".") else ".")
+
+
 def cli_page() -> str:
-    from cbt.cli import build_parser
+    """``cli.md``: the commands by group with what each does (the parsers' descriptions), then every parser's help."""
+    from cbt.cli import GROUPS, build_parser
 
     with _columns(110):
         parser = build_parser()
-        lines = [
-            "# Command-line reference",
-            "",
-            GENERATED_NOTE,
-            "",
-            "Every sub-command of `cbt` as its parser defines it (`cbt.cli.build_parser`): each installed distribution "
-            "adds its commands through the `cbt.commands` entry points, and this page lists those of the environment "
-            "the site was built in (the workspace: all of them). [Command line](../cli.md) says what they are for.",
-            "",
-            "## `cbt`",
-            "",
-            "```text",
-            parser.format_help().rstrip(),
-            "```",
-            "",
-        ]
+        leaves = _leaves(parser)
+        listed = {name for _, names in GROUPS for name in names}
+        lines = ["# Command line", "", GENERATED_NOTE, "", CLI_INTRO, ""]
+        for title, names in (*GROUPS, ("other", tuple(sorted(set(leaves) - listed)))):
+            rows = []
+            for name in (n for n in names if n in leaves):
+                more = f" ([more]({CLI_MORE[name]}))" if name in CLI_MORE else ""
+                rows += [[f"`{_cell(_usage(sub))}`", _said(sub.description or summary) + more]
+                         for _, summary, sub in leaves[name]]
+            if rows:
+                lines += [f"## {title[:1].upper()}{title[1:]}", "", *_table(["command", "what it does"], rows), ""]
+        lines += [*(f"{note}\n" for note in CLI_NOTES), "## Every command's help", "", "```text",
+                  parser.format_help().rstrip(), "```", ""]
         for prog, summary, sub in _commands(parser, "cbt"):
-            lines += [f"## `{prog}`", ""]
+            lines += [f"### `{prog}`", ""]
             if summary:
                 lines += [_cell(summary[:1].upper() + summary[1:]) + ".", ""]
             lines += ["```text", sub.format_help().rstrip(), "```", ""]
@@ -414,7 +456,7 @@ def api_page() -> str:
 
 PAGES: dict[str, Callable[[], str]] = {
     "reference/configuration.md": configuration_page,
-    "reference/cli.md": cli_page,
+    "cli.md": cli_page,
     "reference/api.md": api_page,
 }
 """Generated page (path under docs/) -> the function that renders it."""

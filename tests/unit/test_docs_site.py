@@ -84,11 +84,26 @@ def test_configuration_reference_lists_every_key_with_its_docstring() -> None:
     assert '`"cbt_incremental"`' in page, "defaults of a section's own default"
 
 
-def test_cli_reference_has_every_command() -> None:
+def test_the_command_line_page_says_what_every_command_does_then_prints_every_parser() -> None:
+    """docs/cli.md is generated from the parser: a row per runnable command in its group's table, with what the
+    command does (its parser's description, else its help), then every parser's help."""
+    import argparse
+
+    from cbt.cli import build_parser
+
     page = _hook().cli_page()
+    rows = [line for line in page.splitlines() if line.startswith("| `cbt ")]
+    parser = build_parser()
+    leaves = [prog for prog, _, sub in _hook()._commands(parser, "cbt")
+              if not any(isinstance(a, argparse._SubParsersAction) for a in sub._actions)]
+    for prog in leaves:
+        [row] = [r for r in rows if r.startswith(f"| `{prog} ") or r.startswith(f"| `{prog}`")]
+        assert len(row.split(" | ")[1].strip(" |")) > 20, f"{prog}: says what it does"
+    assert len(rows) == len(leaves), "one row each"
     for command in ("validate", "dag", "render", "plan", "status", "run", "admin init", "rerun", "schema", "init"):
-        assert f"## `cbt {command}`" in page, command
+        assert f"### `cbt {command}`" in page, command
         assert f"usage: cbt {command}" in page, command
+    assert "Switches the model" in page, "a parser's description is what the table says"
 
 
 def test_api_reference_has_every_path_of_the_openapi_document() -> None:

@@ -18,7 +18,8 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     actions = p.add_subparsers(dest="action", required=True, metavar="ACTION")
     for name, func, text in (
         ("init", _init, "create the admin tables if missing"),
-        ("consolidate", _consolidate, "merge each model's adjacent completion rows now (coverage unchanged)"),
+        ("consolidate", _consolidate, "merge each model's adjacent completion rows now (coverage unchanged; only "
+                                      "the MODELs named, with MODEL)"),
         ("rebuild-cache", _rebuild, "reload Redis's hot coverage index from the admin tables"),
     ):
         action = actions.add_parser(name, help=text)

@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     commands = p.add_subparsers(dest="checks_command", required=True, metavar="COMMAND")
     show = commands.add_parser("show", help="a model's held intervals and its latest failed or warned verdicts; "
                                             "with POSITION, every verdict on the interval holding it and samples "
-                                            "of its violating rows")
+                                            "of its violating rows (from the admin tables' files and Redis)")
     show.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
     show.add_argument("position", metavar="POSITION", type=int, nargs="?", help="a position of the interval")
     show.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")

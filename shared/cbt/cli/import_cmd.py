@@ -9,7 +9,9 @@ from typing import Any
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("import-cbt", help="convert a project of the original CBT (Go, ClickHouse)")
+    p = sub.add_parser("import-cbt", help="convert a project of the original CBT (Go, ClickHouse)",
+                       description="Converts a project of the original CBT (Go, ClickHouse) into one of ours, and "
+                       "reports what it could not convert.")
     p.add_argument("src", metavar="SRC", help="the CBT project's folder (holding config.yaml and models/)")
     p.add_argument("dest", metavar="DEST", help="where to write the new project (a new or empty folder)")
     p.set_defaults(func=cmd_import)

@@ -18,6 +18,9 @@ SPARK_REMOTE = "sc://127.0.0.1:15002"
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser("init", help="write a new project and make its sample table",
+                       description="Writes a new project — config.yaml for the local stack, an external model over a "
+                       "sample table, one transformation, a README — and makes the sample table through Spark "
+                       "Connect. Every database, topic and Redis key carries the project's name.",
                        epilog="The sample table is made through Spark Connect at $CBT__SPARK__REMOTE, else "
                               f"{SPARK_REMOTE} (`cbt dev up`); the project's config.yaml names the same one.")
     p.add_argument("dir", metavar="DIR", help="the project's folder: new, or empty")

@@ -26,16 +26,22 @@ class UsageError(CbtError):
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("validate", help="check the config and every model file (problems as path:line)")
+    p = sub.add_parser("validate", help="check the config and every model file (problems as path:line)",
+                       description="Checks the config and every model file; exits 1 listing every problem as "
+                       "path:line: field: problem.")
     _config_arg(p)
     p.set_defaults(func=cmd_validate)
 
-    p = sub.add_parser("dag", help="print the model dependency graph")
+    p = sub.add_parser("dag", help="print the model dependency graph",
+                       description="Prints the models' dependency graph: as text, JSON, Mermaid or Graphviz dot.")
     _config_arg(p)
     p.add_argument("--format", choices=FORMATS, default="text", help="output format (default: text)")
     p.set_defaults(func=cmd_dag)
 
-    p = sub.add_parser("render", help="print exactly what a worker runs for one task of MODEL")
+    p = sub.add_parser("render", help="print exactly what a worker runs for one task of MODEL",
+                       description="Prints the SQL (or the command and environment) a worker runs for one task of "
+                       "MODEL over [--start, --end); with --step, a batch of intervals of STEP positions. "
+                       "--explain-batching prints each model's batch mode for a backlog, and why.")
     _config_arg(p)
     p.add_argument("model", metavar="MODEL", nargs="?",
                    help="database.table (or a unique table name); optional with --explain-batching")
@@ -55,7 +61,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.set_defaults(func=cmd_render)
 
 
-    p = sub.add_parser("ddl", help="print the DDL that fits each model's table to its query")
+    p = sub.add_parser("ddl", help="print the DDL that fits each model's table to its query",
+                       description="Prints the statements that make each model's table fit its query — its "
+                       "creation, the columns a change added, or nothing — which a worker runs before the model's "
+                       "first task. A model whose author writes its own statements (write.strategy sql, scheduled, "
+                       "exec) is created by models/ddl.")
     _config_arg(p)
     p.add_argument("model", metavar="MODEL", nargs="?", help="database.table (or a unique table name); default: all")
     p.set_defaults(func=cmd_ddl)

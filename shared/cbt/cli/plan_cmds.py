@@ -43,7 +43,10 @@ LIVE_STATE_HELP = (
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    plan = sub.add_parser("plan", help="what would run now for each model, and why not more")
+    plan = sub.add_parser("plan", help="what would run now for each model, and why not more",
+                          description="What the coordinator would enqueue now for each model, and why not more "
+                          "(live state from Redis, or --state FILE); then the model files against the deployed "
+                          "versions: what changed, in which category and why, and what a deployment recomputes.")
     _common_arguments(plan)
     plan.add_argument(
         "--concurrency",
@@ -53,7 +56,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
         help="per-model concurrency limit (default: worker.model_concurrency from the config)",
     )
     plan.set_defaults(func=run_plan)
-    status = sub.add_parser("status", help="coverage, gaps and lag behind the valid range of each model")
+    status = sub.add_parser("status", help="coverage, gaps and lag behind the valid range of each model",
+                            description="Per model: valid range, coverage, gaps, in-flight tasks, lag and its latest "
+                            "failures (tasks that failed their last attempt); then each scheduled model's schedule "
+                            "in force, last successful run and next run, as the dashboard shows them. Intervals that "
+                            "failed checks hold are listed after the table.")
     _common_arguments(status)
     status.add_argument(
         "--show",

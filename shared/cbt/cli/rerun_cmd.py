@@ -13,7 +13,10 @@ from cbt.cli.audit import record_change
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("rerun", help="re-run a range of a model and its descendants (an invalidation)")
+    p = sub.add_parser("rerun", help="re-run a range of a model and its descendants (an invalidation)",
+                       description="Publishes an invalidation of [--start, --end), exactly what another system would "
+                       "publish: the range leaves coverage and re-runs, with the descendants it reaches unless "
+                       "--no-cascade. An audit row records who.")
     p.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
     p.add_argument("--start", type=int, required=True, help="first position (inclusive)")
     p.add_argument("--end", type=int, required=True, help="end position (exclusive): [start, end)")
@@ -22,7 +25,11 @@ def register(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--id", default=None, help="event id (default: a new one); publishing an id again is a no-op")
     p.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     p.set_defaults(func=cmd_rerun)
-    r = sub.add_parser("rollback", help="switch a model back to the version its last switch replaced")
+    r = sub.add_parser("rollback", help="switch a model back to the version its last switch replaced",
+                       description="Switches the model — and every model switched with it — back to the versions its "
+                       "last switch replaced, without recomputing them: each name points at its old version's files "
+                       "again (kept as <table>__cbt_kept_v<N> for change.retention). Then re-runs what the "
+                       "rolled-back versions computed after the switch. An audit row records who.")
     r.add_argument("model", metavar="MODEL", help="model id (database.table) or a unique table name")
     r.add_argument("--config", metavar="FILE", help="config file (default: $CBT_CONFIG or ./config.yaml)")
     r.set_defaults(func=cmd_rollback)

@@ -27,7 +27,11 @@ __all__ = ["PORT_OFFSET", "SHUTDOWN_SLACK_S", "_offset_addr", "add_run_options",
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("run", help="run a service (coordinator, worker, bounds-cache, ...) or all")
+    p = sub.add_parser("run", help="run a service (coordinator, worker, bounds-cache, ...) or all",
+                       description="Runs a service, or every installed one (all), with /healthz and /readyz (and the "
+                       "original CBT's /health and /ready) on health_addr plus the service's offset, or "
+                       "--health-addr. The same as cbt-<service>; cbt --config FILE with no command runs them all, "
+                       "as the original CBT's binary did.")
     p.add_argument("service", choices=[*PORT_OFFSET, "all"])
     add_run_options(p)
     p.set_defaults(func=cmd_run)

@@ -15,7 +15,11 @@ DOCUMENT_GROUP = "cbt.documents"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("schema", help="write the message schemas and the OpenAPI document into docs/")
+    p = sub.add_parser("schema", help="write the message schemas and the OpenAPI document into docs/",
+                       description="Writes the generated documents into the docs folder: the JSON Schema of every "
+                       "message body on the topics (schemas/, which asyncapi.yaml refers to) and, with the api "
+                       "installed, the REST API's openapi.json. --check writes nothing and exits 1 when one is out "
+                       "of date.")
     p.add_argument("--docs", metavar="DIR", default=str(DOCS), help=f"the docs folder (default: {DOCS})")
     p.add_argument("--check", action="store_true", help="write nothing; exit 1 when a document is out of date")
     p.set_defaults(func=cmd_schema)

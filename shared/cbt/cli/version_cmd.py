@@ -17,7 +17,9 @@ COMMIT_ENV_VAR = "CBT_COMMIT"
 
 
 def register(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser("version", help="print the version, the commit (when known) and the Python")
+    p = sub.add_parser("version", help="print the version, the commit (when known) and the Python",
+                       description="Prints the installed version, the commit it was built from ($CBT_COMMIT, else "
+                       "the source checkout's) and the Python.")
     p.set_defaults(func=cmd_version)
 
 

@@ -31,14 +31,3 @@ def test_a_command_s_own_help_is_argparse_s() -> None:
     parser = build_parser()
     override = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices["override"]
     assert type(override) is argparse.ArgumentParser and "positional arguments:" in override.format_help()
-
-
-def test_the_command_line_page_names_every_command() -> None:
-    """docs/cli.md says what each command is for (docs/reference/cli.md prints every parser, generated)."""
-    from pathlib import Path
-
-    page = (Path(__file__).resolve().parents[3] / "docs" / "cli.md").read_text(encoding="utf-8")
-    parser = build_parser()
-    commands = {name for a in parser._actions if isinstance(a, argparse._SubParsersAction) for name in a.choices}
-    missing = sorted(c for c in commands if f"`cbt {c}" not in page)
-    assert missing == [], f"commands docs/cli.md does not name: {missing}"
