@@ -4,9 +4,10 @@ reaches is recomputed: the model and the descendant that reads that column, over
 parent and the models beside them compute nothing again. ``cbt plan`` says so before the restart.
 
 The middle model's table is the product's (a SELECT written ``replace``), so its new version is built beside it
-(``…__cbt_v2``) while readers keep the old one: a reader sampling it through SQL the whole time never sees the two
-definitions at once. At the switch the table takes the build's rows in one commit, and the descendant — written by
-its own statements (strategy ``sql``), so recomputed in place — re-runs from the new rows. Afterwards every table
+(``…__cbt_v2``) while readers keep the old one: a reader sampling it the whole time, through SQL and as the read API
+reads it, never sees the two definitions at once. At the switch the model's name moves to the build's files in one
+catalog step, and the descendant — written by its own statements (strategy ``sql``), so recomputed in place — re-runs
+from the new rows. Afterwards every table
 equals SQL written here for the new definitions. A model added with the same deploy has no DDL: the product creates
 its table from its query."""
 
