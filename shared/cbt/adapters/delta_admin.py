@@ -363,6 +363,13 @@ class DeltaAdmin:
     def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
         return self.tables.completions.version_coverage(model_ids)
 
+    def recent_runs(self, model_ids: Collection[ModelId], keep: int) -> dict[ModelId, list[tuple[int, int]]]:
+        """Each model's newest runs (positions covered, duration in ms), oldest first: from the files only."""
+        completions = self.tables.completions
+        if not isinstance(completions, CompletionsFiles):
+            raise TypeError("recent_runs reads the admin tables' files: open them with files=")
+        return completions.recent_runs(model_ids, keep)
+
     def adopt(self, model_id: ModelId, source_id: ModelId, keep: Range | None = None) -> None:
         self.tables.completions.adopt(model_id, source_id, keep)
 

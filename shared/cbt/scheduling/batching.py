@@ -106,3 +106,31 @@ class BatchSizer:
         if slope <= 0:  # noise: bigger batches looked no slower; trust the average instead
             return 0.0, mean_t / mean_k
         return max(0.0, mean_t - slope * mean_k), slope
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """What recomputing a model's ranges takes: its intervals, the tasks they run as, and the time the model's
+    recorded runs say those tasks take (``None``: no run recorded)."""
+
+    intervals: int
+    tasks: int
+    seconds: float | None
+
+
+def estimate(model: IncrementalModel, ranges: Sequence[Range], runs: Sequence[tuple[int, int]],
+             sizer: BatchSizer) -> Estimate:
+    """Recomputing ``ranges`` of ``model`` as the coordinator would plan it: full intervals grouped into batches of
+    the size ``sizer`` gives once it has seen ``runs`` (each: intervals in the task, its duration in ms, newest
+    last), each batch timed by the runs' fit (``fixed + per_interval * intervals``). ``sizer`` is changed."""
+    for intervals, duration_ms in runs[-KEEP_RUNS:]:
+        sizer.observe(model.id, intervals, duration_ms)
+    size, (fixed, per_interval) = sizer.size(model), sizer.fit(model.id)
+    intervals = tasks = 0
+    seconds = 0.0
+    for start, end in ranges:
+        count = -(-(end - start) // model.interval.max)
+        whole, rest = divmod(count, size)
+        intervals, tasks = intervals + count, tasks + whole + (1 if rest else 0)
+        seconds += whole * (fixed + per_interval * size) + ((fixed + per_interval * rest) if rest else 0.0)
+    return Estimate(intervals, tasks, round(seconds, 1) if runs else None)

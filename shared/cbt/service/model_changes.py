@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from cbt.config.settings import Config
@@ -21,9 +21,10 @@ from cbt.models.deployment import (
     plan_deployment,
     transformations,
 )
-from cbt.models.spec import ModelId
+from cbt.models.spec import IncrementalModel, ModelId
 from cbt.models.templates import RenderSettings
 from cbt.models.versions import Fingerprint, NotFingerprintable, fingerprint, short_version
+from cbt.scheduling.batching import KEEP_RUNS, BatchSizer, Estimate, estimate
 from cbt.scheduling.coverage import Coverage
 
 if TYPE_CHECKING:
@@ -42,6 +43,15 @@ class ModelChanges:
     """Models whose version could not be computed, with why (they keep their deployed version)."""
     first_deployment: bool = False
     """Nothing was deployed since versions are recorded: every model becomes version 1 as it is."""
+    estimates: Mapping[ModelId, Estimate] = field(default_factory=dict)
+    """What each recomputed incremental model's ranges take: intervals, tasks and time from its recorded runs."""
+
+
+def recomputed(plan: DeploymentPlan, covered: Mapping[ModelId, Coverage], model_id: ModelId) -> Coverage:
+    """What a deployment recomputes of a model: what it covers, from its ``starts`` position on when it has one."""
+    start = plan.starts.get(model_id)
+    ranges = covered.get(model_id, ())
+    return ranges if start is None else tuple((max(s, start), e) for s, e in ranges if e > start)
 
 
 def compare(config: Config, models: ModelSet, covered: Mapping[ModelId, Coverage]) -> ModelChanges:
@@ -50,8 +60,29 @@ def compare(config: Config, models: ModelSet, covered: Mapping[ModelId, Coverage
         return ModelChanges(None, covered, "spark.warehouse is not set: the deployed versions are read from their "
                                            "admin table's files")
     prints, unversioned = files_versions(config, models)
-    return ModelChanges(plan_deployment(models, prints, deployed, int(time.time() * 1000)), covered,
-                        unversioned=unversioned, first_deployment=not deployed)
+    plan = plan_deployment(models, prints, deployed, int(time.time() * 1000))
+    return ModelChanges(plan, covered, unversioned=unversioned, first_deployment=not deployed,
+                        estimates=estimates(config, models, plan, covered) if deployed else {})
+
+
+def estimates(config: Config, models: ModelSet, plan: DeploymentPlan,
+              covered: Mapping[ModelId, Coverage]) -> dict[ModelId, Estimate]:
+    """Each recomputed incremental model's intervals, tasks and time, from its runs in the admin table's files."""
+    recomputing = {m: model for m in plan.recompute if isinstance(model := models.models.get(m), IncrementalModel)}
+    admin = files_admin(config)
+    if admin is None or not recomputing:
+        return {}
+    from cbt.adapters.admin_tables.session import AdminTableError
+
+    try:
+        runs = admin.recent_runs(list(recomputing), KEEP_RUNS)
+    except AdminTableError:
+        runs = {}
+    batch = config.scheduler.batch
+    return {m: estimate(model, recomputed(plan, covered, m),
+                        [(max(1, length // model.interval.max), ms) for length, ms in runs.get(m, [])],
+                        BatchSizer(batch.max_intervals, batch.job_budget_s, batch.first_intervals))
+            for m, model in recomputing.items()}
 
 
 def files_versions(config: Config, models: ModelSet) -> tuple[dict[ModelId, Fingerprint], dict[ModelId, str]]:
@@ -112,6 +143,16 @@ def read_mixed_versions(config: Config, model_ids: list[ModelId]) -> dict[ModelI
             for m, by_version in held.items() if len(by_version) > 1}
 
 
+def _cost(recompute: Mapping[str, Any]) -> str:
+    """``: 22 intervals in 1 task, about 6 s`` (the time from the model's recorded runs, when it has any)."""
+    if not recompute.get("intervals"):
+        return ""
+    tasks = recompute["tasks"]
+    took = recompute.get("estimate_s")
+    timed = "no run recorded to time it" if took is None else f"about {took:g} s"
+    return f": {recompute['intervals']} intervals in {tasks} task{'s' if tasks != 1 else ''}, {timed}"
+
+
 def files_admin(config: Config) -> DeltaAdmin | None:
     """The admin tables over their files, without Spark; ``None`` without ``spark.warehouse``."""
     warehouse = config.warehouse()
@@ -135,11 +176,17 @@ def to_json(changes: ModelChanges) -> dict[str, Any]:
         "first_deployment": changes.first_deployment,
         "changed": [{"id": m, "category": c.category, "reasons": list(c.reasons)} for m, c in plan.changes.items()
                     if not changes.first_deployment],
-        "recompute": [{"id": m, "why": list(why), "ranges": [list(r) for r in changes.covered.get(m, ())]}
-                      for m, why in plan.recompute.items()],
+        "recompute": [{"id": m, "why": list(why), "ranges": [list(r) for r in recomputed(plan, changes.covered, m)],
+                       **_estimated(changes.estimates.get(m))} for m, why in plan.recompute.items()],
         "unaffected": [{"id": m, "why": why} for m, why in plan.impact.unaffected.items()],
         "not_versioned": [{"id": m, "why": why} for m, why in (changes.unversioned or {}).items()],
     }
+
+
+def _estimated(found: Estimate | None) -> dict[str, Any]:
+    if found is None:
+        return {}
+    return {"intervals": found.intervals, "tasks": found.tasks, "estimate_s": found.seconds}
 
 
 def render(changes: ModelChanges) -> str:
@@ -156,7 +203,7 @@ def render(changes: ModelChanges) -> str:
         lines.append("a deployment recomputes:")
         for r in document["recompute"]:
             ranges = ", ".join(f"[{s}, {e})" for s, e in r["ranges"]) or NOTHING_COVERED
-            lines.append(f"  {r['id']}  {ranges}  ({'; '.join(r['why'])})")
+            lines.append(f"  {r['id']}  {ranges}{_cost(r)}  ({'; '.join(r['why'])})")
     lines += [f"  {u['id']}  kept: {u['why']}" for u in document["unaffected"]]
     lines += [f"  {u['id']}  no version: {u['why']}" for u in document["not_versioned"]]
     return "\n".join(lines)

@@ -52,3 +52,21 @@ def test_a_table_half_recomputed_in_place_is_listed_with_what_each_version_holds
 def test_without_a_warehouse_status_reads_no_versions() -> None:
     config = load_config(PROJECT / "config.yaml", environ={"CBT__SPARK__WAREHOUSE": ""})
     assert config.warehouse() is None and read_mixed_versions(config, [MODEL]) == {}
+
+
+def test_plan_says_what_a_recompute_takes_from_the_model_s_recorded_runs(tmp_path: Path) -> None:
+    from cbt.models.loader import load_models
+    from cbt.service.model_changes import compare, render, to_json
+
+    config = load_config(PROJECT / "config.yaml", environ={"CBT__SPARK__WAREHOUSE": str(tmp_path)})
+    models = load_models(config)
+    minute = "analytics.block_propagation_minute"
+    admin = files_admin(config)
+    admin.tables.versions.record_versions([DeployedVersion(minute, 1, "0" * 64, "m", {}, deployed_ms=1)])
+    admin.record_completed([CompletedInterval(minute, 60 * i, 60, f"t{i}", duration_ms=1_000) for i in range(6)]
+                           + [CompletedInterval(minute, 360, 240, "batch", duration_ms=1_600)])
+
+    changes = compare(config, models, {minute: ((0, 600),)})
+    [entry] = [r for r in to_json(changes)["recompute"] if r["id"] == minute]
+    assert (entry["intervals"], entry["tasks"]) == (10, 1) and entry["estimate_s"] is not None, entry
+    assert f"{minute}  [0, 600): 10 intervals in 1 task, about " in render(changes)

@@ -11,7 +11,7 @@ import pytest
 from cbt.models.batch_choice import batch_mode
 from cbt.models.spec import Batch, Write
 from cbt.scheduling import coverage as cov
-from cbt.scheduling.batching import BatchSizer, group
+from cbt.scheduling.batching import BatchSizer, estimate, group
 from cbt.scheduling.plan import plan_model
 from cbt.scheduling.snapshot import StateSnapshot
 from tests.unit.scheduling.factories import ext, inc, models_of, snapshot
@@ -148,3 +148,15 @@ def test_a_model_whose_sql_reads_its_own_table_is_not_batched_unless_it_opts_in(
     assert batch_mode(running) == "off"
     assert batch_mode(replace(running, batch=Batch("union"))) == "union"
     assert batch_mode(replace(running, sql="SELECT p, v FROM src")) == "union"
+
+
+def test_a_recompute_is_estimated_as_the_batches_it_would_run_timed_by_the_recorded_runs() -> None:
+    model = replace(inc("an.m", ["ext.e"], imax=60), write=REPLACE, batch=Batch("bounds", max_intervals=10))
+    runs = [(1, 1_000), (1, 1_200), (4, 2_200), (4, 2_400), (8, 4_000)]  # about 0.7 s + 0.4 s an interval
+    found = estimate(model, [(0, 1500), (3000, 3090)], runs, BatchSizer(max_intervals=100, budget_s=60))
+    assert (found.intervals, found.tasks) == (27, 4), "25 intervals as 10 + 10 + 5, then 2 in one"
+    assert found.seconds is not None and 10 < found.seconds < 16, found
+    unknown = estimate(model, [(0, 600)], [], BatchSizer(max_intervals=100))
+    assert (unknown.intervals, unknown.tasks, unknown.seconds) == (10, 1, None), "no run recorded: no time"
+    single = replace(model, batch=Batch("off"))
+    assert estimate(single, [(0, 600)], runs, BatchSizer()).tasks == 10, "a model that never batches: one each"

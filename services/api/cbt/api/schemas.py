@@ -306,6 +306,10 @@ class RecomputeItem(Body):
     why: list[str]
     ranges: list[list[int]] = Field(description="the covered ranges a deployment recomputes, [start, end) each; "
                                                 "none for a scheduled model (it recomputes at its next run)")
+    intervals: int | None = Field(None, description="an incremental model: how many intervals the ranges hold")
+    tasks: int | None = Field(None, description="how many tasks they run as (batched as the coordinator would)")
+    estimate_s: float | None = Field(None, description="about how long those tasks take, from the model's recorded "
+                                                       "runs; null when none is recorded")
 
 
 class KeptItem(Body):

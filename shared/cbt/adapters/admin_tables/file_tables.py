@@ -181,6 +181,17 @@ class CompletionsFiles(_OnFiles):
                 out.setdefault(model, []).append(_completed(row))
         return out
 
+    def recent_runs(self, model_ids: Collection[ModelId], keep: int) -> dict[ModelId, list[tuple[int, int]]]:
+        """Each model's newest ``keep`` runs as tasks recorded them (not consolidated rows): the positions a task
+        covered and its duration in ms, oldest first."""
+        wanted = _wanted(model_ids)
+        found: dict[ModelId, list[tuple[int, int, int]]] = {m: [] for m in model_ids}
+        for row in self.files.read():
+            model = _model(row)
+            if wanted(model) and row["direction"] != "consolidated" and (row["interval"] or 0) > 0:
+                found[model].append((row["updated_ms"] or 0, int(row["interval"]), int(row["duration_ms"] or 0)))
+        return {m: [(length, ms) for _, length, ms in sorted(runs)[-keep:]] for m, runs in found.items()}
+
     def coverage(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, Coverage]:
         if model_ids is not None and not model_ids:
             return {}

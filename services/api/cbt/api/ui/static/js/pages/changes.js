@@ -42,6 +42,13 @@ function versionsView(body) {
   ], body.versions, { "data-table": "versions" }));
 }
 
+// "12 intervals in 1 task, about 9.6 s": the time from the model's recorded runs, when it has any.
+function work(r) {
+  if (!r.intervals) return "—";
+  const tasks = `${r.intervals} interval${r.intervals === 1 ? "" : "s"} in ${r.tasks} task${r.tasks === 1 ? "" : "s"}`;
+  return r.estimate_s == null ? `${tasks}, no run recorded to time it` : `${tasks}, about ${r.estimate_s} s`;
+}
+
 function changesView(body) {
   if (!body.compared) return emptyState("Not compared", body.why_not || "The deployed versions cannot be read.");
   if (!body.changed.length) return emptyState("No changes", "The loaded files define the deployed versions: deploying them recomputes nothing.");
@@ -54,6 +61,7 @@ function changesView(body) {
     table([
       { label: "Recomputes", cell: (r) => modelLink(r.id) },
       { label: "Ranges", cell: (r) => (r.ranges.length ? ranges(r.id, r.ranges) : "at its next run") },
+      { label: "Work", cell: work },
       { label: "Why", cell: (r) => r.why.join("; ") },
     ], body.recompute, { "data-table": "recompute" }));
 }
