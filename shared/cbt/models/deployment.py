@@ -74,6 +74,14 @@ class VersionRecord(Protocol):
         ...
 
 
+def highest_versions(versions: Iterable[DeployedVersion]) -> dict[ModelId, int]:
+    """Each model's highest version number in ``versions``."""
+    out: dict[ModelId, int] = {}
+    for version in versions:
+        out[version.model] = max(out.get(version.model, 0), version.version)
+    return out
+
+
 def current_states(rows: Iterable[DeployedVersion]) -> list[DeployedVersion]:
     """Each (model, version)'s latest row: its state now."""
     out: dict[tuple[ModelId, int], DeployedVersion] = {}
@@ -130,9 +138,11 @@ RECHECK_INTERVALS = 1440
 
 
 def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint],
-                    deployed: Mapping[ModelId, DeployedVersion], at_ms: int) -> DeploymentPlan:
+                    deployed: Mapping[ModelId, DeployedVersion], at_ms: int,
+                    highest: Mapping[ModelId, int] | None = None) -> DeploymentPlan:
     """``fingerprints``: the files' version of each transformation (its definition's normalised SQL gives the
-    column lineage)."""
+    column lineage). ``highest``: each model's highest version number ever recorded — a new version takes the next
+    one, so it never reuses a rolled-back or superseded version's number (nor its build's folder)."""
     changes: dict[ModelId, Change] = {}
     for_impact: dict[ModelId, Change] = {}
     new_versions: list[DeployedVersion] = []
@@ -151,7 +161,8 @@ def plan_deployment(models: ModelSet, fingerprints: Mapping[ModelId, Fingerprint
         for_impact[model_id] = applied
         if start is not None:
             own_starts[model_id] = start
-        version = 1 if before is None else before.version + (0 if change.category == "metadata" else 1)
+        version = 1 if before is None else before.version if change.category == "metadata" else max(
+            before.version, (highest or {}).get(model_id, 0)) + 1
         new_versions.append(DeployedVersion(model_id, version, print_.data, print_.metadata, print_.definition,
                                             change.category, change.reasons, at_ms,
                                             definition_document(model) if isinstance(model, Transformation) else None))

@@ -17,6 +17,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.deployment import (
     DeployedVersion,
     DeploymentPlan,
+    highest_versions,
     latest_versions,
     plan_deployment,
     transformations,
@@ -55,12 +56,13 @@ def recomputed(plan: DeploymentPlan, covered: Mapping[ModelId, Coverage], model_
 
 
 def compare(config: Config, models: ModelSet, covered: Mapping[ModelId, Coverage]) -> ModelChanges:
-    deployed = read_deployed(config)
-    if deployed is None:
+    every = read_versions(config)
+    deployed = None if every is None else latest_versions(every)
+    if deployed is None or every is None:
         return ModelChanges(None, covered, "spark.warehouse is not set: the deployed versions are read from their "
                                            "admin table's files")
     prints, unversioned = files_versions(config, models)
-    plan = plan_deployment(models, prints, deployed, int(time.time() * 1000))
+    plan = plan_deployment(models, prints, deployed, int(time.time() * 1000), highest_versions(every))
     return ModelChanges(plan, covered, unversioned=unversioned, first_deployment=not deployed,
                         estimates=estimates(config, models, plan, covered) if deployed else {})
 

@@ -229,3 +229,19 @@ async def _no_invalidation(event: Invalidation) -> None:
 def test_recheck_pieces_are_runs_of_whole_intervals_then_what_is_left() -> None:
     assert recheck_pieces(60, [(0, 600), (900, 1_000)], most=4) == [
         (0, 240, 60), (240, 240, 60), (480, 120, 60), (900, 60, None), (960, 40, None)]
+
+
+def test_a_version_live_in_a_switched_table_keeps_its_files_and_a_new_number_never_repeats_one() -> None:
+    """After a switch the model's name is on its build's files (``table_location``): an in-place or metadata
+    version that follows lives there too (the read API finds the table by it). After a rollback the rolled-back
+    version's number (and its build's folder) stays taken."""
+    record = MemoryVersions()
+    deployed(pipeline(), record, 1_000)
+    live = record.deployed_versions()["an.parent"]
+    record.record_versions([replace(live, state="retired", deployed_ms=1_500),
+                            replace(live, version=2, data_hash="x" * 64, state="rolled_back", deployed_ms=1_500,
+                                    table_location="file:/w/an.db/parent__cbt_v2"),
+                            replace(live, state="live", deployed_ms=1_600, table_location="file:/w/an.db/parent")])
+    deployed(edited_with(ChangePolicy("in_place")), record, 2_000)
+    now = record.deployed_versions()["an.parent"]
+    assert (now.version, now.state, now.table_location) == (3, "live", "file:/w/an.db/parent"), now

@@ -31,6 +31,7 @@ from cbt.models.deployment import (
     DeploymentPlan,
     VersionRecord,
     current_states,
+    highest_versions,
     latest_versions,
     live_versions,
     plan_deployment,
@@ -82,15 +83,20 @@ def in_place_now(plan: DeploymentPlan, models: ModelSet, built: Collection[Model
 
 
 def with_states(plan: DeploymentPlan, models: ModelSet, built: Collection[ModelId],
-                current: Mapping[ModelId, DeployedVersion]) -> list[DeployedVersion]:
+                current: Mapping[ModelId, DeployedVersion], live: Mapping[ModelId, DeployedVersion] | None = None,
+                highest: Mapping[ModelId, int] | None = None) -> list[DeployedVersion]:
     """The rows to record: a built model's new version ``building`` with its build table — one whose own
     definition did not change but whose parents' did is rebuilt as its next version too; a metadata change of a
-    version being built keeps building; a build that a new version replaces is ``superseded``."""
+    version being built keeps building; a build that a new version replaces is ``superseded``; a version live in the
+    model's table as it is keeps the table's files (``live``: the live versions). ``highest``: each model's highest
+    version number recorded (a new one never reuses a number)."""
     rows: list[DeployedVersion] = []
+    live, highest = live or {}, highest or {}
     changed = {version.model: version for version in plan.new_versions}
     for model_id in sorted(set(built) - set(changed)):
         serving, model = current[model_id], models.get(model_id)
-        changed[model_id] = replace(serving, version=serving.version + 1, category="breaking",
+        changed[model_id] = replace(serving, version=max(serving.version, highest.get(model_id, 0)) + 1,
+                                    category="breaking", table_location=None,
                                     reasons=plan.recompute[model_id], deployed_ms=plan.at_ms,
                                     spec=definition_document(model) if isinstance(model, IncrementalModel) else None)
     for version in changed.values():
@@ -99,8 +105,9 @@ def with_states(plan: DeploymentPlan, models: ModelSet, built: Collection[ModelI
             rows.append(replace(version, state="building", build_table=build_id(version.model, version.version)))
         elif before is not None and before.state == "building" and before.version == version.version:
             rows.append(replace(version, state="building", build_table=before.build_table))
-        else:
-            rows.append(version)
+        else:  # (live in the model's table as it is: where its files are stays)
+            files = live[version.model].table_location if version.model in live else None
+            rows.append(replace(version, table_location=files))
         if before is not None and before.state == "building" and before.version != version.version:
             rows.append(replace(before, state="superseded", deployed_ms=version.deployed_ms))
     return rows
@@ -160,12 +167,13 @@ async def deploy(models: ModelSet, prints: Mapping[ModelId, Fingerprint], record
     kept_back = rolled_back_files(prints, versions)
     for model_id in sorted(kept_back):
         log.info("model version: rolled back; its files are deployed again when they change", extra={"model": model_id})
-    plan = plan_deployment(models, {m: p for m, p in prints.items() if m not in kept_back}, deployed, at_ms)
+    plan = plan_deployment(models, {m: p for m, p in prints.items() if m not in kept_back}, deployed, at_ms,
+                           highest_versions(versions))
     for model_id, change in plan.changes.items():
         if change.category != "new" or deployed:
             log.info("model version: %s", change.category, extra={"model": model_id, "reasons": list(change.reasons)})
     built = built_models(plan, models, live_versions(versions))
-    rows = with_states(plan, models, built, deployed)
+    rows = with_states(plan, models, built, deployed, live_versions(versions), highest_versions(versions))
     after = current_states([*versions, *rows])
     now = in_place_now(plan, models, built, after)
     announce(running_versions({m: p.short for m, p in prints.items()}, builds_from(after), pins_from(after)))
