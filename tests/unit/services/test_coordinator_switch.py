@@ -201,3 +201,27 @@ def test_files_past_their_retention_are_deleted_once_and_no_rollback_goes_back_t
     assert deleted == [("an.parent", "file:/w/parent", "an.parent__cbt_kept_v1")], "once"
     with pytest.raises(NothingToRollBack):
         plan_rollback("an.parent", record.all_versions(), week_ms + 20_000)
+
+
+def test_a_switch_run_again_after_its_record_was_written_switches_nothing_twice() -> None:
+    """The switch failed after recording the versions (publishing a re-run, dropping the build): run again, it must
+    not take the new live version for the old one and retire it."""
+    state, record = MemoryState(), MemoryVersions()
+    record.record_versions([version("an.parent", 1, PARENT, "retired"), version("an.parent", 2, EDITED, "live")])
+    build = parent_build()
+    state.coverage.record_completed("an.parent", (0, 300), 0)
+    switched: list[str] = []
+
+    def switch_table(model_id: str, build_table: str, kept: str) -> Switched:
+        switched.append(model_id)
+        return Switched()
+
+    async def publish(event: Invalidation) -> None:
+        pass
+
+    before = record.all_versions()
+    switch = Switch(state.coverage, state.ledger, lambda: record, MemoryRecord, switch_table, lambda table: None,
+                    publish)
+    asyncio.run(switch.run(files(), {build.model: build}))
+    assert switched == [] and [(v.version, v.state) for v in record.all_versions()] == [
+        (v.version, v.state) for v in before]

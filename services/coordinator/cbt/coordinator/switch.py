@@ -119,6 +119,8 @@ class Switch:
         rows: list[tuple[DeployedVersion, VersionState]] = []
         for model_id in [m for m in files.topological_order() if m in builds]:
             build = builds[model_id]
+            if model_id not in building or building[model_id].version != build.version:
+                continue  # (switched already: the switch failed after recording, and runs again for the rest)
             retired = kept_rows_id(model_id, live[model_id].version) if model_id in live else None
             switched = await asyncio.to_thread(self.switch_table, model_id, build.table,
                                                retired or kept_rows_id(model_id, 0))
