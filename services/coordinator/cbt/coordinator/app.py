@@ -236,8 +236,12 @@ class Coordinator:
         if self.versions is None or now < self.versions_read_at + VERSIONS_READ_S:
             return
         self.versions_read_at = now
+        async with self.switch_lock:  # (a switch running meanwhile would make what is read here stale)
+            await self._take_up_versions(self.versions, now)
+
+    async def _take_up_versions(self, versions: Callable[[], VersionRecord], now: int) -> None:
         try:
-            states = await asyncio.to_thread(self.versions().all_versions)
+            states = await asyncio.to_thread(versions().all_versions)
         except Exception:
             log.exception("model versions: reading the versions record failed; trying again")
             return

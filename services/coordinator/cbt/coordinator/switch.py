@@ -154,9 +154,13 @@ class Switch:
             return
         retention = {m.id: m.change.retention_s for m in files if isinstance(m, IncrementalModel)}
         for version in files_past_retention(versions, retention, now_ms):
-            assert version.table_location is not None
-            deleted = await asyncio.to_thread(self.delete_files, version.model, version.table_location,
-                                              kept_rows_id(version.model, version.version))
+            try:
+                deleted = await asyncio.to_thread(self.delete_files, version.model, version.table_location or "",
+                                                  kept_rows_id(version.model, version.version))
+            except Exception:  # (the others go on; this one is tried again at the next read)
+                log.exception("model version: deleting files past their retention failed", extra={
+                    "model": version.model, "version": version.version, "files": version.table_location})
+                continue
             gone = replace(version, table_location=None, deployed_ms=now_ms)
             await asyncio.to_thread(self.record().record_versions, [gone])
             log.info("model version: its files past their retention deleted", extra={

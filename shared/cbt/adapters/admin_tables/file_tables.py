@@ -188,8 +188,9 @@ class CompletionsFiles(_OnFiles):
         found: dict[ModelId, list[tuple[int, int, int]]] = {m: [] for m in model_ids}
         for row in self.files.read():
             model = _model(row)
-            if wanted(model) and row["direction"] != "consolidated" and (row["interval"] or 0) > 0:
-                found[model].append((row["updated_ms"] or 0, int(row["interval"]), int(row["duration_ms"] or 0)))
+            if (wanted(model) and row["direction"] != "consolidated" and (row["interval"] or 0) > 0
+                    and row["duration_ms"] is not None):
+                found[model].append((row["updated_ms"] or 0, int(row["interval"]), int(row["duration_ms"])))
         return {m: [(length, ms) for _, length, ms in sorted(runs)[-keep:]] for m, runs in found.items()}
 
     def coverage(self, model_ids: Collection[ModelId] | None = None) -> dict[ModelId, Coverage]:
