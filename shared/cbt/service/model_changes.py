@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from cbt.config.settings import Config
+from cbt.config.settings import Config, warehouse_location
 from cbt.models.dag import ModelSet
 from cbt.models.deployment import (
     DeployedVersion,
@@ -121,9 +121,21 @@ def read_versions(config: Config) -> list[DeployedVersion] | None:
 
 def live_folders(config: Config) -> dict[ModelId, str]:
     """Each model whose name a switch moved to its build's files (``cbt.adapters.switch``): the folder of its live
-    version's files in its database's folder, from the versions record (``table_location``); the others are in the
-    folder of their own name."""
-    return {v.model: v.table_location.rstrip("/").rsplit("/", 1)[-1] for v in read_versions(config) or ()
+    version's files in its database's folder, from the versions record (``table_location``; read where
+    ``spark.warehouse`` says, else ``api.tables.warehouse``); the others are in the folder of their own name. Raises
+    ``AdminTableError`` when the record cannot be read (its absence is no switch yet)."""
+    from cbt.adapters.admin_tables.session import AdminTableMissing
+
+    tables = config.api.tables
+    admin = files_admin(config, None if tables.warehouse is None else warehouse_location(tables.warehouse,
+                                                                                          config.base_dir))
+    if admin is None:
+        return {}
+    try:
+        every = admin.tables.versions.all_versions()
+    except AdminTableMissing:
+        return {}
+    return {v.model: v.table_location.rstrip("/").rsplit("/", 1)[-1] for v in every
             if v.state == "live" and v.table_location}
 
 
@@ -155,9 +167,9 @@ def _cost(recompute: Mapping[str, Any]) -> str:
     return f": {recompute['intervals']} intervals in {tasks} task{'s' if tasks != 1 else ''}, {timed}"
 
 
-def files_admin(config: Config) -> DeltaAdmin | None:
-    """The admin tables over their files, without Spark; ``None`` without ``spark.warehouse``."""
-    warehouse = config.warehouse()
+def files_admin(config: Config, fallback: str | None = None) -> DeltaAdmin | None:
+    """The admin tables over their files, without Spark; ``None`` without ``spark.warehouse`` (or ``fallback``)."""
+    warehouse = config.warehouse() or fallback
     if warehouse is None:
         return None
     from cbt.adapters.delta_admin import DeltaAdmin

@@ -142,3 +142,17 @@ def test_a_switched_model_is_read_from_its_live_folder_and_a_paging_reader_stays
         "the paging reader's table"
     fresh = read_page(delta, SIGNER, "a.t", Expose(), [("order_by", "slot")], 2, None, None)
     assert {r["total"] for r in fresh["rows"]} == {2.0}, "a new read: the switched files"
+
+
+def test_the_folders_known_stay_while_the_versions_record_cannot_be_read(tmp_path: Path) -> None:
+    answers: list[dict[str, str] | Exception] = [{"a.t": "t__cbt_v2"}, OSError("the store is away")]
+
+    def folders() -> dict[str, str]:
+        answer = answers.pop(0) if len(answers) > 1 else answers[0]
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+    delta = DeltaRows(TablesApiConfig(warehouse=str(tmp_path)), Path("."), folders, folders_ttl_s=0)
+    assert delta.folder("a.t") == "t__cbt_v2"
+    assert delta.folder("a.t") == "t__cbt_v2", "not the folder of its name while the record is away"

@@ -70,3 +70,19 @@ def test_plan_says_what_a_recompute_takes_from_the_model_s_recorded_runs(tmp_pat
     [entry] = [r for r in to_json(changes)["recompute"] if r["id"] == minute]
     assert (entry["intervals"], entry["tasks"]) == (10, 1) and entry["estimate_s"] is not None, entry
     assert f"{minute}  [0, 600): 10 intervals in 1 task, about " in render(changes)
+
+
+def test_the_read_api_finds_a_switched_model_s_files_through_the_versions_record(tmp_path: Path) -> None:
+    from cbt.service.model_changes import live_folders
+
+    only_api = {"CBT__SPARK__WAREHOUSE": "", "CBT__API__TABLES__WAREHOUSE": str(tmp_path)}
+    config = load_config(PROJECT / "config.yaml", environ=only_api)
+    assert live_folders(config) == {}, "nothing recorded yet: every model in the folder of its name"
+    admin = files_admin(load_config(PROJECT / "config.yaml", environ={"CBT__SPARK__WAREHOUSE": str(tmp_path)}))
+    admin.tables.versions.record_versions([
+        DeployedVersion(MODEL, 1, "a" * 64, "m", {}, deployed_ms=1, state="retired",
+                        table_location=f"file:{tmp_path}/analytics.db/in_place"),
+        DeployedVersion(MODEL, 2, "b" * 64, "m", {}, deployed_ms=1, state="live",
+                        table_location=f"file:{tmp_path}/analytics.db/in_place__cbt_v2/"),
+        DeployedVersion(OTHER, 1, "c" * 64, "m", {}, deployed_ms=1)])
+    assert live_folders(config) == {MODEL: "in_place__cbt_v2"}, "read with the api's warehouse alone too"

@@ -30,7 +30,7 @@ from deltalake import CommitProperties, DeltaTable, write_deltalake
 from deltalake.exceptions import CommitFailedError, DeltaError, TableNotFoundError
 
 from cbt.adapters.admin_tables.columns import TableSpec
-from cbt.adapters.admin_tables.session import AdminTableError, TableName
+from cbt.adapters.admin_tables.session import AdminTableError, AdminTableMissing, TableName
 
 log = logging.getLogger("cbt.admin")
 T = TypeVar("T")
@@ -158,7 +158,7 @@ class FileTable:
         except TableNotFoundError as e:
             if self._locate():
                 return self.table()
-            raise AdminTableError(f"admin table {self.label}: no Delta table at {self.uri}") from e
+            raise AdminTableMissing(f"admin table {self.label}: no Delta table at {self.uri}") from e
         except (DeltaError, OSError) as e:
             raise AdminTableError(f"admin table {self.label}: cannot be read: {e}") from e
 

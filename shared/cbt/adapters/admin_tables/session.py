@@ -37,6 +37,10 @@ class AdminTableError(CbtError):
     """A statement on an admin table failed; the Spark error is chained."""
 
 
+class AdminTableMissing(AdminTableError):
+    """The admin table does not exist (yet): nothing was ever recorded in it."""
+
+
 def is_conflict(error: BaseException) -> bool:
     """Whether Delta refused a commit because another one changed what this one read (safe to retry)."""
     text = str(error)
