@@ -11,7 +11,15 @@ from pathlib import Path
 import pytest
 from pyspark.sql import SparkSession
 
-from cbt.adapters.switch import delete_files, drop_build, is_external, location, point_back, switch_to_build
+from cbt.adapters.switch import (
+    delete_build,
+    delete_files,
+    drop_build,
+    is_external,
+    location,
+    point_back,
+    switch_to_build,
+)
 from cbt.adapters.target_tables import TargetTables
 from cbt.models.spec import IncrementalModel, Interval, Write
 from cbt.models.templates import RenderSettings
@@ -81,6 +89,13 @@ def test_the_old_files_past_their_retention_are_deleted_never_the_live_ones(
     assert folder.is_dir() and not list(folder.rglob("*.parquet")), "no data file left, only the log"
     assert totals(spark, name) == ["0", "3", "6"]
     assert delete_files(spark, name, switched.old_location, kept) in (True, False), "again: nothing breaks"
+
+    superseded = f"{spark_database}.r__cbt_v3"
+    filled(spark, model(spark_database, "r__cbt_v3", NEW), "SELECT id, CAST(id AS STRING) FROM range(2)")
+    build_files = location(spark, superseded)
+    assert build_files is not None and delete_build(spark, name, superseded)
+    assert not spark.catalog.tableExists(superseded), "a superseded build's entry goes with its files"
+    assert not list(Path(build_files.removeprefix("file:")).rglob("*.parquet"))
 
 
 def test_a_managed_build_made_before_builds_were_external_is_copied(spark: SparkSession, spark_database: str) -> None:

@@ -135,6 +135,12 @@ def delete_files(spark: SparkSession, model_id: ModelId, files: str, kept: Model
     return True
 
 
+def delete_build(spark: SparkSession, model_id: ModelId, build: ModelId) -> bool:
+    """A superseded build's files deleted and its entry dropped (``delete_files``); False when it has none."""
+    files = location(spark, build)
+    return files is not None and delete_files(spark, model_id, files, build)
+
+
 def restore(spark: SparkSession, model_id: ModelId, version: int) -> None:
     """``cbt rollback`` of a copy: ``model_id``'s table back as it was at ``version`` (one commit)."""
     spark.sql(f"RESTORE TABLE {quote_id(model_id)} TO VERSION AS OF {int(version)}").collect()
@@ -158,3 +164,7 @@ class SparkSwitch:
     def delete_files(self, model_id: ModelId, files: str, kept: ModelId) -> bool:
         with self._permit():
             return delete_files(self._spark(), model_id, files, kept)
+
+    def delete_build(self, model_id: ModelId, build: ModelId) -> bool:
+        with self._permit():
+            return delete_build(self._spark(), model_id, build)

@@ -77,16 +77,17 @@ class Switched:
 def files_past_retention(versions: Iterable[DeployedVersion], retention_s: Mapping[ModelId, int | None],
                          now_ms: int) -> list[DeployedVersion]:
     """The versions whose files a switch left behind (``retired``, ``rolled_back``, with a ``table_location`` other
-    than their model's live version's) since longer than their model's ``change.retention`` (``retention_s``; a
-    model missing there: the default; ``None``: kept until deleted by hand) — their files may go, and a rollback to
-    them with them."""
+    than their model's live version's), and the builds a newer version superseded (``build_table``), since longer
+    than their model's ``change.retention`` (``retention_s``; a model missing there: the default; ``None``: kept
+    until deleted by hand) — their files may go, and a rollback to them with them."""
     states = list(versions)
     live = live_versions(states)
     out = []
     for version in states:
         serving = live.get(version.model)
-        if (version.state not in ("retired", "rolled_back") or version.table_location is None
-                or (serving is not None and serving.table_location == version.table_location)):
+        left_behind = (version.state in ("retired", "rolled_back") and version.table_location is not None
+                       and (serving is None or serving.table_location != version.table_location))
+        if not left_behind and not (version.state == "superseded" and version.build_table):
             continue
         kept_s = retention_s.get(version.model, KEPT_FILES_S)
         if kept_s is not None and version.deployed_ms + kept_s * 1000 <= now_ms:

@@ -186,6 +186,9 @@ def test_files_a_switch_left_behind_go_once_their_model_s_retention_has_passed(c
     assert files_past_retention(record, {"analytics.first": None}, 7 * DAY_MS) == [], "kept until deleted by hand"
     assert [v.version for v in files_past_retention(record, {"analytics.second": DAY_MS // 1000}, 7 * DAY_MS)] == [
         1, 2, 1], "a shorter retention"
+    superseded = replace(version(second, 4, "building", 0), state="superseded")
+    assert [(v.version, v.state) for v in files_past_retention([*record, superseded], {}, 7 * DAY_MS)][-1] == (
+        4, "superseded"), "a build a newer version superseded goes too"
     rolled_back = [at(version(first, 1, "live", 0), "file:/w/first"),
                    at(version(first, 2, "rolled_back", 0), "file:/w/first")]
     assert files_past_retention(rolled_back, {}, 30 * DAY_MS) == [], "never the files the live version is in"

@@ -225,3 +225,22 @@ def test_a_switch_run_again_after_its_record_was_written_switches_nothing_twice(
     asyncio.run(switch.run(files(), {build.model: build}))
     assert switched == [] and [(v.version, v.state) for v in record.all_versions()] == [
         (v.version, v.state) for v in before]
+
+
+def test_a_superseded_build_is_deleted_past_the_retention() -> None:
+    record = MemoryVersions()
+    record.record_versions([replace(version("an.parent", 1, PARENT, "live"), deployed_ms=0),
+                            replace(version("an.parent", 2, EDITED, "superseded"), deployed_ms=0,
+                                    build_table="an.parent__cbt_v2")])
+    dropped: list[tuple[str, str]] = []
+
+    async def publish(event: Invalidation) -> None:
+        pass
+
+    state = MemoryState()
+    switch = Switch(state.coverage, state.ledger, lambda: record, MemoryRecord, lambda m, b, k: Switched(),
+                    lambda table: None, publish, lambda m, f, k: True,
+                    lambda model_id, build_table: dropped.append((model_id, build_table)) is None)
+    asyncio.run(switch.prune(files(), record.all_versions(), 7 * 86_400_000))
+    asyncio.run(switch.prune(files(), record.all_versions(), 8 * 86_400_000))
+    assert dropped == [("an.parent", "an.parent__cbt_v2")], "once"

@@ -497,7 +497,7 @@ def build(config: Config, models: ModelSet, clients: Clients) -> Coordinator:
         await planner.publisher.publish(planner.topics.invalidation, event, key=event.model)
 
     switch = Switch(state.coverage, state.ledger, versions, admin,
-                    on_spark.switch_table, on_spark.drop_table, publish, on_spark.delete_files)
+                    on_spark.switch_table, on_spark.drop_table, publish, on_spark.delete_files, on_spark.delete_build)
     return Coordinator(config, models, state, planner, marks, clients.owner, admin, view=view,
                        milestone=clients.startup.reached, versions=versions, prints=prints, switch=switch)
 

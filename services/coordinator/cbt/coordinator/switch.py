@@ -100,6 +100,8 @@ class Switch:
     publish: Callable[[Invalidation], Awaitable[None]]
     delete_files: Callable[[ModelId, str, ModelId], bool] | None = None
     """Deletes a left-behind version's files (model, files, the kept table's id): ``cbt.adapters.switch``."""
+    delete_build: Callable[[ModelId, ModelId], bool] = lambda model_id, build: False
+    """Deletes a superseded build's files and entry (model, build table)."""
 
     def ready(self, builds: Mapping[ModelId, Build]) -> bool:
         """The builds are complete and nothing of theirs or their models' is in flight (call it with the models
@@ -155,13 +157,16 @@ class Switch:
         retention = {m.id: m.change.retention_s for m in files if isinstance(m, IncrementalModel)}
         for version in files_past_retention(versions, retention, now_ms):
             try:
-                deleted = await asyncio.to_thread(self.delete_files, version.model, version.table_location or "",
-                                                  kept_rows_id(version.model, version.version))
+                if version.state == "superseded" and version.build_table:
+                    deleted = await asyncio.to_thread(self.delete_build, version.model, version.build_table)
+                else:
+                    deleted = await asyncio.to_thread(self.delete_files, version.model, version.table_location or "",
+                                                      kept_rows_id(version.model, version.version))
             except Exception:  # (the others go on; this one is tried again at the next read)
                 log.exception("model version: deleting files past their retention failed", extra={
                     "model": version.model, "version": version.version, "files": version.table_location})
                 continue
-            gone = replace(version, table_location=None, deployed_ms=now_ms)
+            gone = replace(version, table_location=None, build_table=None, deployed_ms=now_ms)
             await asyncio.to_thread(self.record().record_versions, [gone])
             log.info("model version: its files past their retention deleted", extra={
                 "model": version.model, "version": version.version, "files": version.table_location,
