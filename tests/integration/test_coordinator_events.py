@@ -21,6 +21,7 @@ from cbt.coordinator.app import Coordinator
 from cbt.coordinator.switch import Switch
 from cbt.models.builds import Build, Switched, with_builds
 from cbt.models.dag import ModelSet
+from cbt.models.deployment import DeployedVersion
 from cbt.models.spec import IncrementalModel, Write
 from cbt.observability import metrics, model_state
 from cbt.observability.metrics import Labels
@@ -172,6 +173,9 @@ def test_the_completion_that_completes_a_build_switches_it_without_waiting_for_a
     build = Build("an.minute", 2, live, new, "old", "new")
     coordinator, state = coordinator_on(redis_client, redis_prefix, Publisher(), live)
     versions = MemoryVersions()
+    versions.record_versions([DeployedVersion("an.minute", 1, "a" * 64, "m", {}, deployed_ms=1),
+                              DeployedVersion("an.minute", 2, "b" * 64, "m", {}, deployed_ms=2, state="building",
+                                              build_table=build.table)])
     switched: list[tuple[str, str]] = []
 
     def switch_table(model_id: str, build_table: str, kept: str) -> Switched:
@@ -202,3 +206,4 @@ def test_the_completion_that_completes_a_build_switches_it_without_waiting_for_a
 
     asyncio.run(scenario())
     assert switched == [("an.minute", build.table)] and coordinator.builds == {}
+    assert {v.version: v.state for v in versions.all_versions()} == {1: "retired", 2: "live"}

@@ -87,7 +87,10 @@ class KafkaBroker:
             "transaction.state.log.min.isr": "1",
             "share.coordinator.state.topic.replication.factor": "1",
             "share.coordinator.state.topic.min.isr": "1",
-            "group.initial.rebalance.delay.ms": "0",
+            # A new group's first rebalance waits 1 s for its members (Kafka's default: 3 s). At 0, each of a worker's
+            # consumers joining after the first was a rebalance of its own, and tasks already started were delivered
+            # again to the partitions' new owners.
+            "group.initial.rebalance.delay.ms": "1000",
             "auto.create.topics.enable": "false",
             "delete.topic.enable": "true",
             "log.retention.hours": "24",
