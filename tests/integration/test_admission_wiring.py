@@ -117,6 +117,38 @@ def test_a_task_of_a_model_in_a_chain_goes_ahead_of_a_leaf_queued_just_before(
     assert [m.split("/", 2)[2] for m in store.granted if m.startswith("worker/")] == ["an.chain:0:60", "an.leaf:0:60"]
 
 
+def test_a_forward_task_goes_ahead_of_its_own_model_s_backfill_waiting_for_a_permit(
+        sessions: SessionPool) -> None:
+    """bench (h): a model's backfill task waiting for the permit held the model's lock in the worker, so the forward
+    task that arrived next could not even queue, and the chain's next level waited behind history."""
+    store = RecordingStore()
+    worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
+    model = replace(inc("an.chained", imax=60), sql="SELECT 1")
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=4, admission=worker)
+    sessions.session(model.id)
+    history = replace(task(model, "backfill"), start=0, end=60)
+    fresh = replace(task(model, "forward"), start=60, end=120)
+
+    async def queued(n: int) -> None:
+        deadline = time.monotonic() + 2.0
+        while store.status().waiting < n and time.monotonic() < deadline:
+            await asyncio.sleep(0.005)
+
+    async def scenario() -> None:
+        async with other.held("admin", "busy"):
+            running = [asyncio.create_task(executor.run(model, history))]
+            await queued(1)
+            running.append(asyncio.create_task(executor.run(model, fresh)))
+            await queued(2)
+        await asyncio.gather(*running)
+
+    asyncio.run(scenario())
+    worker.close()
+    other.close()
+    assert [m.split("/", 2)[2] for m in store.granted if m.startswith("worker/")] == [
+        "an.chained:60:60", "an.chained:0:60"]
+
+
 def test_every_admin_table_statement_holds_a_permit(spark: SparkSession, spark_database: str) -> None:
     entered: list[int] = []
 

@@ -69,3 +69,20 @@ def test_a_waiter_cancelled_just_after_its_turn_passes_the_slot_on() -> None:
             await handed
 
     asyncio.run(main())
+
+
+def test_a_holder_learns_when_a_more_urgent_waiter_joins() -> None:
+    async def main() -> None:
+        slots, order, release = PrioritySlots(1), list[str](), asyncio.Event()
+        holder = asyncio.create_task(_take(slots, 3, "backfill", order, release))
+        await asyncio.sleep(0)
+        overtaken = asyncio.create_task(slots.overtaken(3))
+        as_urgent = asyncio.create_task(_take(slots, 3, "another backfill", order, release))
+        await asyncio.sleep(0.01)
+        assert not overtaken.done(), "a waiter of the same key does not overtake"
+        more_urgent = asyncio.create_task(_take(slots, 1, "forward", order, release))
+        await asyncio.wait_for(overtaken, 1.0)
+        release.set()
+        await asyncio.gather(holder, as_urgent, more_urgent)
+
+    asyncio.run(main())

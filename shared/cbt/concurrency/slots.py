@@ -1,5 +1,6 @@
 """A process's task slots, handed out most urgent first: an asyncio semaphore whose waiters are served by the lowest
-key (a priority class's rank, ``cbt.scheduling.admission``), first come first served among equal keys."""
+key (a priority class's rank, ``cbt.scheduling.admission``), first come first served among equal keys. A holder
+can learn that a more urgent waiter has joined (``overtaken``), to give its slot up while it has not begun."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ class PrioritySlots:
         self._free = slots
         self._waiters: list[tuple[int, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
+        self._joined = asyncio.Event()
+        """Set (and replaced) whenever a waiter joins."""
 
     @contextlib.asynccontextmanager
     async def held(self, key: int) -> AsyncIterator[None]:
@@ -26,6 +29,11 @@ class PrioritySlots:
         finally:
             self._release()
 
+    async def overtaken(self, key: int) -> None:
+        """Return once a waiter with a lower key than ``key`` is waiting."""
+        while not any(k < key and not future.done() for k, _, future in self._waiters):
+            await self._joined.wait()
+
     @property
     def waiting(self) -> int:
         return sum(1 for _, _, future in self._waiters if not future.done())
@@ -36,6 +44,8 @@ class PrioritySlots:
             return
         granted: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         heapq.heappush(self._waiters, (key, next(self._arrivals), granted))
+        self._joined.set()
+        self._joined = asyncio.Event()
         try:
             await granted
         except asyncio.CancelledError:

@@ -12,8 +12,8 @@ import logging
 import random
 import time
 from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractAsyncContextManager, nullcontext
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager, nullcontext
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -78,6 +78,8 @@ class SparkExecutor:
     unpartitioned table's ``REPLACE WHERE`` or ``MERGE`` conflicts with any commit that lands while it runs; so this
     process runs one task per target table at a time. A task waits for its table *before* it takes a slot: a hung or
     slow model occupies one slot, its other tasks queue behind it, and every other model keeps the remaining slots.
+    A model's tasks take its table most urgent first, and one still waiting for its slot or permit gives the table
+    up to a more urgent task of its model that arrives (``_turn``).
 
     Slots go to waiting tasks by their direction's priority class (``cbt.scheduling.admission``: forward fill and
     scheduled runs, then re-runs, then backfill; first come first served within a class). With ``admission``
@@ -105,7 +107,7 @@ class SparkExecutor:
     for a permit (``cbt.scheduling.admission.order_score``)."""
     feeding: frozenset[ModelId] = frozenset()
     """The models other models depend on: their forward tasks hand their permit on (``HAND_OFF_S``)."""
-    _table_locks: dict[str, asyncio.Lock] = field(default_factory=lambda: defaultdict(asyncio.Lock))
+    _tables: dict[str, PrioritySlots] = field(default_factory=lambda: defaultdict(lambda: PrioritySlots(1)))
     _session_keys: dict[str, str] = field(default_factory=dict)
     _zones: dict[int, bool] = field(default_factory=dict)
     published_rows: Callable[[ModelId], list[int]] | None = None
@@ -128,22 +130,49 @@ class SparkExecutor:
         it) re-runs the task after a short random pause: every strategy is idempotent, and a conflict is not the
         model's failure, so it does not use up an attempt. Returns the seconds the last run took once it had its
         table, a slot and a permit — with each interval's check verdicts for a model with checks."""
-        async with self._table_locks[model.id]:
-            for conflicts in range(CONFLICT_RETRIES + 1):
-                try:
-                    async with self._slots.held(PRIORITIES.index(_priority(task))), self._admitted(task):
-                        began = time.monotonic()
-                        checked = await self._run_once(model, task)
-                        if checked is not None:
-                            return replace(checked, seconds=time.monotonic() - began)
-                        return time.monotonic() - began
-                except (TaskExecutionError, ScriptError) as e:
-                    if not is_conflict(e) or conflicts == CONFLICT_RETRIES:
-                        raise
-                log.info("delta write conflict; running the task again", extra={"task_id": task.task_id,
-                                                                                 "conflicts": conflicts + 1})
-                await asyncio.sleep(random.uniform(0.05, 0.05 * 2 ** min(conflicts, 4)))
+        for conflicts in range(CONFLICT_RETRIES + 1):
+            try:
+                async with self._turn(model, task):
+                    began = time.monotonic()
+                    checked = await self._run_once(model, task)
+                    if checked is not None:
+                        return replace(checked, seconds=time.monotonic() - began)
+                    return time.monotonic() - began
+            except (TaskExecutionError, ScriptError) as e:
+                if not is_conflict(e) or conflicts == CONFLICT_RETRIES:
+                    raise
+            log.info("delta write conflict; running the task again", extra={"task_id": task.task_id,
+                                                                             "conflicts": conflicts + 1})
+            await asyncio.sleep(random.uniform(0.05, 0.05 * 2 ** min(conflicts, 4)))
         raise AssertionError("unreachable: the last conflict is raised in the loop")
+
+    @asynccontextmanager
+    async def _turn(self, model: Transformation, task: TaskContext) -> AsyncIterator[None]:
+        """The task's table (most urgent task of the model first), then a slot, then a permit. A task waiting for
+        its slot or permit gives its table up when a more urgent task of its model arrives, and queues for it again
+        behind that one: a backfill waiting its turn for the cluster never holds back its model's forward fill."""
+        rank = PRIORITIES.index(_priority(task))
+        table = self._tables[model.id]
+        while True:
+            async with table.held(rank), AsyncExitStack() as held:
+                ready = asyncio.ensure_future(self._slot_and_permit(held, rank, task))
+                overtaken = asyncio.ensure_future(table.overtaken(rank))
+                try:
+                    await asyncio.wait({ready, overtaken}, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    overtaken.cancel()
+                    if not ready.done():
+                        ready.cancel()
+                        await asyncio.wait({ready})
+                if not ready.cancelled():
+                    ready.result()
+                    yield
+                    return
+            log.debug("a more urgent task of the model arrived; waiting behind it", extra={"task_id": task.task_id})
+
+    async def _slot_and_permit(self, held: AsyncExitStack, rank: int, task: TaskContext) -> None:
+        await held.enter_async_context(self._slots.held(rank))
+        await held.enter_async_context(self._admitted(task))
 
     def _admitted(self, task: TaskContext) -> AbstractAsyncContextManager[object]:
         if self.admission is None:
