@@ -1,6 +1,7 @@
 ---
-# Joins classified blocks with the proposer's entity. Depends on a scheduled model (validator_entities), which
-# is always available to its dependents. Write strategy `sql`: the body owns idempotency with REPLACE WHERE.
+# Joins classified blocks with the proposer's entity. Depends on a scheduled model (validator_entities): once it
+# has run, it never limits which positions are ready; before its first run nothing here is. Write strategy `sql`:
+# the body owns idempotency with REPLACE WHERE.
 type: incremental
 table: block_propagation_five_minute
 interval:

@@ -117,6 +117,38 @@ def test_a_task_of_a_model_in_a_chain_goes_ahead_of_a_leaf_queued_just_before(
     assert [m.split("/", 2)[2] for m in store.granted if m.startswith("worker/")] == ["an.chain:0:60", "an.leaf:0:60"]
 
 
+def test_a_forward_task_of_a_dependent_takes_the_permit_its_parent_s_task_hands_on(sessions: SessionPool) -> None:
+    """The chain's levels run back to back: the permit a finished forward task hands on goes to its dependent's
+    task, ahead of a leaf that ranks first in the queue."""
+    store = RecordingStore()
+    worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
+    parent, child = (replace(inc(name, imax=60), sql="SELECT 1") for name in ("an.parent", "an.child"))
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=4, admission=worker,
+                             feeding=frozenset({parent.id}), parents={child.id: frozenset({parent.id})})
+    sessions.session(parent.id)
+    sessions.session(child.id)
+
+    moments: dict[str, float] = {}
+
+    async def leaf() -> None:
+        async with other.held("forward", "leaf", lead_levels=6):  # ranks first in the queue
+            moments["leaf began"] = time.monotonic()
+
+    async def scenario() -> None:
+        await executor.run(parent, task(parent))  # its permit is handed on now
+        leaf_waiting = asyncio.create_task(leaf())
+        while store.status().waiting < 1:
+            await asyncio.sleep(0.005)
+        await executor.run(child, task(child))
+        moments["child done"] = time.monotonic()
+        await leaf_waiting
+
+    asyncio.run(scenario())
+    worker.close()
+    other.close()
+    assert moments["child done"] < moments["leaf began"]
+
+
 def test_a_forward_task_goes_ahead_of_its_own_model_s_backfill_waiting_for_a_permit(
         sessions: SessionPool) -> None:
     """bench (h): a model's backfill task waiting for the permit held the model's lock in the worker, so the forward

@@ -72,3 +72,38 @@ def test_a_body_that_fails_gives_the_permit_back_at_once(hand_off_s: float) -> N
 
     asyncio.run(scenario())
     admission.close()
+
+
+def order_with_a_leaf_ranked_first(heir_of: frozenset[str]) -> list[str]:
+    """Level 1 of a chain runs; a leaf that ranks ahead of anything after it is queued meanwhile; level 2 (a model
+    that depends on level 1's) asks for a permit 40 ms after level 1 ended."""
+    store = MemoryPermitStore()
+    worker, leaves = SparkAdmission(store, 1, "worker", poll_s=0.005), SparkAdmission(store, 1, "leaves", poll_s=0.005)
+    order: list[str] = []
+
+    async def run(admission: SparkAdmission, what: str, levels: int, **hand_off: object) -> None:
+        async with admission.held("forward", what, levels, **hand_off):  # type: ignore[arg-type]
+            order.append(what)
+            await asyncio.sleep(0.05)
+
+    async def scenario() -> None:
+        first = asyncio.create_task(run(worker, "level-1", 0, hand_off_s=0.3, origin="an.level_1"))
+        while not order:
+            await asyncio.sleep(0.001)
+        leaf = asyncio.create_task(run(leaves, "leaf", 6))  # six levels of lead: it ranks before level 2
+        await first
+        await asyncio.sleep(0.04)
+        await asyncio.gather(leaf, run(worker, "level-2", 0, heir_of=heir_of))
+
+    asyncio.run(scenario())
+    worker.close()
+    leaves.close()
+    return order
+
+
+def test_a_handed_on_permit_goes_straight_to_a_dependent_of_the_model_that_held_it() -> None:
+    assert order_with_a_leaf_ranked_first(frozenset({"an.level_1"})) == ["level-1", "level-2", "leaf"]
+
+
+def test_a_handed_on_permit_goes_by_rank_to_a_task_of_another_model() -> None:
+    assert order_with_a_leaf_ranked_first(frozenset({"an.unrelated"})) == ["level-1", "leaf", "level-2"]

@@ -18,8 +18,8 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Collection, Iterator
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from cbt.observability import metrics
@@ -81,9 +81,9 @@ class SparkAdmission:
         """Guards ``_held`` (and orders a restore of expired permits before a release)."""
         self._measuring = threading.Lock()
         self._held: dict[str, PriorityClass] = {}
-        self._handing_off: dict[Ticket, asyncio.TimerHandle] = {}
+        self._handing_off: dict[Ticket, tuple[asyncio.TimerHandle, str | None]] = {}
         """Permits kept a moment after their body ended (``held``'s ``hand_off_s``), with the timer that gives them
-        back."""
+        back and the body's ``origin``."""
         self._beating: threading.Thread | None = None
         self._stop = threading.Event()
         self._sequence = itertools.count()
@@ -138,7 +138,7 @@ class SparkAdmission:
     def close(self) -> None:
         """Give back the permits being handed off, and stop renewing (held permits then expire, as a crashed
         process's would)."""
-        for ticket, timer in list(self._handing_off.items()):
+        for ticket, (timer, _) in list(self._handing_off.items()):
             timer.cancel()
             self._give_back(ticket)
         self._stop.set()
@@ -146,13 +146,30 @@ class SparkAdmission:
     # -- context managers -------------------------------------------------------------------------------------------
 
     @contextlib.asynccontextmanager
-    async def held(self, priority: PriorityClass, what: str, lead_levels: int = 0,
-                   hand_off_s: float = 0.0) -> AsyncIterator[None]:
+    async def held(self, priority: PriorityClass, what: str, lead_levels: int = 0, hand_off_s: float = 0.0,
+                   origin: str | None = None, heir_of: Collection[str] = ()) -> AsyncIterator[None]:
         """Hold a permit for the body (waiting for it without blocking the event loop). With ``hand_off_s``, a body
         that ended well keeps the permit that long before giving it back, while the caller goes on: time for a task
-        it unblocks to join the queue, which then takes the permit if it ranks first."""
+        it unblocks to arrive. A request whose ``heir_of`` names the ``origin`` of a permit being handed on (the task
+        of a model that depends on the finished one's) takes that permit at once, ahead of the queue — so a chain's
+        levels run back to back; any other request takes it when it ranks first."""
         if self._limit is None:
             await asyncio.to_thread(self.limit)
+        ticket = self._inherit(priority, heir_of) or await self._wait_for_permit(priority, what, lead_levels)
+        if hand_off_s <= 0:
+            with self._holding(ticket):
+                yield
+            return
+        self._granted(ticket)
+        try:
+            yield
+        except BaseException:
+            self._give_back(ticket)
+            raise
+        timer = asyncio.get_running_loop().call_later(hand_off_s, self._give_back, ticket)
+        self._handing_off[ticket] = (timer, origin)
+
+    async def _wait_for_permit(self, priority: PriorityClass, what: str, lead_levels: int) -> Ticket:
         ticket = self.enqueue(priority, what, lead_levels)
         labels = {"priority": priority}
         metrics.admission_waiting.add(1, labels)
@@ -164,17 +181,18 @@ class SparkAdmission:
             raise
         finally:
             metrics.admission_waiting.add(-1, labels)
-        if hand_off_s <= 0:
-            with self._holding(ticket):
-                yield
-            return
-        self._granted(ticket)
-        try:
-            yield
-        except BaseException:
-            self._give_back(ticket)
-            raise
-        self._handing_off[ticket] = asyncio.get_running_loop().call_later(hand_off_s, self._give_back, ticket)
+        return ticket
+
+    def _inherit(self, priority: PriorityClass, heir_of: Collection[str]) -> Ticket | None:
+        """A permit being handed on by a body whose origin is in ``heir_of``, taken over (its timer stopped), as a
+        ticket of ``priority`` that has just been granted; ``None`` when there is none."""
+        for ticket, (timer, origin) in self._handing_off.items():
+            if origin is not None and origin in heir_of and ticket.priority == priority:
+                timer.cancel()
+                del self._handing_off[ticket]
+                metrics.admission_permits.add(-1, {"priority": ticket.priority})  # (counted again when granted)
+                return replace(ticket, began=time.monotonic())
+        return None
 
     @contextlib.contextmanager
     def held_sync(self, priority: PriorityClass, what: str, lead_levels: int = 0) -> Iterator[None]:

@@ -424,7 +424,7 @@ class InvalidatorConfig(Section):
     max_tasks: int = Field(default=100_000, gt=0)
     """Invalidations that could re-run more tasks than this, over the model and its descendants, are rejected before
     anything is read (``cbt.scheduling.invalidation.most_tasks``). Records and Redis keep runs of tasks, but the
-    planner derives pending re-runs one task at a time (docs/design/invalidations.md#limits-measured)."""
+    planner derives pending re-runs one task at a time (docs/design/invalidations.md#limits)."""
     history_retention_s: DurationS | None = Field(
         default=90 * 24 * 3600, validation_alias=AliasChoices("history_retention", "historyRetention"))
     """Accepted invalidations older than this (``90d``, ``2160h``…) are deleted from ``cbt_invalidations`` and their

@@ -9,8 +9,9 @@ its handicap goes ahead of forward work that arrived after that. Within a class,
 transformations queues ``CRITICAL_PATH_LEAD_MS`` ahead per level of its longest chain (``ModelSet.chain_length``,
 every level alike, the last one too): new rows reach the end of a chain before the leaves beside it take the
 permits, and a leaf still waits at most that lead per level. A forward task of a model with dependents keeps its
-permit ``HAND_OFF_S`` after its statements end, so the dependent task it unblocks is in the queue when the permit
-is given back.
+permit ``HAND_OFF_S`` after its statements end: a forward task of a model depending on it that asks for a permit in
+that process meanwhile takes it at once (the chain's levels run back to back, a leaf waiting at most the chain's
+jobs); otherwise it goes to whoever ranks first.
 
 Priority classes, most urgent first:
 
@@ -28,6 +29,7 @@ the same rules atomically in Lua; the in-memory twin (``tests.twins.memory_admis
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
@@ -47,8 +49,8 @@ CRITICAL_PATH_LEAD_MS = 5_000
 """How far ahead a task queues per level of its model's longest chain (``order_score``'s ``lead_levels``)."""
 HAND_OFF_S = 0.3
 """How long a forward task of a model with dependents keeps its permit after its statements end: its completion is
-recorded and published meanwhile, and the dependent task it unblocks joins the queue (tens of milliseconds) and,
-ahead by its lead, takes the permit instead of a leaf that was already waiting (``hand_off_s``)."""
+recorded and published meanwhile, and the dependent task it unblocks arrives (tens of milliseconds) and takes the
+permit instead of a leaf that was already waiting (``hand_off_s``)."""
 MAX_LEAD_LEVELS = 6
 """Levels beyond this many lead no further (a long chain cannot push leaves back without bound)."""
 DEFAULT_PORT = 15002
@@ -191,8 +193,8 @@ class Admission(Protocol):
     """The port: hold one of the cluster's permits while statements run (``async with admission.held(...)``, or
     ``with admission.held_sync(...)`` from a thread)."""
 
-    def held(self, priority: PriorityClass, what: str, lead_levels: int = 0,
-             hand_off_s: float = 0.0) -> AbstractAsyncContextManager[None]:
+    def held(self, priority: PriorityClass, what: str, lead_levels: int = 0, hand_off_s: float = 0.0,
+             origin: str | None = None, heir_of: Collection[str] = ()) -> AbstractAsyncContextManager[None]:
         ...
 
     def held_sync(self, priority: PriorityClass, what: str, lead_levels: int = 0) -> AbstractContextManager[None]:

@@ -65,7 +65,8 @@ class Available:
 
 @dataclass(frozen=True)
 class Unbounded:
-    """A dependency that is always available (a scheduled transformation, or an OR group containing one)."""
+    """A dependency that limits no position (a scheduled transformation that has run, or an OR group containing
+    one)."""
 
     label: str
 

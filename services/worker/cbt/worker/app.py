@@ -186,6 +186,7 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
                                str(config.base_dir), config.spark.query_timeout_s, config.worker.concurrency,
                                clients.admission, lead_levels={m.id: models.chain_length(m.id) for m in models},
                                feeding=frozenset(m.id for m in models if models.dependents(m.id)),
+                               parents={m.id: frozenset(models.dependencies(m.id)) for m in models},
                                published_rows=lambda model_id: published_row_counts(
                                    recorder.admin.check_results_record().check_results([model_id], limit=1000)),
                                failed_retention_s=config.checks.retention_s),

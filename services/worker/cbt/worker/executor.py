@@ -86,10 +86,10 @@ class SparkExecutor:
     (``spark.max_concurrent_statements``), a task with a slot then holds one of the Spark cluster's permits — shared
     by every worker — while its statements run, in order (an exec model's script counts as one), at the same
     priority, queued ahead by its model's chain of transformations (``lead_levels``); a forward task of a model with
-    dependents (``feeding``) hands its permit on ``HAND_OFF_S`` after its statements end, to the dependent it
-    unblocks when that one ranks first. A permit is
-    taken only by a task that has its slot, so no permit sits idle in a process whose slots are full; a forward task
-    arriving then waits for one local task to end at most.
+    dependents (``feeding``) hands its permit on ``HAND_OFF_S`` after its statements end: a forward task of a model
+    depending on it (``parents``) that asks meanwhile takes it at once, so a chain's levels run back to back. A
+    permit is taken only by a task that has its slot, so no permit sits idle in a process whose slots are full; a
+    forward task arriving then waits for one local task to end at most.
     """
 
     sessions: SessionPool
@@ -107,6 +107,8 @@ class SparkExecutor:
     for a permit (``cbt.scheduling.admission.order_score``)."""
     feeding: frozenset[ModelId] = frozenset()
     """The models other models depend on: their forward tasks hand their permit on (``HAND_OFF_S``)."""
+    parents: Mapping[ModelId, frozenset[ModelId]] = field(default_factory=dict)
+    """Per model, the models it depends on: a forward task takes a permit one of theirs is handing on at once."""
     _tables: dict[str, PrioritySlots] = field(default_factory=lambda: defaultdict(lambda: PrioritySlots(1)))
     _session_keys: dict[str, str] = field(default_factory=dict)
     _zones: dict[int, bool] = field(default_factory=dict)
@@ -179,7 +181,8 @@ class SparkExecutor:
             return nullcontext()
         priority = _priority(task)
         return self.admission.held(priority, task.task_id, self.lead_levels.get(task.model_id, 0),
-                                   hand_off_s(priority, task.model_id in self.feeding))
+                                   hand_off_s(priority, task.model_id in self.feeding), origin=task.model_id,
+                                   heir_of=self.parents.get(task.model_id, frozenset()))
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> CheckedRun | None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn

@@ -16,7 +16,7 @@ const STATUS_TEXT = {
   covered: "covered", missing: "missing", in_flight: "in flight", failed: "failed",
   invalidated_pending: "invalidated, pending re-run", skipped: "skipped by an operator (not planned)",
   held: "failed a check: not published, held until its inputs change", available: "available (source bounds)",
-  always: "always available (scheduled)", passed: "covered: its checks passed",
+  always: "no limit once it has run (scheduled)", passed: "covered: its checks passed",
   warned: "covered: a warn check failed (published)", accepted: "covered: a failed check was accepted (published)",
 };
 

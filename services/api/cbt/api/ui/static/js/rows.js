@@ -1,7 +1,7 @@
 // Row specs for CoverageGroup: how each kind of model's timeline is loaded and summarised.
 //   incremental → its coverage for the window (/models/{id}/coverage), with lag and counts;
 //   external    → its bounds (/bounds) as one "available" range;
-//   scheduled   → always available to its dependents.
+//   scheduled   → unbounded for its dependents once it has run (before its first run, nothing is ready).
 
 import { getJSON, modelPath } from "./api.js";
 import { h } from "./dom.js";
@@ -60,7 +60,7 @@ export function scheduledRow(id, label, section = null) {
   return {
     key: id, label, section,
     load: async (window) => ({ window, ranges: [{ start: window[0], end: window[1], status: "always" }], valid_range: null }),
-    stats: () => h("span", {}, "scheduled: always available"),
+    stats: () => h("span", {}, "scheduled: no limit once it has run"),
   };
 }
 
