@@ -38,15 +38,16 @@ def tool(name: str) -> Path:
 
 @functools.cache
 def _rendered_text(target: str) -> str:
-    done = subprocess.run([str(tool("kustomize")), "build", str(KUBE / target)], capture_output=True, text=True,
-                          timeout=120, check=False)
+    done = subprocess.run([str(tool("kustomize")), "build", "--load-restrictor", "LoadRestrictionsNone",
+                           str(KUBE / target)], capture_output=True, text=True, timeout=120, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"kustomize build {target} failed:\n{done.stderr}")
     return done.stdout
 
 
 def render(target: str) -> list[Doc]:
-    """The objects ``kubectl kustomize deploy/kubernetes/<target>`` prints (a fresh copy each call)."""
+    """The objects ``kubectl kustomize --load-restrictor LoadRestrictionsNone deploy/kubernetes/<target>`` prints
+    (a fresh copy each call: the example component reads the models from the repository's models/)."""
     return [doc for doc in yaml.safe_load_all(_rendered_text(target)) if doc]
 
 

@@ -414,8 +414,8 @@ def _backends(ingress: Doc) -> Iterator[Doc]:
 
 
 def models_configmap_problems(docs: list[Doc]) -> list[str]:
-    """The models' ConfigMaps hold every file of the repository's models/ folders (models/kustomization.yaml lists
-    them by hand)."""
+    """The models' ConfigMaps hold every file of the repository's models/ folders (deploy/kubernetes/components/example
+    lists them by hand)."""
     problems = []
     for folder in MODEL_FOLDERS:
         cm = next((d for d in find(docs, "ConfigMap") if d["metadata"]["name"].startswith(f"cbt-models-{folder}-")),
