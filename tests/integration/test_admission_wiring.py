@@ -149,6 +149,39 @@ def test_a_forward_task_of_a_dependent_takes_the_permit_its_parent_s_task_hands_
     assert moments["child done"] < moments["leaf began"]
 
 
+def test_the_dependent_takes_the_handed_on_permit_while_every_slot_is_taken(sessions: SessionPool) -> None:
+    """bench (h): the worker's slots were all held by tasks waiting for the permit, so the chain's next level could
+    not even ask for the permit its parent handed on."""
+    store = RecordingStore()
+    worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
+    parent, child, leaf = (replace(inc(name, imax=60), sql="SELECT 1") for name in ("an.up", "an.down", "an.beside"))
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=1, admission=worker,
+                             feeding=frozenset({parent.id}), parents={child.id: frozenset({parent.id})})
+    for model in (parent, child, leaf):
+        sessions.session(model.id)
+    done: dict[str, float] = {}
+
+    async def run(model: Transformation) -> None:
+        await executor.run(model, task(model))
+        done[model.id] = time.monotonic()
+
+    async def scenario() -> None:
+        async with other.held("admin", "busy"):
+            parent_run = asyncio.create_task(run(parent))  # the only slot, waiting for the permit
+            while store.status().waiting < 1:
+                await asyncio.sleep(0.005)
+            leaf_run = asyncio.create_task(run(leaf))  # waits for the slot
+            await asyncio.sleep(0.05)
+        await parent_run  # handing its permit on; the leaf has the slot now and waits for a permit
+        await run(child)
+        await leaf_run
+
+    asyncio.run(scenario())
+    worker.close()
+    other.close()
+    assert done[child.id] < done[leaf.id]
+
+
 def test_a_forward_task_goes_ahead_of_its_own_model_s_backfill_waiting_for_a_permit(
         sessions: SessionPool) -> None:
     """bench (h): a model's backfill task waiting for the permit held the model's lock in the worker, so the forward

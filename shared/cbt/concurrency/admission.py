@@ -183,6 +183,11 @@ class SparkAdmission:
             metrics.admission_waiting.add(-1, labels)
         return ticket
 
+    def handing_on(self, priority: PriorityClass, heir_of: Collection[str]) -> bool:
+        """Whether a request of ``priority`` and ``heir_of`` made now would take a permit being handed on."""
+        return any(origin is not None and origin in heir_of and ticket.priority == priority
+                   for ticket, (_, origin) in self._handing_off.items())
+
     def _inherit(self, priority: PriorityClass, heir_of: Collection[str]) -> Ticket | None:
         """A permit being handed on by a body whose origin is in ``heir_of``, taken over (its timer stopped), as a
         ticket of ``priority`` that has just been granted; ``None`` when there is none."""

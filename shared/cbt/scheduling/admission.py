@@ -200,3 +200,7 @@ class Admission(Protocol):
     def held_sync(self, priority: PriorityClass, what: str, lead_levels: int = 0) -> AbstractContextManager[None]:
         ...
 
+    def handing_on(self, priority: PriorityClass, heir_of: Collection[str]) -> bool:
+        """Whether ``held(priority, …, heir_of=heir_of)`` entered now would take a permit being handed on."""
+        ...
+

@@ -173,7 +173,13 @@ class SparkExecutor:
             log.debug("a more urgent task of the model arrived; waiting behind it", extra={"task_id": task.task_id})
 
     async def _slot_and_permit(self, held: AsyncExitStack, rank: int, task: TaskContext) -> None:
-        await held.enter_async_context(self._slots.held(rank))
+        """A slot, then a permit — or, for a forward task whose parent's task is handing its permit on here, that
+        permit alone: the parent's task has given its slot back (it may be taken by a task that waits for a permit),
+        and the permit is what bounds the work on the cluster. (Checked and taken in one step of the event loop:
+        nothing else can take it between.)"""
+        heir_of = self.parents.get(task.model_id, frozenset())
+        if not (self.admission is not None and heir_of and self.admission.handing_on(_priority(task), heir_of)):
+            await held.enter_async_context(self._slots.held(rank))
         await held.enter_async_context(self._admitted(task))
 
     def _admitted(self, task: TaskContext) -> AbstractAsyncContextManager[object]:
