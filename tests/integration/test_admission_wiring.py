@@ -149,6 +149,36 @@ def test_a_forward_task_of_a_dependent_takes_the_permit_its_parent_s_task_hands_
     assert moments["child done"] < moments["leaf began"]
 
 
+def test_the_model_s_next_forward_task_takes_the_permit_its_previous_one_hands_on(sessions: SessionPool) -> None:
+    """The head's two tasks of one model (a full interval and the partial one after it) run back to back: the next
+    level may be waiting for either."""
+    store = RecordingStore()
+    worker, other = SparkAdmission(store, 1, "worker"), SparkAdmission(store, 1, "other")
+    model = replace(inc("an.head", imax=60), sql="SELECT 1")
+    executor = SparkExecutor(sessions, RenderSettings(), exec_timeout_s=60, slots=4, admission=worker,
+                             feeding=frozenset({model.id}))
+    sessions.session(model.id)
+    moments: dict[str, float] = {}
+
+    async def leaf() -> None:
+        async with other.held("forward", "leaf", lead_levels=6):
+            moments["leaf began"] = time.monotonic()
+
+    async def scenario() -> None:
+        await executor.run(model, task(model))
+        leaf_waiting = asyncio.create_task(leaf())
+        while store.status().waiting < 1:
+            await asyncio.sleep(0.005)
+        await executor.run(model, replace(task(model), start=60, end=90))
+        moments["next done"] = time.monotonic()
+        await leaf_waiting
+
+    asyncio.run(scenario())
+    worker.close()
+    other.close()
+    assert moments["next done"] < moments["leaf began"]
+
+
 def test_the_dependent_takes_the_handed_on_permit_while_every_slot_is_taken(sessions: SessionPool) -> None:
     """bench (h): the worker's slots were all held by tasks waiting for the permit, so the chain's next level could
     not even ask for the permit its parent handed on."""

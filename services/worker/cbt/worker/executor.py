@@ -108,7 +108,8 @@ class SparkExecutor:
     feeding: frozenset[ModelId] = frozenset()
     """The models other models depend on: their forward tasks hand their permit on (``HAND_OFF_S``)."""
     parents: Mapping[ModelId, frozenset[ModelId]] = field(default_factory=dict)
-    """Per model, the models it depends on: a forward task takes a permit one of theirs is handing on at once."""
+    """Per model, the models it depends on: a forward task takes a permit one of theirs (or its own model's) is
+    handing on at once."""
     _tables: dict[str, PrioritySlots] = field(default_factory=lambda: defaultdict(lambda: PrioritySlots(1)))
     _session_keys: dict[str, str] = field(default_factory=dict)
     _zones: dict[int, bool] = field(default_factory=dict)
@@ -177,8 +178,8 @@ class SparkExecutor:
         permit alone: the parent's task has given its slot back (it may be taken by a task that waits for a permit),
         and the permit is what bounds the work on the cluster. (Checked and taken in one step of the event loop:
         nothing else can take it between.)"""
-        heir_of = self.parents.get(task.model_id, frozenset())
-        if not (self.admission is not None and heir_of and self.admission.handing_on(_priority(task), heir_of)):
+        heir_of = self._heir_of(task)
+        if not (self.admission is not None and self.admission.handing_on(_priority(task), heir_of)):
             await held.enter_async_context(self._slots.held(rank))
         await held.enter_async_context(self._admitted(task))
 
@@ -188,7 +189,12 @@ class SparkExecutor:
         priority = _priority(task)
         return self.admission.held(priority, task.task_id, self.lead_levels.get(task.model_id, 0),
                                    hand_off_s(priority, task.model_id in self.feeding), origin=task.model_id,
-                                   heir_of=self.parents.get(task.model_id, frozenset()))
+                                   heir_of=self._heir_of(task))
+
+    def _heir_of(self, task: TaskContext) -> frozenset[ModelId]:
+        """Whose handed-on permits the task takes at once: its model's parents' (the next level of a chain) and its
+        model's own (the head's other interval, whose completion the next level may be waiting for)."""
+        return self.parents.get(task.model_id, frozenset()) | {task.model_id}
 
     async def _run_once(self, model: Transformation, task: TaskContext) -> CheckedRun | None:
         if model.exec is not None:  # a batch not in mode bounds runs its intervals in turn
