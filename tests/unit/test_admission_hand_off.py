@@ -107,3 +107,29 @@ def test_a_handed_on_permit_goes_straight_to_a_dependent_of_the_model_that_held_
 
 def test_a_handed_on_permit_goes_by_rank_to_a_task_of_another_model() -> None:
     assert order_with_a_leaf_ranked_first(frozenset({"an.unrelated"})) == ["level-1", "leaf", "level-2"]
+
+
+def test_a_dependent_already_waiting_in_the_queue_takes_a_permit_handed_on_later() -> None:
+    """bench (h): level 3 queued while a sibling of its parent held the permit; when the sibling handed it on, level 3
+    had to be woken to take it, or the queue's leaves went first."""
+    store = MemoryPermitStore()
+    worker, leaves = SparkAdmission(store, 1, "worker", poll_s=0.005), SparkAdmission(store, 1, "leaves", poll_s=0.005)
+    order: list[str] = []
+
+    async def run(admission: SparkAdmission, what: str, levels: int, **hand_off: object) -> None:
+        async with admission.held("forward", what, levels, **hand_off):  # type: ignore[arg-type]
+            order.append(what)
+            await asyncio.sleep(0.05)
+
+    async def scenario() -> None:
+        sibling = asyncio.create_task(run(worker, "sibling", 0, hand_off_s=0.3, origin="an.level_2"))
+        while not order:
+            await asyncio.sleep(0.001)
+        leaf = asyncio.create_task(run(leaves, "leaf", 6))
+        level_3 = asyncio.create_task(run(worker, "level-3", 0, heir_of=frozenset({"an.level_2"})))
+        await asyncio.gather(sibling, leaf, level_3)
+
+    asyncio.run(scenario())
+    worker.close()
+    leaves.close()
+    assert order == ["sibling", "level-3", "leaf"]

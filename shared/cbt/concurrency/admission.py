@@ -84,6 +84,8 @@ class SparkAdmission:
         self._handing_off: dict[Ticket, tuple[asyncio.TimerHandle, str | None]] = {}
         """Permits kept a moment after their body ended (``held``'s ``hand_off_s``), with the timer that gives them
         back and the body's ``origin``."""
+        self._heirs_waiting: set[asyncio.Future[None]] = set()
+        """Waiters that may take a handed-on permit: each is woken when one starts being handed on."""
         self._beating: threading.Thread | None = None
         self._stop = threading.Event()
         self._sequence = itertools.count()
@@ -155,7 +157,7 @@ class SparkAdmission:
         levels run back to back; any other request takes it when it ranks first."""
         if self._limit is None:
             await asyncio.to_thread(self.limit)
-        ticket = self._inherit(priority, heir_of) or await self._wait_for_permit(priority, what, lead_levels)
+        ticket = self._inherit(priority, heir_of) or await self._wait_for_permit(priority, what, lead_levels, heir_of)
         if hand_off_s <= 0:
             with self._holding(ticket):
                 yield
@@ -168,14 +170,32 @@ class SparkAdmission:
             raise
         timer = asyncio.get_running_loop().call_later(hand_off_s, self._give_back, ticket)
         self._handing_off[ticket] = (timer, origin)
+        for woken in self._heirs_waiting:
+            if not woken.done():
+                woken.set_result(None)
 
-    async def _wait_for_permit(self, priority: PriorityClass, what: str, lead_levels: int) -> Ticket:
+    async def _wait_for_permit(self, priority: PriorityClass, what: str, lead_levels: int,
+                               heir_of: Collection[str]) -> Ticket:
+        """Wait in the queue — or, while waiting, take a permit handed on to ``heir_of`` (woken when one is)."""
         ticket = self.enqueue(priority, what, lead_levels)
         labels = {"priority": priority}
         metrics.admission_waiting.add(1, labels)
         try:
             while (pause := self._poll(ticket)) is not None:
-                await asyncio.sleep(pause)
+                if not heir_of:
+                    await asyncio.sleep(pause)
+                    continue
+                woken = asyncio.get_running_loop().create_future()
+                self._heirs_waiting.add(woken)
+                try:
+                    await asyncio.wait_for(woken, pause)
+                except TimeoutError:
+                    pass
+                finally:
+                    self._heirs_waiting.discard(woken)
+                if (inherited := self._inherit(priority, heir_of)) is not None:
+                    self.release(ticket)  # (leaves the queue)
+                    return inherited
         except BaseException:
             self.release(ticket)
             raise
