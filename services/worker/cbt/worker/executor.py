@@ -87,9 +87,10 @@ class SparkExecutor:
     by every worker — while its statements run, in order (an exec model's script counts as one), at the same
     priority, queued ahead by its model's chain of transformations (``lead_levels``); a forward task of a model with
     dependents (``feeding``) hands its permit on ``HAND_OFF_S`` after its statements end: a forward task of a model
-    depending on it (``parents``) that asks meanwhile takes it at once, so a chain's levels run back to back. A
-    permit is taken only by a task that has its slot, so no permit sits idle in a process whose slots are full; a
-    forward task arriving then waits for one local task to end at most.
+    depending on it (``parents``), or of its own model, takes it at once, even while it waits in the queue or for a
+    slot, so a chain's levels run back to back. Any other permit is taken only by a task that has its slot, so no
+    permit sits idle in a process whose slots are full; a forward task arriving then waits for one local task to end
+    at most.
     """
 
     sessions: SessionPool
