@@ -94,6 +94,9 @@ def api_deployment(endpoints: Endpoints, spark_sessions: SessionPool, *, t0: int
     port, open_port, token = free_port(), free_port(), f"api-{uuid.uuid4().hex}"
     overrides = {"CBT__API__ADDR": f"127.0.0.1:{port}", "CBT__API__AUTH__TOKENS": json.dumps([token]),
                  **UNHURRIED,
+                 # no scheduled consolidation: at a wall clock's ten minutes it rewrote the task history a test
+                 # was about to read (the api's own consolidate route still works)
+                 "CBT__SCHEDULER__CONSOLIDATION": "",
                  "CBT__MODELS__OVERRIDES": "{" + ", ".join(f"{m}: {{enabled: false}}" for m in disabled) + "}"}
     with isolated_deployment(endpoints.kafka_bootstrap, endpoints.redis_url, spark_sessions.session("tests"),
                              endpoints.spark_remote, f"tapi{uuid.uuid4().hex[:8]}", overrides) as dep:
