@@ -5,6 +5,8 @@ script that had queued first, by the ~40 ms a cascade takes)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
+from typing import Any
 
 import pytest
 
@@ -74,6 +76,18 @@ def test_a_body_that_fails_gives_the_permit_back_at_once(hand_off_s: float) -> N
     admission.close()
 
 
+def recorded(order: list[str]) -> Callable[..., Coroutine[Any, Any, None]]:
+    """A forward request that holds its permit 50 ms and records when it got it (``held``'s other arguments by
+    keyword)."""
+
+    async def run(admission: SparkAdmission, what: str, levels: int, **hand_off: Any) -> None:
+        async with admission.held("forward", what, levels, **hand_off):
+            order.append(what)
+            await asyncio.sleep(0.05)
+
+    return run
+
+
 def order_with_a_leaf_ranked_first(heir_of: frozenset[str]) -> list[str]:
     """Level 1 of a chain runs; a leaf that ranks ahead of anything after it is queued meanwhile; level 2 (a model
     that depends on level 1's) asks for a permit 40 ms after level 1 ended."""
@@ -81,10 +95,7 @@ def order_with_a_leaf_ranked_first(heir_of: frozenset[str]) -> list[str]:
     worker, leaves = SparkAdmission(store, 1, "worker", poll_s=0.005), SparkAdmission(store, 1, "leaves", poll_s=0.005)
     order: list[str] = []
 
-    async def run(admission: SparkAdmission, what: str, levels: int, **hand_off: object) -> None:
-        async with admission.held("forward", what, levels, **hand_off):  # type: ignore[arg-type]
-            order.append(what)
-            await asyncio.sleep(0.05)
+    run = recorded(order)
 
     async def scenario() -> None:
         first = asyncio.create_task(run(worker, "level-1", 0, hand_off_s=0.3, origin="an.level_1"))
@@ -116,10 +127,7 @@ def test_a_dependent_already_waiting_in_the_queue_takes_a_permit_handed_on_later
     worker, leaves = SparkAdmission(store, 1, "worker", poll_s=0.005), SparkAdmission(store, 1, "leaves", poll_s=0.005)
     order: list[str] = []
 
-    async def run(admission: SparkAdmission, what: str, levels: int, **hand_off: object) -> None:
-        async with admission.held("forward", what, levels, **hand_off):  # type: ignore[arg-type]
-            order.append(what)
-            await asyncio.sleep(0.05)
+    run = recorded(order)
 
     async def scenario() -> None:
         sibling = asyncio.create_task(run(worker, "sibling", 0, hand_off_s=0.3, origin="an.level_2"))
