@@ -201,19 +201,22 @@ def build_runner(config: Config, models: ModelSet, clients: Clients, recorder: A
 
 
 class DeployedVersions:
-    """The deployed versions as the versions record holds them, read again at most every ``max_age_s`` (asked only
-    when a task names a model or a version this worker does not run yet)."""
+    """The deployed versions as the versions record holds them, read again at most every ``max_age_s`` for a model's
+    deployed version, and at most every ``unknown_age_s`` for the models to run (asked only when a task names a model
+    or a version this worker does not run yet: a deployment recorded its builds just before it planned their tasks,
+    so a read older than that task may not know them — and a task of a model unknown after the read fails)."""
 
     def __init__(self, record: Callable[[], VersionRecord], files: Mapping[ModelId, str],
-                 max_age_s: float = 5.0) -> None:
-        self._record, self._files, self._max_age_s = record, files, max_age_s
+                 max_age_s: float = 5.0, unknown_age_s: float = 0.5) -> None:
+        self._record, self._files = record, files
+        self._max_age_s, self._unknown_age_s = max_age_s, unknown_age_s
         self._read_at = -math.inf
         self._latest: dict[ModelId, DeployedVersion] = {}
         self._builds: dict[ModelId, Build] = {}
         self._pins: dict[ModelId, Pin] = {}
 
-    def _read(self) -> None:
-        if time.monotonic() - self._read_at > self._max_age_s:
+    def _read(self, max_age_s: float | None = None) -> None:
+        if time.monotonic() - self._read_at > (self._max_age_s if max_age_s is None else max_age_s):
             versions = self._record().all_versions()
             self._latest, self._builds = latest_versions(versions), builds_from(versions)
             self._pins = {**deployed_pins(self._files, versions), **pins_from(versions)}
@@ -226,6 +229,6 @@ class DeployedVersions:
 
     def running(self, files: ModelSet, versions: Mapping[ModelId, str]) -> tuple[ModelSet, dict[ModelId, str]]:
         """The models to run now — the files' with the builds in progress beside them — and their versions."""
-        self._read()
+        self._read(self._unknown_age_s)
         return (with_builds(pinned(files, self._pins), self._builds),
                 running_versions(versions, self._builds, self._pins))
