@@ -119,15 +119,20 @@ class Switch:
         self.coverage.announce_versions({m: b.new_version for m, b in builds.items()})  # (a live-version task left
         # in the queue is dropped from here on, never run into a switched table)
         rows: list[tuple[DeployedVersion, VersionState]] = []
+        began = time.monotonic()
         for model_id in [m for m in files.topological_order() if m in builds]:
             build = builds[model_id]
             if model_id not in building or building[model_id].version != build.version:
                 continue  # (switched already: the switch failed after recording, and runs again for the rest)
             retired = kept_rows_id(model_id, live[model_id].version) if model_id in live else None
+            at = time.monotonic()
             switched = await asyncio.to_thread(self.switch_table, model_id, build.table,
                                                retired or kept_rows_id(model_id, 0))
+            catalog_s = time.monotonic() - at
             head = head_left(build, coverage)
+            at = time.monotonic()
             await asyncio.to_thread(adopt_build, self.durable(), model_id, build, retired, head)
+            adopt_s = time.monotonic() - at
             self._cover(model_id, beyond(coverage.get(model_id, ()), coverage.get(build.table, ())))
             await self._recompute_head(model_id, head, builds)
             ranges = coverage.get(model_id, ())
@@ -140,10 +145,13 @@ class Switch:
                              "live"))
             log.info("model version: switched", extra={
                 "model": model_id, "build": build.table, "files": switched.new_location,
-                "kept": switched.old_location, "restore_to": switched.table_version})
+                "kept": switched.old_location, "restore_to": switched.table_version,
+                "catalog_s": round(catalog_s, 3), "adopt_s": round(adopt_s, 3)})
         at_ms = int(time.time() * 1000)  # (when readers began to see the new versions: every table is replaced)
         states = [replace(row, state=state, deployed_ms=at_ms) for row, state in rows]
         await asyncio.to_thread(lambda: self.record().record_versions(states))
+        log.info("model version: switch recorded", extra={
+            "models": sorted(builds), "seconds": round(time.monotonic() - began, 3)})
         for model_id in waiting_in_place(files, builds, versions):
             await self._recompute(model_id, builds)
         for build in builds.values():
