@@ -2,9 +2,8 @@
 (d)'s model and source) — ``sum(x)`` becomes ``round(sum(x), 2)``, as in the SQLMesh run the issue quotes — deployed
 by restarting the coordinator and the worker with the edited file. Timed from the deployment (the versions record's
 time for version 2 ``building``) to the switch (its time for version 2 ``live``: once the model's table holds the
-new rows), and from the restart to the
-switch (the services' start included), against one direct Spark statement computing the new definition over the
-same range. Afterwards the model's table must equal that statement's rows, and the build table be gone.
+new rows), and from the restart to the switch (the services' start included), against one direct Spark statement
+computing the new definition over the same range (the fastest of ``STATEMENT_RUNS``). Afterwards the model's table must equal that statement's rows, and the build table be gone.
 
 Run twice: at bench (d)'s source (about 2,100 rows per hour, a statement of about a second, so the services' fixed
 costs — the restarted worker's start, the build table's creation, the switch's catalog steps — weigh most), and at
@@ -94,15 +93,24 @@ def build_phases(bd: BenchDeployment) -> dict[str, float | None]:
             "built_to_switch_s": round((marks["live_ms"] - marks["built_ms"]) / 1000, 2)}
 
 
-def one_statement(spark: SparkSession, bd: BenchDeployment, end: int) -> float:
-    """Seconds for the new definition over the whole range, directly, into a table of its own."""
-    target = f"{bd.dep.output_db}.once_new"
-    spark.sql(f"CREATE TABLE {target} ({COLUMNS}) USING DELTA")
+STATEMENT_RUNS = 3
+"""The direct statement runs this many times, each into a new table, and the fastest is the baseline: one run of it
+varied from 5.9 s to 10.6 s at 30x the rows on this machine, and the ratio must not be flattered by a slow one."""
+
+
+def one_statement(spark: SparkSession, bd: BenchDeployment, end: int) -> list[float]:
+    """Seconds for the new definition over the whole range, directly, into a table of its own (``once_new``, the
+    first run's), ``STATEMENT_RUNS`` times."""
     source = SourceTables(bd.dep.source_db).table("beacon_blocks")
-    began = time.perf_counter()
     select = SELECT.replace(OLD, NEW).format(source=source, start=START, end=end)
-    spark.sql(f"INSERT INTO {target} REPLACE WHERE {PREDICATE.format(start=START, end=end)}\n{select}").collect()
-    return time.perf_counter() - began
+    took = []
+    for run in range(STATEMENT_RUNS):
+        target = f"{bd.dep.output_db}.once_new" + (f"_{run}" if run else "")
+        spark.sql(f"CREATE TABLE {target} ({COLUMNS}) USING DELTA")
+        began = time.perf_counter()
+        spark.sql(f"INSERT INTO {target} REPLACE WHERE {PREDICATE.format(start=START, end=end)}\n{select}").collect()
+        took.append(time.perf_counter() - began)
+    return took
 
 
 def benchmark(spark: SparkSession, endpoints: Endpoints, intervals: int) -> dict[str, Any]:
@@ -120,7 +128,8 @@ def one_change(spark: SparkSession, endpoints: Endpoints, intervals: int, client
         bd.release_bounds(START, end)
         covered(bd, end, 300.0 + 10.0 * intervals)
         bd.dep.stop()
-        once_s = one_statement(spark, bd, end)
+        statements_s = one_statement(spark, bd, end)
+        once_s = min(statements_s)
 
         model_file = Path(str(bd.dep.overrides["CBT__MODELS__TRANSFORMATIONS__PATHS"]).strip("[]")) / f"{MODEL}.sql"
         text = model_file.read_text()
@@ -141,6 +150,7 @@ def one_change(spark: SparkSession, endpoints: Endpoints, intervals: int, client
         return {"intervals": intervals, "source_rows": source_rows, "load_at_start": load,
                 "restart_to_switch_s": None if switch_s is None else round(switch_s, 2),
                 "deploy_to_switch_s": deployed_s, "one_statement_s": round(once_s, 2),
+                "one_statement_runs_s": [round(t, 2) for t in statements_s],
                 "ratio_vs_one_statement": None if deployed_s is None else round(deployed_s / once_s, 2),
                 "restart_ratio_vs_one_statement": None if switch_s is None else round(switch_s / once_s, 2),
                 "phases": build_phases(bd),

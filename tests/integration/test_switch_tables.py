@@ -12,6 +12,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from cbt.adapters.switch import (
+    catalog_entry,
     delete_build,
     delete_files,
     drop_build,
@@ -51,8 +52,11 @@ def test_the_name_moves_to_the_build_s_files_and_back_without_copying_a_row(
     name, build, kept = (f"{spark_database}.{t}" for t in ("m", "m__cbt_v2", "m__cbt_kept_v1"))
     filled(spark, model(spark_database, "m", OLD), "SELECT id, CAST(id * 2 AS DOUBLE) FROM range(3)")
     filled(spark, model(spark_database, "m__cbt_v2", NEW), "SELECT id, CAST(id * 3 AS STRING) FROM range(3)")
-    assert is_external(spark, build) and not is_external(spark, name), "only a build outlives its entry"
+    build_entry, name_entry = catalog_entry(spark, build), catalog_entry(spark, name)
+    assert build_entry is not None and name_entry is not None
+    assert is_external(build_entry) and not is_external(name_entry), "only a build outlives its entry"
     before = location(spark, name)
+    assert before is not None and before.endswith("/m") and location(spark, build) != before
 
     switched = switch_to_build(spark, name, build, kept)
     assert (switched.old_location, switched.new_location) == (before, location(spark, build))
@@ -108,3 +112,13 @@ def test_a_managed_build_made_before_builds_were_external_is_copied(spark: Spark
     switched = switch_to_build(spark, name, build, f"{spark_database}.c__cbt_kept_v1")
     assert switched.table_version is not None and switched.old_location is None
     assert location(spark, name) == before and totals(spark, name) == ["0.0", "5.0"]
+
+
+def test_a_column_named_location_is_not_where_the_files_are(spark: SparkSession, spark_database: str) -> None:
+    """``location`` reads the catalog's entry for the table, not its column list (``DESCRIBE TABLE EXTENDED`` lists
+    both, the columns first)."""
+    table = f"{spark_database}.with_location_column"
+    spark.sql(f"CREATE TABLE {table} (Location STRING, Type STRING) USING DELTA").collect()
+    found = location(spark, table)
+    assert found is not None and found.endswith("/with_location_column"), found
+    assert location(spark, f"{spark_database}.no_such_table") is None
