@@ -3,7 +3,8 @@
 by restarting the coordinator and the worker with the edited file. Timed from the deployment (the versions record's
 time for version 2 ``building``) to the switch (its time for version 2 ``live``: once the model's table holds the
 new rows), and from the restart to the switch (the services' start included), against one direct Spark statement
-computing the new definition over the same range (the fastest of ``STATEMENT_RUNS``). Afterwards the model's table must equal that statement's rows, and the build table be gone.
+computing the new definition over the same range (the fastest of ``STATEMENT_RUNS``). Afterwards the model's table
+must equal that statement's rows, and the build table be gone.
 
 Run twice: at bench (d)'s source (about 2,100 rows per hour, a statement of about a second, so the services' fixed
 costs — the restarted worker's start, the build table's creation, the switch's catalog steps — weigh most), and at
