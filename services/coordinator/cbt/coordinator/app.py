@@ -17,7 +17,7 @@ from pydantic import ValidationError
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
 from cbt.adapters.health import Check
-from cbt.adapters.kafka_bus import delivery_of, partition_of, process_span
+from cbt.adapters.kafka_bus import POLL_S, delivery_of, partition_of, process_span
 from cbt.adapters.kafka_consumers import GroupLag
 from cbt.adapters.redis_marks import RedisMarks
 from cbt.adapters.redis_state import RedisState
@@ -548,7 +548,7 @@ async def wire(models: ModelSet, clients: Clients) -> Work:
     events = clients.broker.subscriber(
         topics.interval_completed, topics.bounds_updated, topics.task_failed,
         group_id=f"{config.kafka.topic_prefix}coordinator", auto_offset_reset="earliest",
-        ack_policy=AckPolicy.NACK_ON_ERROR, polling_interval=0.01)
+        ack_policy=AckPolicy.NACK_ON_ERROR, polling_interval=POLL_S)
     events(on_event)
 
     async def wind_down() -> None:

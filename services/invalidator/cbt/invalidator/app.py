@@ -18,7 +18,7 @@ from redis import Redis
 
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import DeltaAdmin, admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, delivery_of, process_span
+from cbt.adapters.kafka_bus import POLL_S, BrokerPublisher, delivery_of, process_span
 from cbt.adapters.redis_state import RedisState
 from cbt.config.settings import Config
 from cbt.invalidator.handler import InvalidationHandler
@@ -130,7 +130,7 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
 
     events = clients.broker.subscriber(
         clients.topics.invalidation, group_id=f"{config.kafka.topic_prefix}invalidator",
-        auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR, polling_interval=0.01)
+        auto_offset_reset="earliest", ack_policy=AckPolicy.NACK_ON_ERROR, polling_interval=POLL_S)
     events(on_event)
 
     async def wind_down() -> None:

@@ -28,7 +28,14 @@ from pyspark.sql import SparkSession
 
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
-from cbt.adapters.kafka_bus import BrokerPublisher, commit_through, partition_of, process_span, rewind_to
+from cbt.adapters.kafka_bus import (
+    POLL_S,
+    BrokerPublisher,
+    commit_through,
+    partition_of,
+    process_span,
+    rewind_to,
+)
 from cbt.adapters.spark import delta_write_warm_up
 from cbt.concurrency.admission import SparkAdmission
 from cbt.concurrency.ordered_acks import InOrderAcks
@@ -93,7 +100,7 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
     topics = runtime.topics(config)
     subscriber = broker.subscriber(
         topics.task_requested(pool), group_id=topics.worker_group(pool),
-        auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=0.01,
+        auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=POLL_S,
         max_poll_interval_ms=max_poll_interval_ms(config),
     )
     subscriber(on_task)
