@@ -6,9 +6,10 @@ new rows), and from the restart to the switch (the services' start included), ag
 computing the new definition over the same range (the fastest of ``STATEMENT_RUNS``). Afterwards the model's table
 must equal that statement's rows, and the build table be gone.
 
-Run twice: at bench (d)'s source (about 2,100 rows per hour, a statement of about a second, so the services' fixed
-costs — the restarted worker's start, the build table's creation, the switch's catalog steps — weigh most), and at
-``LARGER`` times the rows per hour (the same 300 hours), where the work itself does.
+The worker is named (``worker.instance_id``), as a rollout of named workers runs it. Run twice: at bench (d)'s
+source (about 2,100 rows per hour, a statement of about a second, so the services' fixed costs — the restarted
+worker's start, the build table's creation, the switch's catalog steps — weigh most), and at ``LARGER`` times the
+rows per hour (the same 300 hours), where the work itself does.
 """
 
 from __future__ import annotations
@@ -39,6 +40,9 @@ from cbt.dev.generator import SourceTables
 from cbt.models.deployment import DeployedVersion
 
 OLD, NEW = "sum(propagation_slot_start_diff)", "round(sum(propagation_slot_start_diff), 2)"
+WORKER_NAME = "bench-worker"
+"""The worker's ``worker.instance_id``, as a rollout of named workers (a StatefulSet, a compose service) gives it:
+the restarted worker takes its partitions back as the same static group member, without a rebalance's wait."""
 LARGER = 30
 """The second run's rows per hour, as a multiple of the first's (more clients seeing each block)."""
 
@@ -121,7 +125,8 @@ def benchmark(spark: SparkSession, endpoints: Endpoints, intervals: int) -> dict
 
 def one_change(spark: SparkSession, endpoints: Endpoints, intervals: int, clients: int, tag: str) -> dict[str, Any]:
     end = START + intervals * HOUR
-    bd = deploy(spark, endpoints, tag, [], model_files={f"{MODEL}.sql": MODEL_FILE.replace("{mode}", "bounds")})
+    bd = deploy(spark, endpoints, tag, [], model_files={f"{MODEL}.sql": MODEL_FILE.replace("{mode}", "bounds")},
+                extra={"CBT__WORKER__INSTANCE_ID": WORKER_NAME})
     try:
         source_rows = write_source(spark, SourceTables(bd.dep.source_db), START, end, clients)
         bd.dep.start("coordinator", "worker")
@@ -149,6 +154,7 @@ def one_change(spark: SparkSession, endpoints: Endpoints, intervals: int, client
         deployed_s = None if building_ms is None or live_ms is None else round((live_ms - building_ms) / 1000, 2)
         table = bd.model_id(MODEL)
         return {"intervals": intervals, "source_rows": source_rows, "load_at_start": load,
+                "worker_instance_id": WORKER_NAME,
                 "restart_to_switch_s": None if switch_s is None else round(switch_s, 2),
                 "deploy_to_switch_s": deployed_s, "one_statement_s": round(once_s, 2),
                 "one_statement_runs_s": [round(t, 2) for t in statements_s],

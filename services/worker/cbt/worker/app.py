@@ -90,9 +90,9 @@ def _task_span(message: Delivered, task: TaskRequested) -> AbstractContextManage
     return process_span(cast(KafkaMessage, message), **{"cbt.model": task.model, "cbt.task_id": task.task_id})
 
 
-def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: PipelinedConsumer) -> Any:
-    """Register one consumer of the pool's task topic (manual commits, done by the consumer's chain); returns the
-    subscriber."""
+def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: PipelinedConsumer, index: int = 0) -> Any:
+    """Register one consumer of the pool's task topic (manual commits, done by the consumer's chain), a static member
+    of its group named after the worker's ``instance_id`` when it has one; returns the subscriber."""
 
     async def on_task(message: KafkaMessage) -> None:
         await consumer.on_message(message)
@@ -100,11 +100,17 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
     topics = runtime.topics(config)
     subscriber = broker.subscriber(
         topics.task_requested(pool), group_id=topics.worker_group(pool),
+        group_instance_id=static_member(config.worker.instance_id, pool, index),
         auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=POLL_S,
         max_poll_interval_ms=max_poll_interval_ms(config),
     )
     subscriber(on_task)
     return subscriber
+
+
+def static_member(instance_id: str | None, pool: str, index: int) -> str | None:
+    """The ``group.instance.id`` of the worker's ``index``-th consumer of ``pool``; None: a dynamic member."""
+    return None if instance_id is None else f"{instance_id}-{pool}-{index}"
 
 
 def max_poll_interval_ms(config: Config) -> int:
@@ -158,8 +164,8 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
                                    PoisonGuard("worker", config.kafka.max_handling_attempts,
                                                ambiguous_max_s=config.kafka.max_ambiguous_s))
                  for pool in pools]
-    subscribers = [subscribe(clients.broker, config, pool, consumer)
-                   for pool, consumer in zip(pools, consumers, strict=True)]
+    subscribers = [subscribe(clients.broker, config, pool, consumer, index=pools[:i].count(pool))
+                   for i, (pool, consumer) in enumerate(zip(pools, consumers, strict=True))]
 
     async def finish_started_tasks() -> None:
         """Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop."""
