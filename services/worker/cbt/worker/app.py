@@ -158,14 +158,14 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
     runner = build_runner(config, models, clients, recorder)
     for model_id in [m.id for m in models.incrementals] + [m.id for m in models.scheduled]:
         metrics.tasks.add(0, {"model": model_id, "status": "failed"})  # so a first failure shows as an increase
-    pools = [pool for pool in consumed_pools(config) for _ in range(config.worker.concurrency)]
+    members = [(pool, index) for pool in consumed_pools(config) for index in range(config.worker.concurrency)]
     consumers = [PipelinedConsumer(runner, InOrderAcks(commit_through, rewind_to, IN_FLIGHT, partition_of), stop,
                                    _rejecter(clients.publisher, clients.topics, pool), _task_span,
                                    PoisonGuard("worker", config.kafka.max_handling_attempts,
                                                ambiguous_max_s=config.kafka.max_ambiguous_s))
-                 for pool in pools]
-    subscribers = [subscribe(clients.broker, config, pool, consumer, index=pools[:i].count(pool))
-                   for i, (pool, consumer) in enumerate(zip(pools, consumers, strict=True))]
+                 for pool, _ in members]
+    subscribers = [subscribe(clients.broker, config, pool, consumer, index)
+                   for (pool, index), consumer in zip(members, consumers, strict=True)]
 
     async def finish_started_tasks() -> None:
         """Started tasks end and are recorded and committed before closing; past the shutdown timeout the rest stop."""
