@@ -296,9 +296,9 @@ class WorkerConfig(Section):
     """A name this worker keeps across restarts (a StatefulSet pod's, a compose service's) and no other running
     worker has: its consumers join their groups as static members (Kafka's ``group.instance.id``), so a restarted
     worker takes its partitions back at once (0.06 s here, where a dynamic member's join took 1.06 s) — a
-    deployment's first tasks start that much sooner. The cost: a worker stopped for good keeps its partitions until
-    the group's session timeout (10 s) instead of handing them over as it stops. Two running workers with one name
-    fence each other. Not set: dynamic membership."""
+    deployment's first tasks start that much sooner, if it is back within its session timeout (45 s). The cost: a
+    worker stopped for good keeps its partitions that long instead of handing them over as it stops. Two running
+    workers with one name fence each other. Not set: dynamic membership."""
 
     @field_validator("pools")
     @classmethod

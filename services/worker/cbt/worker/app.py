@@ -101,11 +101,19 @@ def subscribe(broker: KafkaBroker, config: Config, pool: str, consumer: Pipeline
     subscriber = broker.subscriber(
         topics.task_requested(pool), group_id=topics.worker_group(pool),
         group_instance_id=static_member(config.worker.instance_id, pool, index),
+        session_timeout_ms=STATIC_SESSION_TIMEOUT_MS if config.worker.instance_id else DYNAMIC_SESSION_TIMEOUT_MS,
         auto_offset_reset="earliest", ack_policy=AckPolicy.MANUAL, polling_interval=POLL_S,
         max_poll_interval_ms=max_poll_interval_ms(config),
     )
     subscriber(on_task)
     return subscriber
+
+
+DYNAMIC_SESSION_TIMEOUT_MS = 10_000
+"""How long the group waits for a silent dynamic member (one that died: one that stops leaves at once)."""
+STATIC_SESSION_TIMEOUT_MS = 45_000
+"""How long the group keeps a named worker's partitions while it is away: long enough for a restart — a rollout's,
+or a crash's — to find them still its own, with no rebalance (a stop does not leave the group)."""
 
 
 def static_member(instance_id: str | None, pool: str, index: int) -> str | None:
