@@ -13,6 +13,7 @@ not started stay for the next consumer.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import math
@@ -24,7 +25,6 @@ from typing import Any, cast
 
 from faststream import AckPolicy
 from faststream.confluent import KafkaBroker, KafkaMessage
-from pyspark.sql import SparkSession
 
 from cbt.adapters import runtime
 from cbt.adapters.delta_admin import admin_from_config
@@ -130,15 +130,12 @@ def max_poll_interval_ms(config: Config) -> int:
     return int(min(longest_s * 1000, 86_400_000))
 
 
-def admitted(admission: SparkAdmission, warm: Callable[[SparkSession], None]) -> Callable[[SparkSession], None]:
-    """``warm`` holding a permit at the lowest priority (backfill's): a task that is waiting goes first, so the warm-up
-    never holds a first task back for longer than its own one small statement."""
-
-    def warm_admitted(session: SparkSession) -> None:
-        with admission.held_sync("backfill", "warm-up"):
-            warm(session)
-
-    return warm_admitted
+def warm_up_permit(admission: SparkAdmission | None) -> Callable[[], AbstractContextManager[object]]:
+    """A permit for each of the warm-up's statements, at the lowest priority (backfill's): a task that is waiting
+    goes first, so the warm-up never holds a first task back for longer than one small statement."""
+    if admission is None:
+        return contextlib.nullcontext
+    return functools.partial(admission.held_sync, "backfill", "warm-up")
 
 
 async def serve(config: Config, models: ModelSet, stop: asyncio.Event, health_addr: str | None = None,
@@ -160,8 +157,9 @@ async def wire(models: ModelSet, stop: asyncio.Event, clients: Clients) -> Work 
         return None
     if not await runtime.until_it_works(recorder.admin.ensure_tables, "create admin tables", stop, log):
         return None
-    warm_up = delta_write_warm_up(config.admin.incremental.database)  # the database exists now
-    clients.sessions.warm(SHARED_SESSION, warm_up if admission is None else admitted(admission, warm_up))
+    # (the admin database exists now)
+    clients.sessions.warm(SHARED_SESSION, delta_write_warm_up(config.admin.incremental.database,
+                                                              warm_up_permit(admission)))
     clients.on_close(recorder.close)
     runner = build_runner(config, models, clients, recorder)
     for model_id in [m.id for m in models.incrementals] + [m.id for m in models.scheduled]:
