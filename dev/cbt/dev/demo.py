@@ -317,6 +317,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         overrides.update(stack_overrides(Layout.from_env()))
     if opts.tag:
         overrides.update(namespace_overrides(opts.tag))
+    # (its one worker is named, as one compose service per worker would be: a restart with changed files — the
+    # way a model change is deployed — takes its partitions back at once, without waiting for a rebalance)
+    if "CBT__WORKER__INSTANCE_ID" not in os.environ:
+        overrides["CBT__WORKER__INSTANCE_ID"] = "demo-worker"
     config = load_config(opts.config_path, environ={**os.environ, **overrides})
     overrides.update(api_override(config))
     config = load_config(opts.config_path, environ={**os.environ, **overrides})
