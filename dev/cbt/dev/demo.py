@@ -17,6 +17,7 @@ import argparse
 import os
 import re
 import shutil
+import signal
 import sys
 import threading
 import time
@@ -308,7 +309,14 @@ def _show(frame: Frame, is_tty: bool) -> None:
         print(render(frame, bar_width=60) + "\n" + "-" * 100, flush=True)
 
 
+def stop_like_ctrl_c(signum: int, frame: object) -> None:
+    """SIGTERM (``kill``, a supervisor, a background job whose SIGINT the shell ignores) stops the demo the way Ctrl-C
+    does: the feed, then the services it started — not the demo alone, leaving them running."""
+    raise KeyboardInterrupt
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    signal.signal(signal.SIGTERM, stop_like_ctrl_c)
     opts = parse_options(argv)
     overrides: dict[str, str] = {}
     if opts.use_stack:
