@@ -20,6 +20,7 @@ from pyspark.sql import SparkSession
 from bench.events import EventRecorder
 from bench.report import load_average, summary
 from bench.stack import BenchDeployment, Endpoints, deploy
+from cbt.adapters.target_tables import TargetTables
 from cbt.config.settings import load_config
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables, write_blocks
@@ -61,6 +62,7 @@ def run_direct(bd: BenchDeployment, scenario: Scenario, suffix: str) -> list[flo
     spark = bd.dep.spark
     apply_ddl(spark, PROJECT / "models" / "ddl", bd.dep.source_db, database)
     settings = RenderSettings.from_config(config)
+    TargetTables().ensure(spark, model, settings)  # as the worker does before the model's first task
 
     def run(start: int, end: int) -> float:
         began = time.perf_counter()

@@ -1,25 +1,6 @@
--- Target tables of the transformations. Column order matters for INSERT statements: keep it in step with the SQL.
-
-CREATE TABLE IF NOT EXISTS {{transformation}}.block_propagation_minute (
-  slot BIGINT,
-  slot_start_date_time TIMESTAMP,
-  block_root STRING,
-  proposer_index BIGINT,
-  client_count BIGINT,
-  avg_propagation_ms DOUBLE,
-  min_propagation_ms BIGINT,
-  max_propagation_ms BIGINT
-) USING DELTA;
-
-CREATE TABLE IF NOT EXISTS {{transformation}}.block_propagation_two_minute (
-  slot BIGINT,
-  slot_start_date_time TIMESTAMP,
-  block_root STRING,
-  proposer_index BIGINT,
-  avg_propagation_ms DOUBLE,
-  propagation_spread_ms BIGINT,
-  propagation_class STRING
-) USING DELTA;
+-- Target tables of the transformations whose author writes the statements (write strategy `sql`, scheduled and
+-- exec models): nothing in them says the table's columns. The product creates the others from their query before
+-- their first task (`cbt ddl MODEL` prints what it would run). Column order matters for INSERT statements.
 
 CREATE TABLE IF NOT EXISTS {{transformation}}.block_propagation_five_minute (
   slot BIGINT,
@@ -44,17 +25,6 @@ CREATE TABLE IF NOT EXISTS {{transformation}}.entity_leaderboard (
   avg_propagation_ms DOUBLE,
   late_blocks BIGINT,
   report_date_time TIMESTAMP
-) USING DELTA;
-
-CREATE TABLE IF NOT EXISTS {{transformation}}.transactions (
-  block_number BIGINT,
-  block_timestamp TIMESTAMP,
-  tx_hash STRING,
-  tx_index INT,
-  from_address STRING,
-  to_address STRING,
-  value_wei DECIMAL(38, 0),
-  gas_used BIGINT
 ) USING DELTA;
 
 CREATE TABLE IF NOT EXISTS {{transformation}}.block_gas (

@@ -13,6 +13,7 @@ from dataclasses import replace
 import pytest
 from pyspark.sql import SparkSession
 
+from cbt.adapters.target_tables import TargetTables
 from cbt.config.settings import load_config
 from cbt.dev.ddl import apply_ddl
 from cbt.dev.generator import SourceTables, write_range
@@ -49,8 +50,10 @@ def run_minute_model(spark: SparkSession, source: str, output: str, span: tuple[
     if plant is not None:
         assert plant[0] in model.sql
         model = replace(model, sql=model.sql.replace(*plant))
+    settings = RenderSettings.from_config(config)
+    TargetTables().ensure(spark, model, settings)  # as a worker does before a model's first task
     task = TaskContext(model_id=model.id, task_start_unix=T0, start=span[0], end=span[1])
-    for statement in task_statements(model, task, RenderSettings.from_config(config)):
+    for statement in task_statements(model, task, settings):
         spark.sql(statement).collect()
 
 
