@@ -224,6 +224,42 @@ def test_replace_coverage_overwrites_and_restarts_the_log(state: StatePorts) -> 
     assert state.coverage.coverage(A) == ()
 
 
+def test_every_covered_range_says_which_version_computed_it(state: StatePorts) -> None:
+    """A completion replaces the version its range held; one recorded without a version leaves its range unknown
+    (``None``), as a deployment made before versions did; a partly refused completion versions only what it added."""
+    hot = state.coverage
+    assert hot.version_coverage([A]) == {A: {}}
+    hot.record_completed(A, (0, 10), 0, version="v1")
+    hot.record_completed(A, (10, 20), 0, version="v1")
+    hot.record_completed(A, (30, 40), 0, version="v1")
+    assert hot.version_coverage([A]) == {A: {"v1": ((0, 20), (30, 40))}}
+    hot.record_completed(A, (5, 35), 0, version="v2")
+    assert hot.version_coverage([A]) == {A: {"v1": ((0, 5), (35, 40)), "v2": ((5, 35),)}}
+    hot.record_completed(A, (35, 50), 0)
+    assert hot.version_coverage([A, B]) == {A: {"v1": ((0, 5),), "v2": ((5, 35),), None: ((35, 50),)}, B: {}}
+    observed = hot.invalidation_seq(A)
+    hot.apply_invalidation(1, {A: singles([(0, 10)])})
+    assert hot.version_coverage([A]) == {A: {"v2": ((10, 35),), None: ((35, 50),)}}, "an invalidation unversions"
+    assert hot.record_completed(A, (0, 20), observed, version="v3") is False
+    assert hot.version_coverage([A]) == {A: {"v3": ((10, 20),), "v2": ((20, 35),), None: ((35, 50),)}}
+
+
+def test_a_rebuild_and_an_adoption_set_the_versions_of_ranges(state: StatePorts) -> None:
+    """A rebuild takes each range's version from the durable record; a switch adopts its build's versions where
+    the build covers (the head the build left keeps its own until its re-run)."""
+    hot = state.coverage
+    hot.record_completed(A, (0, 10), 0, version="old")
+    assert hot.replace_coverage(A, ((0, 100),), 3, hot.versions([A])[A], (),
+                                {"v1": ((0, 40), (90, 120)), "v2": ((40, 60),)})
+    assert hot.version_coverage([A]) == {A: {"v1": ((0, 40), (90, 100)), "v2": ((40, 60),), None: ((60, 90),)}}
+    version = hot.versions([A])[A]
+    hot.adopt_versions(A, {"v3": ((0, 50),), "v4": ((80, 95),)})
+    assert hot.version_coverage([A]) == {A: {"v3": ((0, 50),), "v2": ((50, 60),), None: ((60, 80),),
+                                             "v4": ((80, 95),), "v1": ((95, 100),)}}
+    assert hot.versions([A])[A] != version, "an adoption is a write a rebuild must not overwrite"
+    assert hot.coverage(A) == ((0, 100),)
+
+
 @pytest.mark.parametrize("write", ["completion", "invalidation", "rebuild"])
 def test_a_rebuild_does_not_overwrite_a_model_written_since_it_read(state: StatePorts, write: str) -> None:
     """Scenario 2: a rebuild read the durable record, then an invalidation (or a completion) reached Redis."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
-from cbt.scheduling import protocol
+from cbt.scheduling import protocol, version_pieces
 from cbt.scheduling.coverage import EMPTY, Coverage, Range
 from cbt.scheduling.protocol import Mark
 from cbt.scheduling.snapshot import RawBounds
@@ -40,12 +40,15 @@ class _ModelCoverage:
     version: int = 0
     log: list[Mark] = field(default_factory=list)
     reruns: set[Range] = field(default_factory=set)
+    computed_by: dict[str, Coverage] = field(default_factory=dict)
 
-    def complete(self, done: Range, observed_seq: int) -> bool:
+    def complete(self, done: Range, observed_seq: int, model_version: str | None = None) -> bool:
         if observed_seq > self.seq or observed_seq < self.floor:
             return False  # fail closed, and like Redis, without counting as a write
         part = protocol.accepted_part(done, observed_seq, self.seq, self.floor, self.log)
         self.ranges = cov.union(self.ranges, part)
+        for r in part:
+            self.computed_by = version_pieces.computed(self.computed_by, r, model_version)
         self.reruns = {r for r in self.reruns if not cov.covers(self.ranges, r)}
         self.version += 1
         return part == (done,)
@@ -59,6 +62,7 @@ class _ModelCoverage:
         for run in runs:
             if run.start < run.end:
                 self.ranges = cov.remove(self.ranges, run.span)
+                self.computed_by = version_pieces.removed(self.computed_by, run.span)
                 self.log.append(Mark(epoch, run.span))
                 self.reruns.update(tasks(run))
         if len(self.log) > keep:
@@ -146,13 +150,20 @@ class MemoryCoverage:
         with self._lock:
             self._fired.setdefault(model, set()).add(fire_unix)
 
-    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
+    def version_coverage(self, models: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        with self._lock:
+            return {m: version_pieces.by_version(self._get(m).ranges, [
+                (start, end, v) for v, ranges in self._get(m).computed_by.items() for start, end in ranges])
+                for m in models}
+
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None,
+                         version: str | None = None) -> bool:
         if done[0] >= done[1]:
             return True
         with self._lock:
             if fence is not None and not self._leases.holds(fence):
                 return False
-            return self._models.setdefault(model, _ModelCoverage()).complete(done, observed_seq)
+            return self._models.setdefault(model, _ModelCoverage()).complete(done, observed_seq, version)
 
     def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[TaskRun]]) -> None:
         with self._lock:
@@ -171,15 +182,25 @@ class MemoryCoverage:
             return {m: f"{self._generation}:{self._get(m).version}" for m in models}
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
-                         reruns: Sequence[TaskRun] = ()) -> bool:
+                         reruns: Sequence[TaskRun] = (), computed_by: Mapping[str, Coverage] | None = None) -> bool:
         with self._lock:
             state = self._get(model)
             if version != f"{self._generation}:{state.version}":
                 return False
-            self._models[model] = _ModelCoverage(ranges=cov.merge(coverage), seq=seq, floor=seq, rebuilt_at=seq,
+            merged = cov.merge(coverage)
+            pieces = version_pieces.version_pieces(merged, computed_by or {})
+            self._models[model] = _ModelCoverage(ranges=merged, seq=seq, floor=seq, rebuilt_at=seq,
                                                  version=state.version + 1,
-                                                 reruns=set(all_tasks(reruns)))
+                                                 reruns=set(all_tasks(reruns)),
+                                                 computed_by={v: cov.merge((s, e) for s, e, w in pieces if w == v)
+                                                              for v in {w for _, _, w in pieces}})
             return True
+
+    def adopt_versions(self, model: ModelId, computed_by: Mapping[str, Coverage]) -> None:
+        with self._lock:
+            state = self._models.setdefault(model, _ModelCoverage())
+            state.computed_by = version_pieces.adopted(state.computed_by, computed_by)
+            state.version += 1
 
     def _get(self, model: ModelId) -> _ModelCoverage:
         return self._models.get(model) or _ModelCoverage()

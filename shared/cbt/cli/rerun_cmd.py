@@ -81,6 +81,7 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     from cbt.models.deployment import NothingToRollBack, plan_rollback
     from cbt.models.loader import load_project
     from cbt.models.versions import short_version
+    from cbt.scheduling.version_pieces import known
 
     config, models = load_project(args.config)
     model_id = models.resolve(args.model)
@@ -103,13 +104,15 @@ def cmd_rollback(args: argparse.Namespace) -> int:
     rolled = {old.model for old in plan.restores}
     covered = admin.coverage(sorted({*rolled, *(d for m in rolled for d in models.dependents(m))}))  # (before
     # the kept rows come back: what the rolled-back version computed after the switch is re-run below)
+    hot = redis_state(config).coverage
     for kept in (v for v in plan.rows if v.state == "live"):  # (the rows the switch kept: none before they were)
         rows_of = kept_rows_id(kept.model, kept.version)
-        if admin.version_coverage([rows_of]).get(rows_of):
+        held = admin.version_coverage([rows_of]).get(rows_of)
+        if held:
             admin.adopt(kept.model, rows_of)
+            hot.adopt_versions(kept.model, known(held))
     record.record_versions(plan.rows)
-    redis_state(config).coverage.announce_versions(
-        {v.model: short_version(v.data_hash) for v in plan.rows if v.state == "live"})
+    hot.announce_versions({v.model: short_version(v.data_hash) for v in plan.rows if v.state == "live"})
     events = [Invalidation(id=f"rollback-{uuid.uuid4().hex}", model=m, start=start, end=covered[m][-1][1],
                            reason="rollback: computed by the version rolled back", source="cbt-cli", cascade=True)
               for m, start in plan.heads.items() if covered.get(m) and covered[m][-1][1] > start]

@@ -18,7 +18,9 @@ from collections.abc import Collection
 
 from cbt.base.errors import CbtError
 from cbt.models.spec import ModelId
+from cbt.scheduling import coverage as cov
 from cbt.scheduling.task_runs import normalize, not_held
+from cbt.scheduling.version_pieces import known
 from cbt.state.ports import CoverageWriter, DurableRecord
 
 log = logging.getLogger("cbt.planning")
@@ -32,9 +34,9 @@ class RebuildIncomplete(CbtError):
 
 def rebuild(admin: DurableRecord, coverage: CoverageWriter, model_ids: Collection[ModelId],
             scheduled_ids: Collection[ModelId], built_at: int, rounds: int = REBUILD_ROUNDS) -> dict[ModelId, int]:
-    """Overwrite every incremental model's hot coverage, sequence and re-runs (the invalidated tasks its coverage
-    does not hold again), and every scheduled model's "has run" flag, from the durable record, then mark the index
-    built; returns the number of covered ranges per incremental model.
+    """Overwrite every incremental model's hot coverage, sequence, re-runs (the invalidated tasks its coverage
+    does not hold again) and the versions that computed its ranges, and every scheduled model's "has run" flag,
+    from the durable record, then mark the index built; returns the number of covered ranges per incremental model.
 
     Raises ``RebuildIncomplete`` (the index stays untrusted) when it cannot finish; calling it again is safe.
     """
@@ -45,13 +47,14 @@ def rebuild(admin: DurableRecord, coverage: CoverageWriter, model_ids: Collectio
             break
         versions = coverage.versions(pending)
         seqs = admin.invalidation_seqs(pending)  # before the coverage: an event recorded in between is then above
-        covered = admin.coverage(pending)        # the sequence written, so its application is not skipped
+        held = admin.version_coverage(pending)   # the sequence written, so its application is not skipped
         invalidated = admin.invalidated_ranges(pending)
         missed = []
         for model_id in pending:
-            ranges = covered.get(model_id, ())
+            ranges = cov.union(*held.get(model_id, {}).values())  # (the coverage: every version's, and unknown)
             reruns = normalize(left for run in invalidated.get(model_id, ()) for left in not_held(run, ranges))
-            if coverage.replace_coverage(model_id, ranges, seqs.get(model_id, 0), versions[model_id], reruns):
+            if coverage.replace_coverage(model_id, ranges, seqs.get(model_id, 0), versions[model_id], reruns,
+                                         known(held.get(model_id, {}))):
                 counts[model_id] = len(ranges)
             else:
                 missed.append(model_id)

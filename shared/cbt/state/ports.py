@@ -63,6 +63,11 @@ class CoverageReader(Protocol):
         ...
 
     def coverages(self, models: Collection[ModelId]) -> dict[ModelId, Coverage]: ...
+    def version_coverage(self, models: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        """Each model's covered ranges by the version that computed them (``None``: covered, version not known:
+        recorded without one); ``{}`` for a model that covers nothing (``cbt.scheduling.version_pieces``)."""
+        ...
+
     def invalidation_seq(self, model: ModelId) -> int: ...
     def reruns(self, models: Collection[ModelId]) -> dict[ModelId, tuple[Range, ...]]:
         """Per model, the tasks invalidations removed that have not run again yet (each to be re-run whole, once)."""
@@ -88,9 +93,11 @@ class CoverageWriter(Protocol):
         publishes what a change re-runs): a worker drops a task of another version instead of running it."""
         ...
 
-    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None,
+                         version: str | None = None) -> bool:
         """Add the part of ``done`` that no invalidation newer than ``observed_seq`` overlaps (nothing in the
-        fail-closed cases, or when ``fence`` is given and no longer held); True when all of ``done`` was added."""
+        fail-closed cases, or when ``fence`` is given and no longer held), as computed by the model's ``version``
+        (``None``: not known); True when all of ``done`` was added."""
         ...
 
     def apply_invalidation(self, epoch: int, ranges: Mapping[ModelId, Sequence[TaskRun]]) -> None:
@@ -114,9 +121,15 @@ class CoverageWriter(Protocol):
         ...
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
-                         reruns: Sequence[TaskRun] = ()) -> bool:
-        """Overwrite one model's coverage, sequence and re-runs (runs of tasks; a rebuild from the durable record)
-        if its version is still ``version``; False when something wrote to it since (read the durable record again)."""
+                         reruns: Sequence[TaskRun] = (), computed_by: Mapping[str, Coverage] | None = None) -> bool:
+        """Overwrite one model's coverage, sequence, re-runs (runs of tasks) and the versions that computed its
+        ranges (``computed_by``; a rebuild from the durable record) if its version is still ``version``; False when
+        something wrote to it since (read the durable record again)."""
+        ...
+
+    def adopt_versions(self, model: ModelId, computed_by: Mapping[str, Coverage]) -> None:
+        """Where ``computed_by``'s ranges lie, the model's ranges now hold those versions (a switch: the model's
+        table is its build's; a rollback: its kept rows are back)."""
         ...
 
     def record_scheduled_run(self, model: ModelId, fire_unix: int) -> None:

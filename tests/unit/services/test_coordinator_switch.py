@@ -84,7 +84,7 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
     build = parent_build()
     for model_id, ranges in {"an.parent": ((0, 317),), build.table: ((0, 400),), "an.reads_total": ((0, 300),)}.items():
         for r in ranges:
-            state.coverage.record_completed(model_id, r, 0)
+            state.coverage.record_completed(model_id, r, 0, version="new" if model_id == build.table else "old")
     durable = MemoryRecord()
     durable.record_completed([CompletedInterval("an.parent", 0, 317, "p", version="old"),
                               CompletedInterval(build.table, 0, 400, "b", version="new")])
@@ -110,6 +110,8 @@ def test_the_switch_replaces_in_dependency_order_records_the_versions_and_recomp
         "an.parent": {"new": ((0, 400),)}, "an.parent__cbt_kept_v1": {"old": ((0, 317),)}}, \
         "the model's rows are the build's; its old rows are kept for a rollback"
     assert state.coverage.coverage("an.parent") == ((0, 400),), "with what the build covered beyond"
+    assert state.coverage.version_coverage(["an.parent"]) == {"an.parent": {"new": ((0, 400),)}}, \
+        "the hot index says the build's version computed it, as the durable record does"
     assert state.coverage.deployed_versions(["an.parent"]) == {"an.parent": "new"}, "its old tasks are dropped"
     states = {v.version: (v.state, v.table_location, v.covered_end) for v in record.all_versions()}
     assert states == {1: ("retired", "file:/w/an.db/parent", 317), 2: ("live", "file:/w/an.db/parent__cbt_v2", None)}, \

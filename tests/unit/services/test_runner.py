@@ -273,6 +273,7 @@ def test_a_completion_says_which_version_of_the_model_computed_it() -> None:
     [(_, completed)] = published.messages
     assert isinstance(completed, IntervalCompleted) and completed.version == "3f9a0c1d2e4b"
     assert [row.version for row in rows.rows] == ["3f9a0c1d2e4b"], "the admin row says it too"
+    assert state.coverage.version_coverage([MODEL]) == {MODEL: {"3f9a0c1d2e4b": ((0, 60),)}}, "and the hot index"
 
 
 def test_a_task_of_another_version_never_runs_with_this_worker_s_definition() -> None:

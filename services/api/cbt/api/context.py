@@ -19,7 +19,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.spec import ModelId, ScheduledModel
 from cbt.planning.live import LiveStateReader
 from cbt.planning.override_sync import LiveOverrides
-from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.coverage import Range
 from cbt.scheduling.protocol import Piece
 from cbt.state.admin_records import (
     AuditAction,
@@ -43,9 +43,6 @@ class AdminRecords(Protocol):
     def check_results(self, model_ids: Collection[ModelId] | None, limit: int,
                       where: CheckFilter = ALL_RESULTS) -> list[CheckedInterval]: ...
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]: ...
-    def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
-        """What each version of each model computed that the table still holds (``DurableRecord``)."""
-        ...
     def record_action(self, action: AuditAction) -> None: ...
     def actions(self, limit: int) -> list[AuditAction]: ...
     def consolidate(self, model_id: ModelId) -> Consolidation:

@@ -22,7 +22,7 @@ from cbt.api.history import Completion
 from cbt.config.settings import Config
 from cbt.contract.messages import TaskFailed
 from cbt.models.spec import ModelId
-from cbt.scheduling.coverage import Coverage, Range
+from cbt.scheduling.coverage import Range
 from cbt.scheduling.protocol import Piece
 from cbt.state.admin_records import (
     AuditAction,
@@ -73,9 +73,6 @@ ORDER BY updated_date_time DESC, position DESC LIMIT :limit"""
 
     def live_pieces(self, model_ids: Collection[ModelId], window: Range) -> dict[ModelId, list[Piece]]:
         return self._tables.completions.live_pieces(model_ids, window)
-
-    def version_coverage(self, model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
-        return self._tables.completions.version_coverage(model_ids)
 
     def recent_scheduled_runs(self, model_ids: Collection[ModelId] | None, limit: int) -> list[ScheduledRun]:
         """Each model's latest ``limit`` runs, newest first per model."""

@@ -30,6 +30,7 @@ from cbt.models.dag import ModelSet
 from cbt.models.deployment import DeployedVersion, VersionRecord, VersionState, latest_versions, live_versions
 from cbt.models.spec import IncrementalModel, ModelId
 from cbt.scheduling.coverage import Coverage, remove
+from cbt.scheduling.version_pieces import known
 from cbt.state.ports import DurableRecord, HotIndex, TaskLedger
 
 log = logging.getLogger("cbt.coordinator.switch")
@@ -134,6 +135,7 @@ class Switch:
             await asyncio.to_thread(adopt_build, self.durable(), model_id, build, retired, head)
             adopt_s = time.monotonic() - at
             self._cover(model_id, beyond(coverage.get(model_id, ()), coverage.get(build.table, ())))
+            self.coverage.adopt_versions(model_id, known(self.coverage.version_coverage([build.table])[build.table]))
             await self._recompute_head(model_id, head, builds)
             ranges = coverage.get(model_id, ())
             if model_id in live:

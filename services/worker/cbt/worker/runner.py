@@ -312,12 +312,13 @@ class TaskRunner:
             await self._record_checks(model, task, executed.checked)
             if executed.checked.failed:
                 return await self._record_published_parts(model, task, executed, held)
+        version = self.versions.get(model.id)
         with tracing.tracer.start_as_current_span("admin commit"):
-            await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, version=self.versions.get(model.id)))
+            await self.ports.recorder.record(CompletionRow(task, seq, duration_ms, version=version))
         if isinstance(model, ScheduledModel) and task.scheduled_unix is not None:
             self.ports.coverage.record_scheduled_run(model.id, task.scheduled_unix)
         done = task_range(task) if isinstance(model, IncrementalModel) else None
-        if done is not None and not self.ports.coverage.record_completed(model.id, done, seq, held.fence):
+        if done is not None and not self.ports.coverage.record_completed(model.id, done, seq, held.fence, version):
             if not self._still_holds(held):
                 return await self._lease_lost(task, held)
             # It may have read data the invalidation declared stale: run it again now, on the new data (its ledger
@@ -330,8 +331,7 @@ class TaskRunner:
         await self.ports.publisher.publish(self.topics.interval_completed, IntervalCompleted(
             task_id=task.task_id, model=task.model, position=task.position, interval=task.interval,
             scheduled_unix=task.scheduled_unix, direction=task.direction, duration_ms=duration_ms,
-            enqueued_at_ms=task.enqueued_at_ms, worker=self.worker_id, step=task.step,
-            version=self.versions.get(model.id),
+            enqueued_at_ms=task.enqueued_at_ms, worker=self.worker_id, step=task.step, version=version,
         ), key=task.model)
         self.ports.ledger.release(model.id, task.task_id)
         self.milestone("first completion")
@@ -400,7 +400,7 @@ class TaskRunner:
             await self.ports.recorder.record(CompletionRow(part, executed.invalidation_seq, executed.duration_ms,
                                                            version=version))
             if not self.ports.coverage.record_completed(model.id, (start, end), executed.invalidation_seq,
-                                                        held.fence):
+                                                        held.fence, version):
                 if not self._still_holds(held):
                     return await self._lease_lost(task, held)
                 await self._requeue(part)  # (an invalidation overlapped it meanwhile: run it again on the new data)

@@ -13,6 +13,8 @@ multi-model read. Keys (``{m}`` is a model id)::
     {prefix}ver:{m}          int   bumped by every write to the model (a rebuild's fence)
     {prefix}rerun:{m}        zset  member "start:end:step", score start   tasks invalidated and not run again yet, as
                                    runs (``cbt.scheduling.task_runs``; "start:end", written before runs: one task)
+    {prefix}vcov:{m}         zset  member "start:end:version", score start   which version of the model computed each
+                                   covered range (a covered range without one: not known — recorded without a version)
     {prefix}generation       str   random id of this Redis's life, created when missing (a rebuild's fence)
     {prefix}index-built      int   unix time the index was last rebuilt from the admin tables (missing = untrusted)
     {prefix}scheduled-fired  hash  scheduled model -> latest fire time it ran for successfully
@@ -37,6 +39,7 @@ from cbt.models.spec import ModelId
 from cbt.scheduling import coverage as cov
 from cbt.scheduling.coverage import Coverage, Range
 from cbt.scheduling.task_runs import TaskRun, all_tasks
+from cbt.scheduling.version_pieces import by_version, version_pieces
 from cbt.state.ports import DEFAULT_KEEP_INVALIDATIONS, Fence
 
 _LUA_RANGES = """
@@ -92,15 +95,52 @@ local function remove_range(key, s, e)
     if r[3] > e then redis.call('ZADD', key, fmt(e), fmt(e) .. ':' .. fmt(r[3])) end
   end
 end
+-- version pieces: members "start:end:version" of zset `key`, disjoint, by start
+local function parse_piece(m)
+  local s, e, v = string.match(m, '^(-?%d+):(-?%d+):(.+)$')
+  return tonumber(s), tonumber(e), v
+end
+local function piece(s, e, v) return fmt(s) .. ':' .. fmt(e) .. ':' .. v end
+-- [s, e) no longer computed by any known version
+local function remove_piece(key, s, e)
+  local found = {}
+  local before = redis.call('ZREVRANGEBYSCORE', key, '(' .. fmt(s), '-inf', 'LIMIT', 0, 1)[1]
+  if before then found[#found + 1] = before end
+  for _, m in ipairs(redis.call('ZRANGEBYSCORE', key, fmt(s), '(' .. fmt(e))) do found[#found + 1] = m end
+  for _, m in ipairs(found) do
+    local ps, pe, v = parse_piece(m)
+    if pe > s then
+      redis.call('ZREM', key, m)
+      if ps < s then redis.call('ZADD', key, fmt(ps), piece(ps, s, v)) end
+      if pe > e then redis.call('ZADD', key, fmt(e), piece(e, pe, v)) end
+    end
+  end
+end
+-- [s, e) computed by version v: replaces what was there, joined to the same version's pieces it touches
+local function add_piece(key, s, e, v)
+  remove_piece(key, s, e)
+  local before = redis.call('ZREVRANGEBYSCORE', key, '(' .. fmt(s), '-inf', 'LIMIT', 0, 1)[1]
+  if before then
+    local bs, be, bv = parse_piece(before)
+    if be == s and bv == v then redis.call('ZREM', key, before); s = bs end
+  end
+  local after = redis.call('ZRANGEBYSCORE', key, fmt(e), fmt(e), 'LIMIT', 0, 1)[1]
+  if after then
+    local _, ae, av = parse_piece(after)
+    if av == v then redis.call('ZREM', key, after); e = ae end
+  end
+  redis.call('ZADD', key, fmt(s), piece(s, e, v))
+end
 """
 
-# KEYS: cov, seq, inv, floor, ver, rerun[, lease, lease token]. ARGV: start, end, observed_seq[, owner, token].
-# Adds the live part of [start, end) (cbt.scheduling.protocol.accepted_part) and drops the re-run tasks now covered
-# (only tasks overlapping [start, end) are looked at: a run is split around them); returns 1 when all of it was added.
+# KEYS: cov, seq, inv, floor, ver, rerun, vcov[, lease, lease token]. ARGV: start, end, observed_seq, the model's
+# version ('': not known)[, owner, token]. Adds the live part of [start, end) (cbt.scheduling.protocol.accepted_part),
+# as computed by that version, and drops the re-run tasks now covered (only tasks overlapping [start, end) are looked
+# at: a run is split around them); returns 1 when all of it was added.
 _RECORD_COMPLETED = (
     _LUA_RANGES
     + """
-if KEYS[7] and (redis.call('GET', KEYS[7]) ~= ARGV[4] or redis.call('GET', KEYS[8]) ~= ARGV[5]) then return 0 end
+if KEYS[8] and (redis.call('GET', KEYS[8]) ~= ARGV[5] or redis.call('GET', KEYS[9]) ~= ARGV[6]) then return 0 end
 local s, e, observed = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local seq = tonumber(redis.call('GET', KEYS[2]) or '0')
 local floor = tonumber(redis.call('GET', KEYS[4]) or '0')
@@ -118,7 +158,10 @@ for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[3], '(' .. ARGV[3], '+inf'))
   end
   parts = kept
 end
-for _, p in ipairs(parts) do add_range(KEYS[1], p[1], p[2]) end
+for _, p in ipairs(parts) do
+  add_range(KEYS[1], p[1], p[2])
+  if ARGV[4] ~= '' then add_piece(KEYS[7], p[1], p[2], ARGV[4]) else remove_piece(KEYS[7], p[1], p[2]) end
+end
 if #parts > 0 then
   for _, m in ipairs(redis.call('ZRANGEBYSCORE', KEYS[6], '-inf', '(' .. fmt(e))) do
     local rs, re, step = parse_run(m)
@@ -144,7 +187,7 @@ return 0
 """
 )
 
-# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun per model. ARGV: keep, epoch, then per model: n runs of tasks,
+# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun, vcov per model. ARGV: keep, epoch, then per model: n runs of tasks,
 # start1, end1, step1, ... (one mark per run: it marks the same positions as its tasks)
 # A model that already reflects the epoch (logged, or at or below what the last rebuild read) is skipped:
 # cbt.scheduling.protocol.is_applied.
@@ -152,7 +195,7 @@ _APPLY_INVALIDATION = (
     _LUA_RANGES
     + """
 local keep, epoch, argi = tonumber(ARGV[1]), tonumber(ARGV[2]), 3
-for k = 1, #KEYS, 7 do
+for k = 1, #KEYS, 8 do
   local n = tonumber(ARGV[argi])
   local floor = tonumber(redis.call('GET', KEYS[k + 3]) or '0')
   local rebuilt = tonumber(redis.call('GET', KEYS[k + 5]) or '0')
@@ -164,6 +207,7 @@ for k = 1, #KEYS, 7 do
       if step <= 0 then step = e - s end
       if s < e then
         remove_range(KEYS[k], s, e)
+        remove_piece(KEYS[k + 7], s, e)
         redis.call('ZADD', KEYS[k + 2], epoch, fmt(epoch) .. ':' .. fmt(s) .. ':' .. fmt(e))
         add_run(KEYS[k + 6], s, e, step)
       end
@@ -208,14 +252,19 @@ for k = 2, #KEYS do out[#out + 1] = gen .. ':' .. (redis.call('GET', KEYS[k]) or
 return out
 """
 
-# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun, generation. ARGV: expected version, seq, n, then n coverage
-# ranges start1, end1, ..., then re-run runs start1, end1, step1, ... Returns 1 when done.
+# KEYS: cov, seq, inv, floor, ver, rebuilt, rerun, vcov, generation. ARGV: expected version, seq, n, then n coverage
+# ranges start1, end1, ..., then p, p version pieces start1, end1, version1, ..., then re-run runs start1, end1,
+# step1, ... Returns 1 when done.
 _REPLACE = """
-if (redis.call('GET', KEYS[8]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
-redis.call('DEL', KEYS[1], KEYS[3], KEYS[7])
+if (redis.call('GET', KEYS[9]) or '') .. ':' .. (redis.call('GET', KEYS[5]) or '0') ~= ARGV[1] then return 0 end
+redis.call('DEL', KEYS[1], KEYS[3], KEYS[7], KEYS[8])
 local n = tonumber(ARGV[3])
 for i = 4, 3 + 2 * n, 2 do redis.call('ZADD', KEYS[1], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1]) end
-for i = 4 + 2 * n, #ARGV, 3 do
+local p = tonumber(ARGV[4 + 2 * n])
+for i = 5 + 2 * n, 4 + 2 * n + 3 * p, 3 do
+  redis.call('ZADD', KEYS[8], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1] .. ':' .. ARGV[i + 2])
+end
+for i = 5 + 2 * n + 3 * p, #ARGV, 3 do
   redis.call('ZADD', KEYS[7], ARGV[i], ARGV[i] .. ':' .. ARGV[i + 1] .. ':' .. ARGV[i + 2])
 end
 redis.call('SET', KEYS[2], ARGV[2])
@@ -224,6 +273,17 @@ redis.call('SET', KEYS[6], ARGV[2])
 redis.call('INCR', KEYS[5])
 return 1
 """
+
+# KEYS: the model's vcov, ver. ARGV: version pieces start1, end1, version1, ... that replace the model's where they lie
+# (a build switched to, a rollback: the model's table holds other rows now).
+_ADOPT_VERSIONS = (
+    _LUA_RANGES
+    + """
+for i = 1, #ARGV, 3 do add_piece(KEYS[1], tonumber(ARGV[i]), tonumber(ARGV[i + 1]), ARGV[i + 2]) end
+redis.call('INCR', KEYS[2])
+return 0
+"""
+)
 
 # KEYS: one zset per model. Returns each zset's members by score: one round trip and one reply for thousands of
 # models (a transaction of one ZRANGE per model costs the client a command and a reply each).
@@ -260,6 +320,11 @@ def _parse_range(member: bytes | str) -> Range:
     return (int(start), int(end))
 
 
+def _parse_piece(member: bytes | str) -> tuple[int, int, str]:
+    start, end, version = _text(member).split(":", 2)
+    return (int(start), int(end), version)
+
+
 def _parse_run(member: bytes | str) -> TaskRun:
     """A re-run member: ``start:end:step``, or ``start:end`` (one task, written before runs); a step that is not
     positive (written by hand) is read as one task, as the scripts read it."""
@@ -286,13 +351,14 @@ class RedisCoverage:
         self._generation = client.register_script(_GENERATION)
         self._versions = client.register_script(_VERSIONS)
         self._replace = client.register_script(_REPLACE)
+        self._adopt_versions = client.register_script(_ADOPT_VERSIONS)
         self._mark_built = client.register_script(_MARK_BUILT)
         self._read_zsets = client.register_script(_READ_ZSETS)
 
     def _keys(self, model: ModelId) -> list[str]:
-        """The model's coverage, sequence, invalidation log, log floor, version, rebuilt-at and re-run keys, in the
-        scripts' order."""
-        kinds = ("cov", "seq", "inv", "invfloor", "ver", "rebuilt", "rerun")
+        """The model's coverage, sequence, invalidation log, log floor, version, rebuilt-at, re-run and version-piece
+        keys, in the scripts' order."""
+        kinds = ("cov", "seq", "inv", "invfloor", "ver", "rebuilt", "rerun", "vcov")
         return [f"{self._prefix}{kind}:{model}" for kind in kinds]
 
     def is_built(self) -> bool:
@@ -361,12 +427,27 @@ class RedisCoverage:
         value = cast("bytes | str | None", self._client.get(self._keys(model)[1]))
         return 0 if value is None else int(value)
 
-    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None) -> bool:
+    def version_coverage(self, models: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
+        """Each model's covered ranges by the version that computed them (``None``: covered, version not known), read
+        atomically (one script); a model that covers nothing maps to ``{}``."""
+        ordered = list(models)
+        if not ordered:
+            return {}
+        replies = self._read_zsets(keys=[key for m in ordered for key in (self._keys(m)[0], self._keys(m)[7])])
+        out: dict[ModelId, dict[str | None, Coverage]] = {}
+        for i, model in enumerate(ordered):
+            covered = tuple(_parse_range(x) for x in replies[2 * i])
+            pieces = [_parse_piece(x) for x in replies[2 * i + 1]]
+            out[model] = by_version(covered, pieces)
+        return out
+
+    def record_completed(self, model: ModelId, done: Range, observed_seq: int, fence: Fence | None = None,
+                         version: str | None = None) -> bool:
         if done[0] >= done[1]:
             return True
-        cov_key, seq_key, inv_key, floor_key, ver_key, _, rerun_key = self._keys(model)
-        keys = [cov_key, seq_key, inv_key, floor_key, ver_key, rerun_key]
-        args = list[int | str]([done[0], done[1], observed_seq])
+        cov_key, seq_key, inv_key, floor_key, ver_key, _, rerun_key, vcov_key = self._keys(model)
+        keys = [cov_key, seq_key, inv_key, floor_key, ver_key, rerun_key, vcov_key]
+        args = list[int | str]([done[0], done[1], observed_seq, version or ""])
         if fence is not None:
             keys += lease_keys(self._prefix, fence.lease)
             args += [fence.owner, fence.token]
@@ -397,11 +478,20 @@ class RedisCoverage:
         return {m: _text(v) for m, v in zip(ordered, replies, strict=True)}
 
     def replace_coverage(self, model: ModelId, coverage: Coverage, seq: int, version: str,
-                         reruns: Sequence[TaskRun] = ()) -> bool:
-        """Overwrite one model's coverage, sequence and re-runs if its version is unchanged; the log restarts at
-        ``seq``."""
+                         reruns: Sequence[TaskRun] = (), computed_by: Mapping[str, Coverage] | None = None) -> bool:
+        """Overwrite one model's coverage, sequence, re-runs and version pieces if its version is unchanged; the log
+        restarts at ``seq``."""
         merged = cov.merge(coverage)
         args: list[int | str] = [version, seq, len(merged)]
         args.extend(position for r in merged for position in r)
+        pieces = version_pieces(merged, computed_by or {})
+        args.append(len(pieces))
+        args.extend(value for piece in pieces for value in piece)
         args.extend(value for run in reruns if run.start < run.end for value in run)
         return bool(self._replace(keys=[*self._keys(model), self._generation_key], args=args))
+
+    def adopt_versions(self, model: ModelId, computed_by: Mapping[str, Coverage]) -> None:
+        pieces = version_pieces(cov.union(*computed_by.values()), computed_by)
+        if pieces:
+            keys = self._keys(model)
+            self._adopt_versions(keys=[keys[7], keys[4]], args=[value for piece in pieces for value in piece])

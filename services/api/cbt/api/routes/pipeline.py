@@ -94,7 +94,7 @@ async def get_model_versions(ctx: Ctx) -> ModelVersionsBody:
     incrementals = sorted({v.model for v in every} & {m.id for m in ctx.models.incrementals})
     covered, held = await asyncio.gather(
         blocking(ctx.hot.coverage.coverages, [*builds, *(v.model for v in every if v.state == "building")]),
-        blocking(ctx.admin.version_coverage, incrementals))
+        blocking(ctx.hot.coverage.version_coverage, incrementals))
     return ModelVersionsBody(recorded=True, versions=[_version_item(v, covered, held.get(v.model, {})) for v in sorted(
         every, key=lambda v: (v.model, -v.version))])
 
