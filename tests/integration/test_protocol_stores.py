@@ -122,17 +122,18 @@ def test_a_rebuild_racing_an_invalidation_does_not_restore_the_range(stores: Sto
     read before the invalidation, and moved the sequence back."""
     for start in range(0, 500, 100):
         stores.complete(start, start + 100)
-    read_coverage = stores.admin.coverage
+    read_coverage = stores.admin.version_coverage  # (the rebuild's read of the durable coverage)
 
-    def read_then_invalidation_lands(model_ids: Collection[ModelId] | None = None) -> dict[ModelId, Coverage]:
+    def read_then_invalidation_lands(model_ids: Collection[ModelId]) -> dict[ModelId, dict[str | None, Coverage]]:
         covered = read_coverage(model_ids)
         if not stores.seen.ids:
             assert asyncio.run(stores.handler().handle(reorg("during-rebuild", 120, 130))) == "applied"
         return covered
 
-    monkeypatch.setattr(stores.admin, "coverage", read_then_invalidation_lands)
+    monkeypatch.setattr(stores.admin, "version_coverage", read_then_invalidation_lands)
     stores.rebuild()
     monkeypatch.undo()
+    assert stores.seen.ids, "the invalidation landed while the rebuild ran"
 
     assert stores.hot() == stores.durable() == ((0, 100), (200, 500))
     assert stores.state.coverage.invalidation_seq(HOURLY) == 1
