@@ -49,7 +49,9 @@ def _one(spark: SparkSession, endpoints: Endpoints, rows: int) -> dict[str, Any]
     redis = Redis.from_url(endpoints.redis_url)
     state = RedisState(redis, f"{tag}:")
     try:
-        admin_from_config(spark, config).ensure_tables()  # the installation: a restart finds the tables there
+        installed = admin_from_config(spark, config)
+        installed.ensure_tables()  # the installation: a restart finds the tables there
+        installed.wait_registered()  # (created as files; the fill below writes through Spark SQL, by name)
         if rows:
             _fill(spark, f"`{tag}_admin`.`{config.admin.incremental.table}`", rows)
         began = time.monotonic()  # a coordinator starting: it opens the tables, then rebuilds the hot index
