@@ -30,6 +30,8 @@ from tests.e2e.harness import CONFIG
 MODELS = 100
 STEP = 60
 GAP_EVERY = 1000
+VERSION = "0123456789ab"
+"""The model version every row says computed it (each completion carries one): the rebuild writes them too."""
 """Every this many tasks of a model, one is missing: coverage of ``rows / models / GAP_EVERY`` ranges per model."""
 
 
@@ -76,5 +78,5 @@ def _fill(spark: SparkSession, table: str, rows: int) -> None:
     spark.sql(f"""INSERT INTO {table}
 SELECT current_timestamp(), 'bench', concat('m', CAST(id % {MODELS} AS STRING)),
        (id DIV {MODELS}) * {STEP}, {STEP}, concat('bench.m', CAST(id % {MODELS} AS STRING), ':', CAST((id DIV {MODELS})
-       * {STEP} AS STRING), ':{STEP}'), 'forward', 0, 'bench', 1, {STEP}
+       * {STEP} AS STRING), ':{STEP}'), 'forward', 0, 'bench', 1, {STEP}, '{VERSION}'
 FROM range(0, {per_model * MODELS}) WHERE (id DIV {MODELS}) % {GAP_EVERY} != {GAP_EVERY - 1}""").collect()
