@@ -30,9 +30,9 @@ from tests.e2e.harness import CONFIG
 MODELS = 100
 STEP = 60
 GAP_EVERY = 1000
+"""Every this many tasks of a model, one is missing: coverage of ``rows / models / GAP_EVERY`` ranges per model."""
 VERSION = "0123456789ab"
 """The model version every row says computed it (each completion carries one): the rebuild writes them too."""
-"""Every this many tasks of a model, one is missing: coverage of ``rows / models / GAP_EVERY`` ranges per model."""
 
 
 SIZES = (0, 1_000, 1_000_000)
